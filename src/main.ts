@@ -1,0 +1,190 @@
+/**
+ * The CLI and the only place that listens: read the configuration, start the embedded reference
+ * services when no upstream URLs are given, serve the gateway, and shut down gracefully.
+ */
+import { createServer, type Server } from 'node:http';
+import type { Socket } from 'node:net';
+import { type Config, ConfigError, helpText, loadConfig } from './config.js';
+import { sharedDigitEngine } from './digits/digit-engine.js';
+import { createLogger, type Logger } from './logger.js';
+import { createObservability } from './observability/create-observability.js';
+import { type RunningServices, servicesOptionsFromConfig, startServices } from './services/start-services.js';
+import { createUpstreamClients } from './upstream/create-upstream-clients.js';
+import { createGateway } from './yoga.js';
+
+/** A started gateway: what `main` and the tests that run it as a process need to stop it. */
+interface RunningGateway {
+  url: string;
+  server: Server;
+  /** Stop accepting, let in-flight requests finish (up to the configured timeout), release everything. */
+  shutdown(reason: string): Promise<void>;
+}
+
+/** Starts everything the configuration asks for. Throws ConfigError-free errors only on real faults. */
+async function startGateway(config: Config, logger: Logger): Promise<RunningGateway> {
+  let services: RunningServices | undefined;
+  let nullBaseUrl = config.nullBaseUrl;
+  let piBaseUrl = config.piBaseUrl;
+  if (nullBaseUrl === undefined || piBaseUrl === undefined) {
+    // The embedded default: both reference services in this process, on free loopback ports.
+    services = await startServices({
+      ...servicesOptionsFromConfig(config),
+      host: '127.0.0.1',
+      nullPort: 0,
+      piPort: 0,
+    });
+    nullBaseUrl ??= services.nullCheckUrl;
+    piBaseUrl ??= services.piDigitsUrl;
+    logger.info(
+      {
+        nullCheck: config.nullBaseUrl ? 'external' : 'embedded',
+        piDigits: config.piBaseUrl ? 'external' : 'embedded',
+      },
+      'embedded reference services started',
+    );
+  }
+
+  const digits = sharedDigitEngine();
+  // Created before the clients: their per-attempt `onCall` reports feed this gateway's metrics.
+  const observability = createObservability({ config, logger });
+  const clients = createUpstreamClients({
+    nullBaseUrl,
+    piBaseUrl,
+    authHeader: config.upstreamAuthHeader,
+    timeoutMs: config.upstreamTimeoutMs,
+    connections: config.upstreamConnections,
+    healthTimeoutMs: config.healthTimeoutMs,
+    breakerThreshold: config.breakerThreshold,
+    breakerHalfOpenAfterMs: config.breakerHalfOpenAfterMs,
+    retryMaxAttempts: config.retryMaxAttempts,
+    logger,
+    onCall: observability.onCall,
+  });
+  const yoga = createGateway({ clients, digits, config, logger, observability });
+
+  const server = createServer(yoga);
+  // Keep-alive longer than typical load balancers' idle timeout, so they close first (no resets).
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  server.requestTimeout = 60_000;
+
+  // Track sockets and in-flight requests so shutdown can drain exactly what was accepted.
+  const sockets = new Set<Socket>();
+  let inFlight = 0;
+  let drained: (() => void) | undefined;
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  server.on('request', (_req, res) => {
+    inFlight++;
+    res.once('close', () => {
+      inFlight--;
+      if (inFlight === 0) drained?.();
+    });
+  });
+
+  const listen = (host: string) =>
+    new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(config.port, host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+  try {
+    await listen(config.host);
+  } catch (error) {
+    // '::' (the default) needs IPv6; a host without it still gets a gateway on every IPv4 address.
+    if (config.host !== '::' || (error as NodeJS.ErrnoException).code !== 'EAFNOSUPPORT') throw error;
+    await listen('0.0.0.0');
+  }
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+  const shownHost = config.host === '::' || config.host === '0.0.0.0' ? 'localhost' : config.host;
+  const url = `http://${shownHost.includes(':') ? `[${shownHost}]` : shownHost}:${port}/graphql`;
+
+  let shuttingDown: Promise<void> | undefined;
+  const shutdown = (reason: string): Promise<void> => {
+    // A service manager may signal the whole process group (npm and node both get it): the second
+    // signal must not cut the drain short, so shutdown is idempotent.
+    shuttingDown ??= (async () => {
+      logger.info({ reason, inFlight }, 'shutting down: no new connections, draining in-flight requests');
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      // New requests on kept-alive sockets are answered with `connection: close` by Node once
+      // close() was called; idle sockets are closed as they become idle.
+      const idleSweep = setInterval(() => server.closeIdleConnections(), 100);
+      const allDone =
+        inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => (drained = resolve));
+      const timedOut = await Promise.race([
+        allDone.then(() => false),
+        new Promise<boolean>((resolve) => setTimeout(() => resolve(true), config.shutdownTimeoutMs).unref()),
+      ]);
+      clearInterval(idleSweep);
+      if (timedOut) logger.warn({ inFlight }, 'shutdown timeout reached; closing remaining connections');
+      server.closeAllConnections();
+      for (const socket of sockets) socket.destroy();
+      await closed;
+      await clients.close();
+      if (services) await services.close();
+      await digits.close();
+      logger.info('shutdown complete');
+    })();
+    return shuttingDown;
+  };
+
+  return { url, server, shutdown };
+}
+
+async function main(argv: string[]): Promise<void> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(`${helpText()}\n`);
+    return;
+  }
+  let config: Config;
+  try {
+    config = loadConfig(process.env);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exitCode = 1;
+      return;
+    }
+    throw error;
+  }
+  const logger = createLogger({
+    level: config.logLevel,
+    format: config.logFormat ?? (config.nodeEnv === 'production' ? 'json' : 'pretty'),
+  });
+
+  let gateway: RunningGateway;
+  try {
+    gateway = await startGateway(config, logger);
+  } catch (error) {
+    // One clear line (e.g. EADDRINUSE), not a stack trace.
+    const message = error instanceof Error ? error.message : String(error);
+    logger.fatal({ code: (error as { code?: unknown }).code }, `cannot start: ${message}`);
+    logger.flush?.();
+    process.exitCode = 1;
+    return;
+  }
+  logger.info({ url: gateway.url }, `gateway listening on ${gateway.url}`);
+
+  const onSignal = (signal: NodeJS.Signals) => {
+    gateway.shutdown(signal).then(
+      () => {
+        logger.flush?.();
+        process.exit(0);
+      },
+      (error: unknown) => {
+        logger.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+}
+
+await main(process.argv.slice(2));

@@ -1,0 +1,149 @@
+/**
+ * `inference(input:)`: the pi-digits service's beta POST /inference behind
+ * `union InferenceResult = PiInference | EulerInference`. The waiver is checked here, before any
+ * upstream call.
+ */
+import { builder } from '../builder.js';
+import type { InferenceRequest, InferenceResponse } from '../upstream/types.js';
+import { checkDigits, checkTemperature, rethrowAsFieldError, waiverRequired } from './errors.js';
+import { PiModel, piModelOf } from './models.js';
+import { floatOrNull, intOrNull } from './numbers.js';
+import { type Constant, classifyDigits, correctDigits, splitDigits } from './truth.js';
+
+export interface InferenceShape {
+  response: InferenceResponse;
+  constant: Constant;
+  requestedDigits: number;
+}
+
+export const InferenceInput = builder.inputType('InferenceInput', {
+  description: 'The body of the inference endpoint (pi-digits spec §2.2).',
+  fields: (t) => ({
+    desiredDigits: t.int({ required: true, description: 'Decimal places wanted, 0 to MAX_DIGITS.' }),
+    model: t.field({ type: PiModel, description: 'Model variant. Omitted: the service default.' }),
+    temperature: t.float({ description: 'Creativity, 0 to 1. Above 0 e may come back instead of pi.' }),
+    useChainOfThought: t.boolean({ description: 'Ask for the reasoning text (`chainOfThought`).' }),
+    liabilityWaiverSigned: t.boolean({
+      required: true,
+      description:
+        'Acknowledges that generated digits may not match the real constant. Must be true, else ' +
+        'WAIVER_REQUIRED (checked by the gateway; no upstream call).',
+    }),
+  }),
+});
+
+export const Inference = builder.interfaceRef<InferenceShape>('Inference').implement({
+  description: 'An answer of the inference endpoint, with what the gateway checked.',
+  fields: (t) => ({
+    digits: t.string({
+      description: 'The generated decimal string (upstream `digits`).',
+      resolve: (p) => p.response.digits,
+    }),
+    precision: t.int({
+      description: 'Decimal places returned (upstream `precision`, else counted in `digits`).',
+      resolve: (p) => intOrNull(p.response.precision) ?? splitDigits(p.response.digits).decimals.length,
+    }),
+    requestedDigits: t.int({
+      description: 'Decimal places asked for (`desiredDigits`). `precision` below it shows a clamp.',
+      resolve: (p) => p.requestedDigits,
+    }),
+    correctDigits: t.int({
+      description:
+        'Leading decimal places that agree with the true constant of this member (pi or e), checked by the ' +
+        'gateway; 0 when the integer part differs.',
+      resolve: (p, _args, context) =>
+        correctDigits(context.digits, p.response.digits, p.constant, context.limits.maxCompareDigits),
+    }),
+    chainOfThought: t.string({
+      nullable: true,
+      description: "The model's reasoning text (upstream `chain_of_thought`); null when not sent.",
+      resolve: (p) => p.response.chainOfThought,
+    }),
+    tokensUsed: t.int({
+      nullable: true,
+      description: 'Tokens consumed (upstream `tokens_used`).',
+      resolve: (p) => intOrNull(p.response.tokensUsed),
+    }),
+    cost: t.string({
+      nullable: true,
+      description: 'Cost as the service formats it, a currency string such as "$0.0042" (upstream `cost`).',
+      resolve: (p) => p.response.cost,
+    }),
+    costUsd: t.float({
+      nullable: true,
+      description: '`cost` parsed to US dollars; null when it does not parse.',
+      resolve: (p) => floatOrNull(p.response.costUsd),
+    }),
+    model: t.field({
+      type: PiModel,
+      nullable: true,
+      description: 'The model variant that answered; null when not sent or not known to this schema.',
+      resolve: (p) => piModelOf(p.response.model),
+    }),
+    modelName: t.string({
+      nullable: true,
+      description: 'The model variant exactly as the service named it; null when the service did not say.',
+      resolve: (p) => p.response.model,
+    }),
+  }),
+});
+
+export const PiInference = builder.objectRef<InferenceShape>('PiInference').implement({
+  description: 'Inferred digits of pi.',
+  interfaces: [Inference],
+  fields: () => ({}),
+});
+
+export const EulerInference = builder.objectRef<InferenceShape>('EulerInference').implement({
+  description:
+    'Inferred digits of e instead of pi (temperature above 0), by marker or by the digits themselves.',
+  interfaces: [Inference],
+  fields: () => ({}),
+});
+
+export const InferenceResult = builder.unionType('InferenceResult', {
+  description: 'An inference answer: PiInference, or EulerInference when the model returned e instead.',
+  types: [PiInference, EulerInference],
+  resolveType: (p) => (p.constant === 'e' ? 'EulerInference' : 'PiInference'),
+});
+
+builder.queryField('inference', (t) =>
+  t.field({
+    type: InferenceResult,
+    nullable: true,
+    description:
+      'The beta inference endpoint of the pi-digits service (labelled v2). Needs liabilityWaiverSigned: true ' +
+      '(else WAIVER_REQUIRED). Fails with BAD_USER_INPUT for negative or too many digits or temperature ' +
+      'outside 0..1; TIER_FORBIDDEN, RATE_LIMITED, UPSTREAM_* codes as `pi`.',
+    args: {
+      input: t.arg({
+        type: InferenceInput,
+        required: true,
+        description: 'What to infer, and the signed waiver.',
+      }),
+    },
+    resolve: async (_root, { input }, context) => {
+      const desiredDigits = checkDigits('desiredDigits', input.desiredDigits, context.limits.maxDigits);
+      const temperature = checkTemperature(input.temperature);
+      if (input.liabilityWaiverSigned !== true) throw waiverRequired();
+      const request: InferenceRequest = {
+        desiredDigits,
+        model: input.model ?? undefined,
+        temperature,
+        useChainOfThought: input.useChainOfThought ?? undefined,
+        liabilityWaiverSigned: true,
+      };
+      let response: InferenceResponse;
+      try {
+        response = await context.loaders.inference.load(request);
+      } catch (error) {
+        rethrowAsFieldError(error);
+      }
+      return {
+        response,
+        constant: classifyDigits(response.digits, response.constantMarker),
+        requestedDigits: desiredDigits,
+      };
+    },
+  }),
+);

@@ -1,0 +1,204 @@
+/**
+ * `isNull(value: JSON, ...)`: the null-check service behind a union of its three answer shapes, plus
+ * the truth (`actuallyNull`, `correct`) computed by the gateway.
+ *
+ * Omitted vs null: graphql-js leaves an omitted argument (and one bound to an unset variable) out of
+ * `args`, and an explicit `null` in. `'value' in args` keeps the two apart all the way to the upstream.
+ */
+import { builder } from '../builder.js';
+import type { NullCheckRequest, NullCheckResponse } from '../upstream/types.js';
+import { badUserInput, checkTemperature, rethrowAsFieldError } from './errors.js';
+import { JsonScalar } from './json-scalar.js';
+import type { JsonArgument } from './json-value.js';
+import { NullModel, nullModelOf } from './models.js';
+import { floatOrNull, intOrNull } from './numbers.js';
+
+/** A null-check answer plus what the gateway knows about the value that was asked about. */
+export interface NullCheckShape {
+  response: NullCheckResponse;
+  /** value === null (strictly; an omitted value is not null). */
+  actuallyNull: boolean;
+}
+
+export const NullCheck = builder.interfaceRef<NullCheckShape>('NullCheck').implement({
+  description: 'What every null-check answer carries: the verdict metadata of the service, and the truth.',
+  fields: (t) => ({
+    confidence: t.float({
+      nullable: true,
+      description: "The model's confidence in its answer, between 0 and 1 (upstream `confidence`).",
+      resolve: (p) => floatOrNull(p.response.confidence),
+    }),
+    model: t.field({
+      type: NullModel,
+      nullable: true,
+      description:
+        'The model variant that answered; null when the service named a model this schema does not know (see `modelName`).',
+      resolve: (p) => nullModelOf(p.response.model),
+    }),
+    modelName: t.string({
+      description: 'The model variant exactly as the service named it (upstream `model`).',
+      resolve: (p) => p.response.model,
+    }),
+    inferenceTimeMs: t.int({
+      nullable: true,
+      description:
+        'Inference time in milliseconds, as reported by the service (upstream `inference_time_ms`).',
+      resolve: (p) => intOrNull(p.response.inferenceTimeMs),
+    }),
+    gpuCostUsd: t.float({
+      nullable: true,
+      description: 'Cost of this check in US dollars (upstream `gpu_cost_usd`).',
+      resolve: (p) => floatOrNull(p.response.gpuCostUsd),
+    }),
+    expertsConsulted: t.int({
+      nullable: true,
+      description: 'Number of internal experts the service consulted (upstream `experts_consulted`).',
+      resolve: (p) => intOrNull(p.response.expertsConsulted),
+    }),
+    sponsoredBy: t.string({
+      nullable: true,
+      description:
+        'Sponsor message (upstream `sponsored_by`). The terms of service require it to be logged or displayed.',
+      resolve: (p) => p.response.sponsoredBy,
+    }),
+    disclaimer: t.string({
+      nullable: true,
+      description:
+        'Fixed text of the service: results may differ from strict equality (upstream `disclaimer`).',
+      resolve: (p) => p.response.disclaimer,
+    }),
+    actuallyNull: t.boolean({
+      description:
+        'The truth, computed by the gateway: whether the value asked about is strictly null. An omitted ' +
+        '`value` (undefined) is not null.',
+      resolve: (p) => p.actuallyNull,
+    }),
+    correct: t.boolean({
+      nullable: true,
+      description:
+        'Whether a boolean answer agrees with `actuallyNull`; null for `maybe` and existential answers, ' +
+        'which are neither right nor wrong.',
+      resolve: (p) =>
+        p.response.answer.kind === 'boolean' ? p.response.answer.isNull === p.actuallyNull : null,
+    }),
+  }),
+});
+
+export const NullVerdict = builder.objectRef<NullCheckShape>('NullVerdict').implement({
+  description: 'A plain boolean answer (upstream `is_null` is true or false).',
+  interfaces: [NullCheck],
+  fields: (t) => ({
+    isNull: t.boolean({
+      description: "The model's verdict: whether the value is null (upstream `is_null`).",
+      resolve: (p) => p.response.answer.kind === 'boolean' && p.response.answer.isNull,
+    }),
+  }),
+});
+
+export const MaybeVerdict = builder.objectRef<NullCheckShape>('MaybeVerdict').implement({
+  description:
+    'The answer `"maybe"` (upstream `is_null` is the string "maybe"; only at temperature above 0).',
+  interfaces: [NullCheck],
+  fields: (t) => ({
+    answer: t.string({
+      description: 'Always `"maybe"`.',
+      resolve: () => 'maybe',
+    }),
+  }),
+});
+
+export const ExistentialVerdict = builder.objectRef<NullCheckShape>('ExistentialVerdict').implement({
+  description:
+    'Any other answer shape (the "existential dread" answers of temperatures above 0.7, which the service ' +
+    'documents as "not shown"): its text and the untouched body, so nothing is lost.',
+  interfaces: [NullCheck],
+  fields: (t) => ({
+    musing: t.string({
+      nullable: true,
+      description: "The service's text, when its answer had one.",
+      resolve: (p) => (p.response.answer.kind === 'existential' ? p.response.answer.musing : null),
+    }),
+    raw: t.field({
+      type: JsonScalar,
+      nullable: true,
+      description: 'The untouched upstream response body.',
+      resolve: (p) => p.response.raw,
+    }),
+  }),
+});
+
+export const NullCheckResult = builder.unionType('NullCheckResult', {
+  description:
+    'A null-check answer: NullVerdict (true/false), MaybeVerdict ("maybe", temperature above 0) or ' +
+    'ExistentialVerdict (any other shape, temperature above 0.7).',
+  types: [NullVerdict, MaybeVerdict, ExistentialVerdict],
+  resolveType: (p) => {
+    switch (p.response.answer.kind) {
+      case 'boolean':
+        return 'NullVerdict';
+      case 'maybe':
+        return 'MaybeVerdict';
+      default:
+        return 'ExistentialVerdict';
+    }
+  },
+});
+
+function boundedValue(arg: JsonArgument, limits: { maxJsonDepth: number; maxJsonBytes: number }): unknown {
+  if (arg.depth > limits.maxJsonDepth) {
+    throw badUserInput(
+      `value is nested ${arg.depth} levels deep; at most ${limits.maxJsonDepth} are allowed`,
+    );
+  }
+  if (arg.bytes > limits.maxJsonBytes) {
+    throw badUserInput(`value is ${arg.bytes} bytes as JSON; at most ${limits.maxJsonBytes} are allowed`);
+  }
+  return arg.value;
+}
+
+builder.queryField('isNull', (t) =>
+  t.field({
+    type: NullCheckResult,
+    nullable: true,
+    description:
+      'Asks the null-check service whether `value` is null. Omit `value` to ask about undefined (the ' +
+      'service answers 400: UNDEFINED_VALUE); pass `null` for null. Fails with TIER_FORBIDDEN for ' +
+      "strictMode beyond your tier, RATE_LIMITED, NULL_PARADOX (the service's 500), UPSTREAM_* codes.",
+    args: {
+      value: t.arg({
+        type: JsonScalar,
+        description: 'The value to check, any JSON. Omitted = undefined; `null` = null.',
+      }),
+      model: t.arg({
+        type: NullModel,
+        description: 'Model variant. Omitted: the service default (null-x-4o).',
+      }),
+      temperature: t.arg.float({
+        description: 'Creativity, 0 to 1. Above 0 "maybe" may appear; above 0.7 existential answers too.',
+      }),
+      strictMode: t.arg.boolean({
+        description: 'Distinguish null from undefined. Enterprise tier only (else TIER_FORBIDDEN).',
+      }),
+    },
+    resolve: async (_root, args, context) => {
+      const temperature = checkTemperature(args.temperature);
+      const arg = args.value;
+      const given = 'value' in args && arg !== undefined;
+      const value = arg != null ? boundedValue(arg, context.limits) : null;
+      const request: NullCheckRequest = {
+        hasValue: given,
+        value: given ? value : undefined,
+        model: args.model ?? undefined,
+        temperature,
+        strictMode: args.strictMode ?? undefined,
+      };
+      let response: NullCheckResponse;
+      try {
+        response = await context.loaders.nullCheck.load(request);
+      } catch (error) {
+        rethrowAsFieldError(error);
+      }
+      return { response, actuallyNull: given && value === null };
+    },
+  }),
+);

@@ -1,0 +1,69 @@
+/**
+ * `npm run services`: the two reference services on NULL_PORT and PI_PORT (contract §5), without
+ * the gateway. Bad configuration: one line on stderr, exit 1. SIGTERM/SIGINT: stop accepting, answer
+ * what was accepted, exit by itself (forced after SHUTDOWN_TIMEOUT_MS).
+ */
+import { ConfigError, helpText, loadConfig } from '../config.js';
+import { sharedDigitEngine } from '../digits/digit-engine.js';
+import { createLogger } from '../logger.js';
+import { servicesOptionsFromConfig, startServices } from './start-services.js';
+
+async function main(): Promise<void> {
+  if (process.argv.includes('--help') || process.argv.includes('-h')) {
+    process.stdout.write(`${helpText().replace('npm start', 'npm run services')}\n`);
+    return;
+  }
+  let config: ReturnType<typeof loadConfig>;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(1);
+    }
+    throw error;
+  }
+  const logger = createLogger({
+    level: config.logLevel,
+    format: config.logFormat ?? (config.nodeEnv === 'production' ? 'json' : 'pretty'),
+  });
+  const running = await startServices({
+    ...servicesOptionsFromConfig(config),
+    host: config.host,
+    nullPort: config.nullPort,
+    piPort: config.piPort,
+    logger,
+    logRequests: config.logLevel === 'debug' || config.logLevel === 'trace',
+  });
+  logger.info({ url: running.nullCheckUrl }, `null-check service listening on ${running.nullCheckUrl}`);
+  logger.info({ url: running.piDigitsUrl }, `pi-digits service listening on ${running.piDigitsUrl}`);
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down: no new connections, finishing accepted requests');
+    // Forced exit if in-flight requests take too long; unref'd so it never keeps the process alive.
+    setTimeout(() => {
+      logger.warn('shutdown timeout reached, exiting');
+      process.exit(1);
+    }, config.shutdownTimeoutMs).unref();
+    running
+      .close()
+      .then(() => sharedDigitEngine().close())
+      .then(() => logger.info('stopped'))
+      .catch((error: unknown) => {
+        logger.error({ err: error }, 'error while shutting down');
+        process.exitCode = 1;
+      });
+  };
+  process.once('SIGTERM', () => stop('SIGTERM'));
+  process.once('SIGINT', () => stop('SIGINT'));
+}
+
+main().catch((error: unknown) => {
+  // Startup failure (e.g. port in use): one line, no stack.
+  const message = error instanceof Error ? error.message : String(error);
+  process.stderr.write(`services failed to start: ${message}\n`);
+  process.exit(1);
+});

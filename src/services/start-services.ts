@@ -1,0 +1,181 @@
+/**
+ * Starts both reference services on loopback ports: the embedded default of `npm start` (gateway
+ * contract §5) and the body of `npm run services` (src/services/main.ts).
+ */
+import type { AddressInfo } from 'node:net';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import type { Config } from '../config.js';
+import type { DigitEngine } from '../digits/digit-engine.js';
+import { createNullCheckService } from './null-check/null-check-service.js';
+import { createPiDigitsService } from './pi-digits/pi-digits-service.js';
+import type { ApiKeysInput } from './shared/api-keys.js';
+
+export interface ServicesOptions {
+  /** Address both services bind to. @default '127.0.0.1' */
+  host?: string;
+  /** Port of the null-check service; 0 picks a free one. @default 0 */
+  nullPort?: number;
+  /** Port of the pi-digits service; 0 picks a free one. @default 0 */
+  piPort?: number;
+  /** Accepted API keys (`key:tier,...`, a Map or an object). @default demo keys `demo-pro`, `demo-enterprise` */
+  apiKeys?: ApiKeysInput | undefined;
+  /** Seed of both services' random generators. @default 42 */
+  seed?: number;
+  /** Requests per minute per free caller (both services, counted separately); 0 = unlimited. @default 60 */
+  freeRateLimit?: number;
+  /** Requests per minute per pro key; 0 = unlimited. @default 600 */
+  proRateLimit?: number;
+  /** Requests per minute per enterprise key; 0 = unlimited. @default 0 */
+  enterpriseRateLimit?: number;
+  /** Rate-limit window in ms (tests shorten it). @default 60000 */
+  rateLimitWindowMs?: number;
+  /** Largest request body in bytes (413 beyond). @default 1048576 */
+  bodyLimit?: number;
+  /** Null-check strict_mode for pro too (the limits table's reading). @default false */
+  strictModePro?: boolean;
+  /** Pi: over the tier's digit limit, 'reject' (418) or 'clamp'. @default 'reject' */
+  piOverLimit?: 'reject' | 'clamp';
+  /** Pi: the enterprise digit limit, 'unlimited' (up to piMaxDigits) or 10. @default 'unlimited' */
+  piEnterpriseMaxDigits?: 'unlimited' | '10' | number;
+  /** Pi: hard maximum decimals per request, any tier (400 DIGITS_OUT_OF_RANGE beyond). @default 1000000 */
+  piMaxDigits?: number;
+  /** Pi: the digit engine. @default sharedDigitEngine() */
+  digitEngine?: DigitEngine;
+  /** Fault injection, null-check: added latency in ms. @default 0 */
+  nullFaultLatencyMs?: number;
+  /** Fault injection, null-check: share of checks answered 500 NULL_PARADOX. @default 0 */
+  nullFault500Rate?: number;
+  /** Fault injection, null-check: share of checks answered 503. @default 0 */
+  nullFault503Rate?: number;
+  /** Fault injection, pi-digits: added latency in ms. @default 0 */
+  piFaultLatencyMs?: number;
+  /** Fault injection, pi-digits: share of requests answered 500 INTERNAL_ERROR. @default 0 */
+  piFault500Rate?: number;
+  /** Fault injection, pi-digits: share of requests answered 503. @default 0 */
+  piFault503Rate?: number;
+  /** A pino logger; each service logs through a child with `service` set. @default none (silent) */
+  logger?: FastifyBaseLogger;
+  /** One log line per request (needs `logger`). @default false */
+  logRequests?: boolean;
+  /** Trust X-Forwarded-For for the client address of free callers. @default false */
+  trustProxy?: boolean | string | string[];
+}
+
+export interface RunningServices {
+  /**
+   * e.g. http://127.0.0.1:43121 (base URL without /api/v1), reachable from this machine: loopback when
+   * the services are bound to every interface (`::`, `0.0.0.0`).
+   */
+  nullCheckUrl: string;
+  /** e.g. http://127.0.0.1:43122 (base URL without /api/v1). */
+  piDigitsUrl: string;
+  close(): Promise<void>;
+}
+
+/**
+ * The behaviour options from the validated configuration (group 'services'). Host and ports are
+ * left out on purpose: the embedded services always take free loopback ports, `npm run services`
+ * adds NULL_PORT / PI_PORT itself.
+ */
+export function servicesOptionsFromConfig(config: Config): ServicesOptions {
+  return {
+    apiKeys: config.apiKeys,
+    seed: config.seed,
+    freeRateLimit: config.freeRateLimit,
+    proRateLimit: config.proRateLimit,
+    enterpriseRateLimit: config.enterpriseRateLimit,
+    strictModePro: config.strictModePro,
+    piOverLimit: config.piOverLimit,
+    piEnterpriseMaxDigits: config.piEnterpriseMaxDigits,
+    piMaxDigits: config.piMaxDigits,
+    nullFaultLatencyMs: config.nullFaultLatencyMs,
+    nullFault500Rate: config.nullFault500Rate,
+    nullFault503Rate: config.nullFault503Rate,
+    piFaultLatencyMs: config.piFaultLatencyMs,
+    piFault500Rate: config.piFault500Rate,
+    piFault503Rate: config.piFault503Rate,
+  };
+}
+
+/** Builds both services from the combined options (not listening). */
+export function createServices(options: ServicesOptions = {}): {
+  nullCheck: FastifyInstance;
+  piDigits: FastifyInstance;
+} {
+  const common = {
+    apiKeys: options.apiKeys,
+    seed: options.seed,
+    freeRateLimit: options.freeRateLimit,
+    proRateLimit: options.proRateLimit,
+    enterpriseRateLimit: options.enterpriseRateLimit,
+    rateLimitWindowMs: options.rateLimitWindowMs,
+    bodyLimit: options.bodyLimit,
+    logRequests: options.logRequests,
+    trustProxy: options.trustProxy,
+  };
+  const enterpriseMax = options.piEnterpriseMaxDigits;
+  const nullCheck = createNullCheckService({
+    ...common,
+    logger: options.logger?.child({ service: 'null-check' }),
+    strictModePro: options.strictModePro,
+    faultLatencyMs: options.nullFaultLatencyMs,
+    fault500Rate: options.nullFault500Rate,
+    fault503Rate: options.nullFault503Rate,
+  });
+  const piDigits = createPiDigitsService({
+    ...common,
+    logger: options.logger?.child({ service: 'pi-digits' }),
+    overLimit: options.piOverLimit,
+    enterpriseMaxDigits:
+      enterpriseMax === undefined || enterpriseMax === 'unlimited' ? 'unlimited' : Number(enterpriseMax),
+    maxDigits: options.piMaxDigits,
+    digitEngine: options.digitEngine,
+    faultLatencyMs: options.piFaultLatencyMs,
+    fault500Rate: options.piFault500Rate,
+    fault503Rate: options.piFault503Rate,
+  });
+  return { nullCheck, piDigits };
+}
+
+/** A URL that reaches the service from this machine (loopback when bound to every interface). */
+function baseUrl(app: FastifyInstance): string {
+  const address = app.server.address() as AddressInfo;
+  const unspecified = address.address === '::' || address.address === '0.0.0.0';
+  const host = unspecified
+    ? '127.0.0.1'
+    : address.family === 'IPv6'
+      ? `[${address.address}]`
+      : address.address;
+  return `http://${host}:${address.port}`;
+}
+
+/** Listens on `host`; `::` falls back to 0.0.0.0 where IPv6 is off (as the gateway does). */
+async function listen(app: FastifyInstance, host: string, port: number): Promise<void> {
+  try {
+    await app.listen({ host, port });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (host !== '::' || (code !== 'EAFNOSUPPORT' && code !== 'EADDRNOTAVAIL')) throw error;
+    await app.listen({ host: '0.0.0.0', port });
+  }
+}
+
+/** Starts both services; resolves once both listen. A failure closes whatever had started. */
+export async function startServices(options: ServicesOptions = {}): Promise<RunningServices> {
+  const host = options.host ?? '127.0.0.1';
+  const { nullCheck, piDigits } = createServices(options);
+  try {
+    await listen(nullCheck, host, options.nullPort ?? 0);
+    await listen(piDigits, host, options.piPort ?? 0);
+  } catch (error) {
+    await Promise.allSettled([nullCheck.close(), piDigits.close()]);
+    throw error;
+  }
+  return {
+    nullCheckUrl: baseUrl(nullCheck),
+    piDigitsUrl: baseUrl(piDigits),
+    close: async () => {
+      await Promise.all([nullCheck.close(), piDigits.close()]);
+    },
+  };
+}

@@ -1,0 +1,296 @@
+/**
+ * Validation of the services' JSON answers (snake_case) into the seam's camelCase shapes.
+ *
+ * Every schema is built once at module load (zod 4 compiles object schemas on first use); the
+ * body is parsed once with JSON.parse by the caller. Extra fields are ignored; a field with the
+ * wrong type is an `UPSTREAM_BAD_RESPONSE`. Model strings are passed through whatever they are:
+ * the enum mapping (and what to do with a model the enum does not know) belongs to the schema.
+ */
+import { z } from 'zod';
+import type {
+  InferenceResponse,
+  NullAnswer,
+  NullCheckResponse,
+  NullHealthBody,
+  PiHealthBody,
+  PiResponse,
+} from './types.js';
+
+/** Thrown by the parse functions; the caller turns it into an `UPSTREAM_BAD_RESPONSE`. */
+export class ResponseShapeError extends Error {
+  /** Client-safe: field paths and expected types only, never upstream values. */
+  readonly detail: string;
+
+  constructor(detail: string) {
+    super(`body does not fit the interface: ${detail}`);
+    this.name = 'ResponseShapeError';
+    this.detail = detail;
+  }
+}
+
+/** Integer part, optionally a point and decimals: what the spec calls "a decimal string". */
+export const DIGITS_PATTERN = /^\d+(\.\d+)?$/;
+
+const int = z.number().int();
+const nullableText = z
+  .string()
+  .nullish()
+  .transform((v) => v ?? null);
+
+/** The spec's fields of a boolean or `maybe` answer: all required, types checked. */
+const nullCheckStrictSchema = z.object({
+  confidence: z.number(),
+  model: z.string(),
+  inference_time_ms: int,
+  gpu_cost_usd: z.number(),
+  experts_consulted: int,
+  sponsored_by: nullableText,
+  disclaimer: nullableText,
+});
+
+/**
+ * The existential answer's shape is not in the spec ("not shown"), so its metadata is read
+ * leniently: a missing or wrong-typed number becomes 0 and a missing model '' (the seam's types
+ * are non-null, and `raw` keeps the untouched body, so nothing is lost by defaulting).
+ */
+const nullCheckLenientSchema = z.object({
+  confidence: z.number().catch(0),
+  model: z.string().catch(''),
+  inference_time_ms: z.number().catch(0),
+  gpu_cost_usd: z.number().catch(0),
+  experts_consulted: z.number().catch(0),
+  sponsored_by: z.string().nullable().catch(null),
+  disclaimer: z.string().nullable().catch(null),
+});
+
+const piSchema = z.object({
+  digits: z.string().regex(DIGITS_PATTERN, 'expected a decimal string of digits'),
+  /** Required by the spec; when absent (the e case is "not shown") it is derived from `digits`. */
+  precision: int.nonnegative().optional(),
+  confidence: z.number(),
+  model: z.string(),
+  inference_time_ms: int,
+  gpu_cost_usd: z.number(),
+  sponsored_by: nullableText,
+  disclaimer: nullableText,
+});
+
+const inferenceSchema = z.object({
+  digits: z.string().regex(DIGITS_PATTERN, 'expected a decimal string of digits'),
+  /** "Response when use_chain_of_thought is false: not shown": absent or null both mean none. */
+  chain_of_thought: nullableText,
+  tokens_used: int.nonnegative(),
+  cost: z.string(),
+  precision: int.nonnegative().optional(),
+  model: z.string().optional(),
+});
+
+const nullHealthSchema = z.object({
+  status: z.string(),
+  null_detectable: z.boolean(),
+  undefined_detectable: z.boolean(),
+  cluster_status: z.string(),
+  philosophy_consultant: nullableText,
+  monthly_burn: z.string(),
+});
+
+const piHealthSchema = z.object({
+  status: z.string(),
+  pi_available: z.boolean(),
+  gpu_cluster: z.string(),
+  monthly_burn_rate: z.string(),
+});
+
+function describe(error: z.ZodError): string {
+  const issue = error.issues[0];
+  if (issue === undefined) return 'invalid body';
+  const path = issue.path.length > 0 ? issue.path.join('.') : '(body)';
+  // Only the path and zod's own message: zod 4 messages name types, never the received value.
+  return `field ${path}: ${issue.message}`;
+}
+
+function asObject(json: unknown): Record<string, unknown> {
+  if (json === null || typeof json !== 'object' || Array.isArray(json)) {
+    throw new ResponseShapeError('expected a JSON object');
+  }
+  return json as Record<string, unknown>;
+}
+
+function check<T>(schema: z.ZodType<T>, json: unknown): T {
+  const result = schema.safeParse(json);
+  if (!result.success) throw new ResponseShapeError(describe(result.error));
+  return result.data;
+}
+
+/** Upstream text fields that may carry the musing of an existential answer, in order of preference. */
+const MUSING_FIELDS = ['musing', 'existential_dread', 'message', 'answer', 'text', 'thought'] as const;
+
+function pickText(object: Record<string, unknown>): string | null {
+  for (const field of MUSING_FIELDS) {
+    const value = object[field];
+    if (typeof value === 'string') return value;
+  }
+  return null;
+}
+
+function musingOf(isNull: unknown, body: Record<string, unknown>): string | null {
+  if (typeof isNull === 'string') return isNull;
+  if (isNull !== null && typeof isNull === 'object' && !Array.isArray(isNull)) {
+    const inner = pickText(isNull as Record<string, unknown>);
+    if (inner !== null) return inner;
+  }
+  return pickText(body);
+}
+
+/** Validates a POST /api/v1/check answer. */
+export function parseNullCheckResponse(json: unknown): NullCheckResponse {
+  const body = asObject(json);
+  const isNull = body.is_null;
+  let answer: NullAnswer;
+  if (typeof isNull === 'boolean') {
+    answer = { kind: 'boolean', isNull };
+  } else if (typeof isNull === 'string' && isNull.trim().toLowerCase() === 'maybe') {
+    answer = { kind: 'maybe' };
+  } else {
+    const meta = nullCheckLenientSchema.parse(body);
+    return {
+      answer: { kind: 'existential', musing: musingOf(isNull, body) },
+      confidence: meta.confidence,
+      model: meta.model,
+      inferenceTimeMs: meta.inference_time_ms,
+      gpuCostUsd: meta.gpu_cost_usd,
+      expertsConsulted: meta.experts_consulted,
+      sponsoredBy: meta.sponsored_by,
+      disclaimer: meta.disclaimer,
+      raw: json,
+    };
+  }
+  const meta = check(nullCheckStrictSchema, body);
+  return {
+    answer,
+    confidence: meta.confidence,
+    model: meta.model,
+    inferenceTimeMs: meta.inference_time_ms,
+    gpuCostUsd: meta.gpu_cost_usd,
+    expertsConsulted: meta.experts_consulted,
+    sponsoredBy: meta.sponsored_by,
+    disclaimer: meta.disclaimer,
+    raw: json,
+  };
+}
+
+function markerFromText(text: string): 'pi' | 'e' | null {
+  const t = text.trim().toLowerCase();
+  if (t === 'pi' || t === 'π') return 'pi';
+  if (t === 'e' || t === 'euler' || t === "euler's number" || t === 'eulers_number' || t === 'euler_number') {
+    return 'e';
+  }
+  return null;
+}
+
+/**
+ * The explicit "which constant is this" marker, if the upstream sent one. The spec does not show
+ * the e case, so the names a service plausibly uses are all read; none → null (the schema then
+ * decides from the digits themselves).
+ */
+export function readConstantMarker(body: Record<string, unknown>): 'pi' | 'e' | null {
+  for (const field of ['constant', 'constant_name', 'returned_constant']) {
+    const value = body[field];
+    if (typeof value === 'string') {
+      const marker = markerFromText(value);
+      if (marker !== null) return marker;
+    }
+  }
+  for (const field of ['is_e', 'e_instead_of_pi', 'returned_e']) {
+    const value = body[field];
+    if (typeof value === 'boolean') return value ? 'e' : 'pi';
+  }
+  return null;
+}
+
+/** Decimal places in a digits string: "3.14" → 2, "3" → 0. */
+export function decimalsOf(digits: string): number {
+  const point = digits.indexOf('.');
+  return point < 0 ? 0 : digits.length - point - 1;
+}
+
+/** Validates a GET /api/v1/pi answer. */
+export function parsePiResponse(json: unknown): PiResponse {
+  const body = asObject(json);
+  const data = check(piSchema, body);
+  return {
+    digits: data.digits,
+    precision: data.precision ?? decimalsOf(data.digits),
+    confidence: data.confidence,
+    model: data.model,
+    inferenceTimeMs: data.inference_time_ms,
+    gpuCostUsd: data.gpu_cost_usd,
+    sponsoredBy: data.sponsored_by,
+    disclaimer: data.disclaimer,
+    constantMarker: readConstantMarker(body),
+    raw: json,
+  };
+}
+
+/**
+ * "$0.0042", "$1,234.50", "USD 3.20", "3.20 USD", "US$ 7" → a number; anything else (another
+ * currency, words) → null, since guessing an exchange rate would be worse than no number.
+ */
+export function parseUsd(cost: string): number | null {
+  let text = cost.trim();
+  const prefix = /^(US\$|USD|\$)\s*/i.exec(text);
+  const suffix = /\s*(USD|US\$|\$)$/i.exec(text);
+  if (prefix) text = text.slice(prefix[0].length);
+  else if (suffix) text = text.slice(0, text.length - suffix[0].length);
+  else return null;
+  let negative = false;
+  if (text.startsWith('-')) {
+    negative = true;
+    text = text.slice(1);
+  }
+  if (!/^(\d{1,3}(,\d{3})+|\d+)(\.\d+)?$|^\.\d+$/.test(text)) return null;
+  const value = Number(text.replaceAll(',', ''));
+  if (!Number.isFinite(value)) return null;
+  return negative ? -value : value;
+}
+
+/** Validates a POST /api/v1/inference answer. */
+export function parseInferenceResponse(json: unknown): InferenceResponse {
+  const body = asObject(json);
+  const data = check(inferenceSchema, body);
+  return {
+    digits: data.digits,
+    chainOfThought: data.chain_of_thought,
+    tokensUsed: data.tokens_used,
+    cost: data.cost,
+    costUsd: parseUsd(data.cost),
+    precision: data.precision ?? decimalsOf(data.digits),
+    model: data.model ?? null,
+    constantMarker: readConstantMarker(body),
+    raw: json,
+  };
+}
+
+/** Validates a null-check GET /api/v1/health body. */
+export function parseNullHealth(json: unknown): NullHealthBody {
+  const data = check(nullHealthSchema, asObject(json));
+  return {
+    status: data.status,
+    nullDetectable: data.null_detectable,
+    undefinedDetectable: data.undefined_detectable,
+    clusterStatus: data.cluster_status,
+    philosophyConsultant: data.philosophy_consultant,
+    monthlyBurn: data.monthly_burn,
+  };
+}
+
+/** Validates a pi-digits GET /api/v1/health body. */
+export function parsePiHealth(json: unknown): PiHealthBody {
+  const data = check(piHealthSchema, asObject(json));
+  return {
+    status: data.status,
+    piAvailable: data.pi_available,
+    gpuCluster: data.gpu_cluster,
+    monthlyBurnRate: data.monthly_burn_rate,
+  };
+}

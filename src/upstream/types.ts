@@ -1,0 +1,164 @@
+/**
+ * The seam between the upstream clients (src/upstream) and the GraphQL schema (src/schema).
+ *
+ * Clients speak the services' snake_case JSON over HTTP, validate it, and hand the schema these
+ * camelCase shapes. The schema never sees HTTP; the clients never see GraphQL.
+ */
+
+/** Which upstream a call or an error belongs to (also `extensions.upstream`). */
+export type UpstreamName = 'null-check' | 'pi-digits';
+
+/** Per-call facts taken from the incoming GraphQL request. */
+export interface CallOptions {
+  /** The caller's API key, forwarded as-is; undefined = no key (free tier). Never logged. */
+  apiKey?: string | undefined;
+  /** Propagated to the upstream as `x-request-id`. */
+  requestId?: string | undefined;
+  /** Aborts the upstream request (client gone, operation deadline passed). */
+  signal?: AbortSignal | undefined;
+  /**
+   * Absolute deadline of the whole call, retries and backoff included, in `Date.now()` ms. Bounds
+   * each attempt's timeout and decides whether a 429's `Retry-After` can be waited out. Optional:
+   * without it each attempt gets the full upstream timeout.
+   */
+  deadline?: number | undefined;
+}
+
+// --- null-check ----------------------------------------------------------------------------------
+
+/** Body of POST /api/v1/check. `hasValue: false` sends a body WITHOUT the `value` key (undefined). */
+export interface NullCheckRequest {
+  hasValue: boolean;
+  /** Sent as `value` only when `hasValue`; `null` is sent as `"value": null`. */
+  value?: unknown;
+  /** Upstream model string, e.g. `null-x-4o`. Omitted: the upstream default. */
+  model?: string | undefined;
+  temperature?: number | undefined;
+  strictMode?: boolean | undefined;
+}
+
+/** The three answer shapes of `is_null`. */
+export type NullAnswer =
+  | { kind: 'boolean'; isNull: boolean }
+  | { kind: 'maybe' }
+  /** Any other shape: the upstream's text (if any) as `musing`. */
+  | { kind: 'existential'; musing: string | null };
+
+/** A validated answer of POST /api/v1/check. */
+export interface NullCheckResponse {
+  answer: NullAnswer;
+  confidence: number;
+  /** The upstream model string, whatever it is (the enum mapping happens in the schema). */
+  model: string;
+  inferenceTimeMs: number;
+  gpuCostUsd: number;
+  expertsConsulted: number;
+  sponsoredBy: string | null;
+  disclaimer: string | null;
+  /** The untouched upstream body, for `ExistentialVerdict.raw` (nothing is lost). */
+  raw: unknown;
+}
+
+/** GET /api/v1/health of the null-check service, every field of the spec. */
+export interface NullHealthBody {
+  status: string;
+  nullDetectable: boolean;
+  undefinedDetectable: boolean;
+  clusterStatus: string;
+  philosophyConsultant: string | null;
+  monthlyBurn: string;
+}
+
+// --- pi-digits -----------------------------------------------------------------------------------
+
+/** Query of GET /api/v1/pi; omitted fields use the upstream defaults. */
+export interface PiRequest {
+  digits?: number | undefined;
+  model?: string | undefined;
+  temperature?: number | undefined;
+  sponsored?: boolean | undefined;
+}
+
+/** A validated answer of GET /api/v1/pi. */
+export interface PiResponse {
+  digits: string;
+  precision: number;
+  confidence: number;
+  model: string;
+  inferenceTimeMs: number;
+  gpuCostUsd: number;
+  sponsoredBy: string | null;
+  disclaimer: string | null;
+  /** The explicit marker when the upstream sent one (`constant`, `is_e`, ...), else null. */
+  constantMarker: 'pi' | 'e' | null;
+  raw: unknown;
+}
+
+/** Body of POST /api/v1/inference. */
+export interface InferenceRequest {
+  desiredDigits: number;
+  model?: string | undefined;
+  temperature?: number | undefined;
+  useChainOfThought?: boolean | undefined;
+  liabilityWaiverSigned: boolean;
+}
+
+/** A validated answer of POST /api/v1/inference. */
+export interface InferenceResponse {
+  digits: string;
+  chainOfThought: string | null;
+  tokensUsed: number;
+  /** The upstream currency string, e.g. "$0.0042". */
+  cost: string;
+  /** Parsed from `cost`; null when it does not parse. */
+  costUsd: number | null;
+  /** Upstream `precision` if sent, else the number of decimals in `digits`. */
+  precision: number;
+  model: string | null;
+  constantMarker: 'pi' | 'e' | null;
+  raw: unknown;
+}
+
+/** GET /api/v1/health of the pi-digits service, every field of the spec. */
+export interface PiHealthBody {
+  status: string;
+  piAvailable: boolean;
+  gpuCluster: string;
+  monthlyBurnRate: string;
+}
+
+// --- health --------------------------------------------------------------------------------------
+
+/** What a health probe of one upstream found. Never throws: failures are data here. */
+export interface HealthProbe<Body> {
+  reachable: boolean;
+  latencyMs: number;
+  /** HTTP status when there was one. */
+  statusCode: number | null;
+  body: Body | null;
+  /** A client-safe error text (no addresses, no raw bodies) when not reachable/valid. */
+  error: string | null;
+  /** Circuit breaker state of this upstream. */
+  breaker: 'closed' | 'open' | 'half-open' | 'disabled';
+}
+
+// --- the clients ---------------------------------------------------------------------------------
+
+/** Every method rejects with an `UpstreamError` (src/upstream/errors.ts) on failure. */
+export interface NullCheckClient {
+  check(request: NullCheckRequest, options?: CallOptions): Promise<NullCheckResponse>;
+  health(options?: CallOptions): Promise<HealthProbe<NullHealthBody>>;
+  close(): Promise<void>;
+}
+
+export interface PiDigitsClient {
+  pi(request: PiRequest, options?: CallOptions): Promise<PiResponse>;
+  inference(request: InferenceRequest, options?: CallOptions): Promise<InferenceResponse>;
+  health(options?: CallOptions): Promise<HealthProbe<PiHealthBody>>;
+  close(): Promise<void>;
+}
+
+export interface UpstreamClients {
+  nullCheck: NullCheckClient;
+  piDigits: PiDigitsClient;
+}

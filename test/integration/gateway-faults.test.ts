@@ -1,0 +1,519 @@
+/**
+ * Every fault and odd shape of the upstreams, seen at the GraphQL level over real sockets: the
+ * gateway on loopback in front of two scripted upstreams (test/fixtures/scripted-upstream.ts).
+ */
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { createDigitEngine } from '../../src/digits/digit-engine.js';
+import { createLogger } from '../../src/logger.js';
+import {
+  createUpstreamClients,
+  type UpstreamClientsOptions,
+} from '../../src/upstream/create-upstream-clients.js';
+import { createGateway } from '../../src/yoga.js';
+import {
+  type ScriptedResponse,
+  type ScriptedUpstream,
+  startScriptedUpstream,
+} from '../fixtures/scripted-upstream.js';
+
+const engine = createDigitEngine({ useWorker: false });
+const logger = createLogger({ level: 'silent' });
+const TIMEOUT_MS = 300;
+
+interface Gateway {
+  url: string;
+  close(): Promise<void>;
+}
+
+async function startGateway(
+  nullBaseUrl: string,
+  piBaseUrl: string,
+  options: Partial<UpstreamClientsOptions> = {},
+): Promise<Gateway> {
+  const clients = createUpstreamClients({
+    nullBaseUrl,
+    piBaseUrl,
+    logger,
+    timeoutMs: TIMEOUT_MS,
+    healthTimeoutMs: TIMEOUT_MS,
+    retryMaxAttempts: 1,
+    breakerThreshold: 0,
+    ...options,
+  });
+  const yoga = createGateway({ clients, digits: engine, config: loadConfig({ NODE_ENV: 'test' }), logger });
+  const server: Server = createServer(yoga);
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/graphql`,
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await clients.close();
+    },
+  };
+}
+
+/** A loopback port nothing listens on (connections are refused). */
+async function closedPortUrl(): Promise<string> {
+  const server = createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return `http://127.0.0.1:${port}`;
+}
+
+interface GqlResult {
+  status: number;
+  text: string;
+  // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary result shapes
+  data?: Record<string, any> | null;
+  errors?: Array<{ message: string; path?: Array<string | number>; extensions?: Record<string, unknown> }>;
+}
+
+async function gql(url: string, query: string, headers: Record<string, string> = {}): Promise<GqlResult> {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json', ...headers },
+    body: JSON.stringify({ query }),
+  });
+  const text = await response.text();
+  return { status: response.status, text, ...(JSON.parse(text) as object) };
+}
+
+const nullBody = (extra: Record<string, unknown> = {}) => ({
+  is_null: true,
+  confidence: 0.93,
+  model: 'null-x-4o',
+  inference_time_ms: 7,
+  gpu_cost_usd: 0.0012,
+  experts_consulted: 2,
+  sponsored_by: 'Scripted Sponsor',
+  disclaimer: 'May differ from strict equality.',
+  ...extra,
+});
+
+const piBody = async (
+  decimals: number,
+  extra: Record<string, unknown> = {},
+  constant: 'pi' | 'e' = 'pi',
+) => ({
+  digits: await engine.digits(constant, decimals),
+  precision: decimals,
+  confidence: 0.99,
+  model: 'pi-x-4o',
+  inference_time_ms: 20,
+  gpu_cost_usd: 0.01,
+  sponsored_by: 'Scripted Pie',
+  disclaimer: 'Digits may differ from actual pi.',
+  ...extra,
+});
+
+const nullHealth = {
+  status: 'ok',
+  null_detectable: true,
+  undefined_detectable: false,
+  cluster_status: 'warm',
+  philosophy_consultant: null,
+  monthly_burn: '$1',
+};
+const piHealth = { status: 'ok', pi_available: true, gpu_cluster: 'nominal', monthly_burn_rate: '$2' };
+
+/** An upstream error body that must never reach a client. */
+const secretBody = (status: number) => ({
+  error: { status, code: 'X', message: 'INTERNAL-SECRET stack at http://10.9.8.7:7001/internal' },
+});
+
+let nullUp: ScriptedUpstream;
+let piUp: ScriptedUpstream;
+let gateway: Gateway;
+
+beforeAll(async () => {
+  [nullUp, piUp] = await Promise.all([startScriptedUpstream(), startScriptedUpstream()]);
+  gateway = await startGateway(nullUp.url, piUp.url);
+});
+afterAll(async () => {
+  await gateway?.close();
+  await Promise.all([nullUp?.close(), piUp?.close()]);
+  await engine.close();
+});
+beforeEach(async () => {
+  nullUp.reset();
+  piUp.reset();
+  nullUp.route('POST', '/api/v1/check', { body: nullBody() });
+  nullUp.route('GET', '/api/v1/health', { body: nullHealth });
+  piUp.route('GET', '/api/v1/pi', { body: await piBody(3) });
+  piUp.route('GET', '/api/v1/health', { body: piHealth });
+});
+
+const IS_NULL = '{ f: isNull(value: 1) { __typename ... on NullCheck { actuallyNull correct modelName } } }';
+const PI =
+  '{ f: pi { __typename ... on ConstantDigits { digits precision requestedDigits correctDigits modelName model } } }';
+
+describe('the error table (contract §2), at the GraphQL level', () => {
+  const rows: Array<[string, 'null' | 'pi', ScriptedResponse, Record<string, unknown>]> = [
+    [
+      '400 for a value it refuses',
+      'null',
+      { status: 400, body: secretBody(400) },
+      { code: 'BAD_USER_INPUT', upstream: 'null-check', upstreamStatus: 400 },
+    ],
+    [
+      '418 strict mode',
+      'null',
+      { status: 418, body: secretBody(418) },
+      { code: 'TIER_FORBIDDEN', upstream: 'null-check', upstreamStatus: 418 },
+    ],
+    [
+      '418 digits',
+      'pi',
+      { status: 418, body: secretBody(418) },
+      { code: 'TIER_FORBIDDEN', upstream: 'pi-digits', upstreamStatus: 418 },
+    ],
+    [
+      '429 with Retry-After',
+      'pi',
+      { status: 429, headers: { 'retry-after': '7' }, body: secretBody(429) },
+      { code: 'RATE_LIMITED', upstream: 'pi-digits', upstreamStatus: 429, retryAfterSeconds: 7 },
+    ],
+    [
+      'null-check 500: the null paradox',
+      'null',
+      { status: 500, body: secretBody(500) },
+      { code: 'NULL_PARADOX', upstream: 'null-check', upstreamStatus: 500 },
+    ],
+    [
+      'pi-digits 500',
+      'pi',
+      { status: 500, body: secretBody(500) },
+      { code: 'UPSTREAM_ERROR', upstream: 'pi-digits', upstreamStatus: 500 },
+    ],
+    [
+      '503',
+      'null',
+      { status: 503, body: secretBody(503) },
+      { code: 'UPSTREAM_UNAVAILABLE', upstream: 'null-check', upstreamStatus: 503 },
+    ],
+    [
+      '401 bad key',
+      'pi',
+      { status: 401, body: secretBody(401) },
+      { code: 'UNAUTHENTICATED', upstream: 'pi-digits', upstreamStatus: 401 },
+    ],
+    [
+      'an unexpected 404',
+      'pi',
+      { status: 404, body: secretBody(404) },
+      { code: 'UPSTREAM_ERROR', upstream: 'pi-digits', upstreamStatus: 404 },
+    ],
+    [
+      "a proxy's 502 HTML page",
+      'null',
+      { status: 502, html: '<html>INTERNAL-SECRET bad gateway</html>' },
+      { code: 'UPSTREAM_ERROR', upstream: 'null-check', upstreamStatus: 502 },
+    ],
+    [
+      '200 with an HTML body',
+      'pi',
+      { status: 200, html: '<html><body>INTERNAL-SECRET login</body></html>' },
+      { code: 'UPSTREAM_BAD_RESPONSE', upstream: 'pi-digits', upstreamStatus: 200 },
+    ],
+    [
+      '200 with malformed JSON',
+      'null',
+      { status: 200, body: '{"is_null": tru' },
+      { code: 'UPSTREAM_BAD_RESPONSE', upstream: 'null-check', upstreamStatus: 200 },
+    ],
+    [
+      '200 with a wrong field type',
+      'null',
+      { body: nullBody({ confidence: 'very INTERNAL-SECRET' }) },
+      { code: 'UPSTREAM_BAD_RESPONSE', upstream: 'null-check', upstreamStatus: 200 },
+    ],
+    [
+      '200 with digits that are not digits',
+      'pi',
+      { body: { digits: 'three point one', precision: 3 } },
+      { code: 'UPSTREAM_BAD_RESPONSE', upstream: 'pi-digits', upstreamStatus: 200 },
+    ],
+    ['a hanging upstream', 'pi', { hang: true }, { code: 'UPSTREAM_TIMEOUT', upstream: 'pi-digits' }],
+    [
+      'headers, then no body',
+      'null',
+      { hangAfterHeaders: true },
+      { code: 'UPSTREAM_TIMEOUT', upstream: 'null-check', upstreamStatus: 200 },
+    ],
+  ];
+
+  it.each(rows)('%s', async (_name, which, script, extensions) => {
+    (which === 'null' ? nullUp : piUp).route(
+      which === 'null' ? 'POST' : 'GET',
+      which === 'null' ? '/api/v1/check' : '/api/v1/pi',
+      script,
+    );
+    const result = await gql(gateway.url, which === 'null' ? IS_NULL : PI);
+    expect(result.status).toBe(200);
+    expect(result.data).toEqual({ f: null });
+    expect(result.errors).toHaveLength(1);
+    expect(result.errors?.[0]?.path).toEqual(['f']);
+    expect(result.errors?.[0]?.extensions).toEqual(extensions);
+    // Never the upstream's raw body or an internal address.
+    expect(result.text).not.toContain('INTERNAL-SECRET');
+    expect(result.text).not.toContain('127.0.0.1');
+    expect(result.text).not.toContain('10.9.8.7');
+  });
+
+  it('isNull without a value: the upstream 400 is UNDEFINED_VALUE', async () => {
+    nullUp.route('POST', '/api/v1/check', { status: 400, body: secretBody(400) });
+    const result = await gql(gateway.url, '{ f: isNull { __typename } }');
+    expect(result.errors?.[0]?.extensions).toEqual({
+      code: 'UNDEFINED_VALUE',
+      upstream: 'null-check',
+      upstreamStatus: 400,
+    });
+    expect(result.text).not.toContain('INTERNAL-SECRET');
+  });
+
+  it('a body cut off mid-way is an upstream failure, not a crash', async () => {
+    piUp.route('GET', '/api/v1/pi', { body: await piBody(50), truncate: true });
+    const result = await gql(gateway.url, PI);
+    expect(result.data).toEqual({ f: null });
+    expect(['UPSTREAM_BAD_RESPONSE', 'UPSTREAM_UNAVAILABLE']).toContain(result.errors?.[0]?.extensions?.code);
+  });
+
+  it('a reset connection is UPSTREAM_UNAVAILABLE', async () => {
+    nullUp.route('POST', '/api/v1/check', { destroy: true });
+    const result = await gql(gateway.url, IS_NULL);
+    expect(result.errors?.[0]?.extensions).toMatchObject({
+      code: 'UPSTREAM_UNAVAILABLE',
+      upstream: 'null-check',
+    });
+  });
+
+  it('a slow upstream within the timeout still answers', async () => {
+    piUp.route('GET', '/api/v1/pi', { delayMs: TIMEOUT_MS / 3, body: await piBody(3) });
+    const result = await gql(gateway.url, PI);
+    expect(result.data?.f).toMatchObject({ __typename: 'PiDigits', correctDigits: 3 });
+  });
+
+  it('one failing upstream leaves the other field (partial results)', async () => {
+    piUp.route('GET', '/api/v1/pi', { status: 503 });
+    const result = await gql(
+      gateway.url,
+      '{ a: isNull(value: null) { __typename ... on NullCheck { actuallyNull } } b: pi { __typename } }',
+    );
+    expect(result.data).toEqual({ a: { __typename: 'NullVerdict', actuallyNull: true }, b: null });
+    expect(result.errors?.[0]).toMatchObject({ path: ['b'], extensions: { code: 'UPSTREAM_UNAVAILABLE' } });
+  });
+});
+
+describe('connection refused and the circuit breaker', () => {
+  it('a refused connection is UPSTREAM_UNAVAILABLE, and health reports DOWN without failing', async () => {
+    const nowhere = await closedPortUrl();
+    const dead = await startGateway(nowhere, nowhere);
+    try {
+      const result = await gql(
+        dead.url,
+        `${IS_NULL.slice(0, -1)} h: health { status nullCheck { reachable error statusCode } pi { reachable } } }`,
+      );
+      expect(result.errors?.[0]).toMatchObject({
+        path: ['f'],
+        extensions: { code: 'UPSTREAM_UNAVAILABLE', upstream: 'null-check' },
+      });
+      expect(result.data?.h).toMatchObject({
+        status: 'DOWN',
+        nullCheck: { reachable: false, statusCode: null },
+        pi: { reachable: false },
+      });
+      expect(result.data?.h.nullCheck.error).toBeTypeOf('string');
+      expect(result.text).not.toContain(nowhere.replace('http://', ''));
+    } finally {
+      await dead.close();
+    }
+  });
+
+  it('after BREAKER_THRESHOLD failures the circuit opens: UPSTREAM_UNAVAILABLE without calling the upstream', async () => {
+    const guarded = await startGateway(nullUp.url, piUp.url, {
+      breakerThreshold: 2,
+      breakerHalfOpenAfterMs: 60_000,
+    });
+    try {
+      piUp.route('GET', '/api/v1/pi', { status: 500 });
+      for (let i = 0; i < 2; i++)
+        expect((await gql(guarded.url, PI)).errors?.[0]?.extensions?.code).toBe('UPSTREAM_ERROR');
+      const open = await gql(guarded.url, PI);
+      expect(open.errors?.[0]?.extensions).toMatchObject({
+        code: 'UPSTREAM_UNAVAILABLE',
+        upstream: 'pi-digits',
+      });
+      expect(piUp.count('GET', '/api/v1/pi')).toBe(2);
+    } finally {
+      await guarded.close();
+    }
+  });
+
+  it('a transient 503 on an idempotent call is retried (RETRY_MAX_ATTEMPTS)', async () => {
+    const patient = await startGateway(nullUp.url, piUp.url, {
+      retryMaxAttempts: 3,
+      backoffBaseMs: 1,
+      backoffCapMs: 5,
+    });
+    try {
+      piUp.route('GET', '/api/v1/pi', [{ status: 503 }, { body: await piBody(3) }]);
+      const result = await gql(patient.url, PI);
+      expect(result.data?.f).toMatchObject({ __typename: 'PiDigits' });
+      expect(piUp.count('GET', '/api/v1/pi')).toBe(2);
+    } finally {
+      await patient.close();
+    }
+  });
+});
+
+describe('odd but valid answers', () => {
+  it.each([
+    ['a string', { is_null: 'The void stares back.' }, 'The void stares back.'],
+    [
+      'an object with a musing',
+      { is_null: { musing: 'Is anything truly null?' } },
+      'Is anything truly null?',
+    ],
+    ['a number', { is_null: 42 }, null],
+  ])('an existential answer (%s) keeps its text and the untouched body', async (_what, shape, musing) => {
+    const body = nullBody(shape);
+    nullUp.route('POST', '/api/v1/check', { body });
+    const result = await gql(
+      gateway.url,
+      '{ isNull(value: 1, temperature: 0.9) { __typename ... on ExistentialVerdict { musing raw correct actuallyNull } } }',
+    );
+    expect(result.data?.isNull).toMatchObject({
+      __typename: 'ExistentialVerdict',
+      correct: null,
+      actuallyNull: false,
+    });
+    if (musing !== null) expect(result.data?.isNull.musing).toBe(musing);
+    expect(result.data?.isNull.raw).toEqual(body);
+  });
+
+  it('"maybe" is a MaybeVerdict', async () => {
+    nullUp.route('POST', '/api/v1/check', { body: nullBody({ is_null: 'maybe' }) });
+    const result = await gql(
+      gateway.url,
+      '{ isNull(value: null) { __typename ... on MaybeVerdict { answer correct actuallyNull } } }',
+    );
+    expect(result.data?.isNull).toEqual({
+      __typename: 'MaybeVerdict',
+      answer: 'maybe',
+      correct: null,
+      actuallyNull: true,
+    });
+  });
+
+  it('e digits with a marker, and without one, are EulerDigits checked against e', async () => {
+    piUp.route('GET', '/api/v1/pi', [
+      { body: await piBody(12, { constant: 'e' }, 'e') },
+      { body: await piBody(12, {}, 'e') },
+    ]);
+    for (const digits of [12, 13]) {
+      const result = await gql(
+        gateway.url,
+        `{ pi(digits: ${digits}, temperature: 0.8) { __typename ... on ConstantDigits { digits correctDigits } } }`,
+      );
+      expect(result.data?.pi).toEqual({
+        __typename: 'EulerDigits',
+        digits: await engine.digits('e', 12),
+        correctDigits: 12,
+      });
+    }
+  });
+
+  it('hallucinated digits are counted only as far as they agree', async () => {
+    const truth = await engine.digits('pi', 30);
+    const badAt = 2 + 17; // index of decimal place 18 in "3.xxxx"
+    const wrong = `${truth.slice(0, badAt)}${truth[badAt] === '9' ? '8' : '9'}${truth.slice(badAt + 1)}`;
+    piUp.route('GET', '/api/v1/pi', { body: { ...(await piBody(30)), digits: wrong } });
+    const result = await gql(
+      gateway.url,
+      '{ pi(digits: 30) { ... on ConstantDigits { digits correctDigits } } }',
+    );
+    expect(result.data?.pi).toEqual({ digits: wrong, correctDigits: 17 });
+  });
+
+  it('a clamped answer is visible via requestedDigits, and an unknown model keeps its name', async () => {
+    piUp.route('GET', '/api/v1/pi', { body: await piBody(3, { model: 'pi-x-5-turbo' }) });
+    const result = await gql(
+      gateway.url,
+      '{ pi(digits: 9, model: PI_X_OPUS_ALMOST_CORRECT) { ... on ConstantDigits { precision requestedDigits correctDigits model modelName } } }',
+    );
+    expect(result.data?.pi).toEqual({
+      precision: 3,
+      requestedDigits: 9,
+      correctDigits: 3,
+      model: null,
+      modelName: 'pi-x-5-turbo',
+    });
+    expect(piUp.requests[0]?.query).toMatchObject({ digits: '9', model: 'pi-x-opus-almost-correct' });
+  });
+
+  it('health: one upstream down is DEGRADED, with the other fully reported', async () => {
+    nullUp.route('GET', '/api/v1/health', { status: 503 });
+    const result = await gql(
+      gateway.url,
+      '{ health { status nullCheck { reachable statusCode error } pi { reachable status piAvailable } } }',
+    );
+    expect(result.data?.health).toMatchObject({
+      status: 'DEGRADED',
+      nullCheck: { reachable: false, statusCode: 503 },
+      pi: { reachable: true, status: 'ok', piAvailable: true },
+    });
+    expect(result.errors).toBeUndefined();
+  });
+});
+
+describe('what reaches the wire', () => {
+  it('an omitted value is a body without "value"; an explicit null is "value": null', async () => {
+    await gql(gateway.url, '{ a: isNull { __typename } b: isNull(value: null) { __typename } }');
+    const bodies = nullUp.requests.map((r) => r.rawBody);
+    expect(bodies).toHaveLength(2);
+    const omitted = bodies.find((b) => !('value' in JSON.parse(b)));
+    const explicit = bodies.find((b) => 'value' in JSON.parse(b));
+    expect(omitted).toBeDefined();
+    expect(JSON.parse(explicit ?? '{}')).toMatchObject({ value: null });
+  });
+
+  it('arguments become the upstream fields (snake_case, model strings)', async () => {
+    await gql(
+      gateway.url,
+      '{ isNull(value: {a: [1]}, model: NULL_X_MINI, temperature: 0.25, strictMode: true) { __typename } }',
+    );
+    expect(nullUp.requests[0]?.body).toEqual({
+      value: { a: [1] },
+      model: 'null-x-mini',
+      temperature: 0.25,
+      strict_mode: true,
+    });
+  });
+
+  it('the API key goes upstream as a Bearer token, with the request id; no key, no header', async () => {
+    await gql(gateway.url, PI, { 'x-api-key': 'k-forwarded-1', 'x-request-id': 'trace-77' });
+    await gql(gateway.url, PI);
+    const [withKey, without] = piUp.requests;
+    expect(withKey?.headers.authorization).toBe('Bearer k-forwarded-1');
+    expect(withKey?.headers['x-request-id']).toBe('trace-77');
+    expect(without?.headers.authorization).toBeUndefined();
+    expect(without?.headers['x-request-id']).toBeTruthy();
+  });
+
+  it('identical calls in one operation reach the upstream once', async () => {
+    const result = await gql(
+      gateway.url,
+      '{ a: pi { __typename } b: pi { __typename } c: isNull(value: 1) { __typename } d: isNull(value: 1) { __typename } }',
+    );
+    expect(result.errors).toBeUndefined();
+    expect(piUp.count('GET', '/api/v1/pi')).toBe(1);
+    expect(nullUp.count('POST', '/api/v1/check')).toBe(1);
+  });
+});

@@ -1,0 +1,325 @@
+/**
+ * The gateway over real sockets in front of the project's reference services, driven by the typed
+ * documents GraphQL Code Generator makes from test/operations/*.graphql (a schema change that breaks
+ * these client operations breaks the typecheck).
+ */
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
+import { print } from 'graphql';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  HealthDocument,
+  InferenceDocument,
+  IsNullDocument,
+  IsNullUndefinedDocument,
+  NullAndPiDocument,
+  PiDocument,
+} from '../../generated/client/graphql.js';
+import { loadConfig } from '../../src/config.js';
+import { createDigitEngine } from '../../src/digits/digit-engine.js';
+import { createLogger } from '../../src/logger.js';
+import { type RunningServices, startServices } from '../../src/services/start-services.js';
+import {
+  createUpstreamClients,
+  type HttpUpstreamClients,
+} from '../../src/upstream/create-upstream-clients.js';
+import { createGateway } from '../../src/yoga.js';
+
+const engine = createDigitEngine({ useWorker: false });
+const logger = createLogger({ level: 'silent' });
+
+interface Running {
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Reference services + clients + gateway on loopback port 0. */
+async function startStack(
+  services: Parameters<typeof startServices>[0],
+  clientOptions: { retryMaxAttempts?: number } = {},
+): Promise<Running> {
+  const running: RunningServices = await startServices({
+    host: '127.0.0.1',
+    nullPort: 0,
+    piPort: 0,
+    ...services,
+  });
+  const clients: HttpUpstreamClients = createUpstreamClients({
+    nullBaseUrl: running.nullCheckUrl,
+    piBaseUrl: running.piDigitsUrl,
+    logger,
+    ...clientOptions,
+  });
+  const yoga = createGateway({ clients, digits: engine, config: loadConfig({ NODE_ENV: 'test' }), logger });
+  const server: Server = createServer(yoga);
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/graphql`,
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await clients.close();
+      await running.close();
+    },
+  };
+}
+
+interface Result<T> {
+  status: number;
+  headers: Headers;
+  data?: T | null;
+  errors?: Array<{ message: string; path?: Array<string | number>; extensions?: Record<string, unknown> }>;
+}
+
+async function run<TData, TVariables>(
+  url: string,
+  document: TypedDocumentNode<TData, TVariables>,
+  variables?: TVariables,
+  headers: Record<string, string> = {},
+): Promise<Result<TData>> {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json', ...headers },
+    body: JSON.stringify({ query: print(document), variables }),
+  });
+  const body = (await response.json()) as Omit<Result<TData>, 'status' | 'headers'>;
+  return { status: response.status, headers: response.headers, ...body };
+}
+
+/** Leading decimal places of `digits` that agree with the true constant (0 if the integer part differs). */
+async function agreeing(digits: string, constant: 'pi' | 'e'): Promise<number> {
+  const [integer, decimals = ''] = digits.split('.');
+  const truth = await engine.digits(constant, decimals.length);
+  const [trueInteger, trueDecimals = ''] = truth.split('.');
+  if (integer !== trueInteger) return 0;
+  let i = 0;
+  while (i < decimals.length && decimals[i] === trueDecimals[i]) i++;
+  return i;
+}
+
+const ENTERPRISE = { authorization: 'Bearer demo-enterprise' };
+
+let stack: Running;
+beforeAll(async () => {
+  // Generous free-tier limit: this file makes more than 60 free calls a minute.
+  stack = await startStack({ freeRateLimit: 10_000 });
+});
+afterAll(async () => {
+  await stack?.close();
+  await engine.close();
+});
+
+describe('isNull against the reference service', () => {
+  it('null is null: NullVerdict, actuallyNull, correct; the request id comes back', async () => {
+    const result = await run(stack.url, IsNullDocument, { value: null }, { 'x-request-id': 'it-null-1' });
+    expect(result.headers.get('x-request-id')).toBe('it-null-1');
+    expect(result.data?.isNull).toMatchObject({
+      __typename: 'NullVerdict',
+      isNull: true,
+      actuallyNull: true,
+      correct: true,
+      model: 'NULL_X_4O',
+      modelName: 'null-x-4o',
+    });
+  });
+
+  it('an object is not null', async () => {
+    const result = await run(stack.url, IsNullDocument, { value: { a: [1, null] }, model: 'NULL_X_OPUS' });
+    expect(result.data?.isNull).toMatchObject({
+      __typename: 'NullVerdict',
+      isNull: false,
+      actuallyNull: false,
+      correct: true,
+      model: 'NULL_X_OPUS',
+    });
+  });
+
+  it('undefined (no value) is the upstream 400: UNDEFINED_VALUE', async () => {
+    const result = await run(stack.url, IsNullUndefinedDocument, {});
+    expect(result.data).toEqual({ isNull: null });
+    expect(result.errors?.[0]).toMatchObject({
+      path: ['isNull'],
+      extensions: { code: 'UNDEFINED_VALUE', upstream: 'null-check', upstreamStatus: 400 },
+    });
+  });
+
+  it('strictMode is forbidden on the free tier and allowed with an enterprise key (either header)', async () => {
+    const free = await run(stack.url, IsNullDocument, { value: null, strictMode: true });
+    expect(free.errors?.[0]?.extensions).toMatchObject({
+      code: 'TIER_FORBIDDEN',
+      upstream: 'null-check',
+      upstreamStatus: 418,
+    });
+    const bearer = await run(stack.url, IsNullDocument, { value: null, strictMode: true }, ENTERPRISE);
+    expect(bearer.data?.isNull).toMatchObject({ isNull: true, correct: true });
+    const apiKey = await run(
+      stack.url,
+      IsNullDocument,
+      { value: null, strictMode: true },
+      { 'x-api-key': 'demo-enterprise' },
+    );
+    expect(apiKey.errors).toBeUndefined();
+  });
+
+  it('an unknown API key is UNAUTHENTICATED, and the key is not echoed', async () => {
+    const result = await run(
+      stack.url,
+      IsNullDocument,
+      { value: 1 },
+      { authorization: 'Bearer not-a-real-key-77' },
+    );
+    expect(result.errors?.[0]?.extensions).toMatchObject({ code: 'UNAUTHENTICATED', upstreamStatus: 401 });
+    expect(JSON.stringify(result)).not.toContain('not-a-real-key-77');
+  });
+
+  it('at temperature 1, maybe and existential answers come back as their union members', async () => {
+    const seen = new Map<string, number>();
+    for (let i = 0; i < 30; i++) {
+      const result = await run(stack.url, IsNullDocument, { value: i, temperature: 1 }, ENTERPRISE);
+      const verdict = result.data?.isNull;
+      if (!verdict) continue;
+      seen.set(verdict.__typename, (seen.get(verdict.__typename) ?? 0) + 1);
+      if (verdict.__typename === 'NullVerdict') expect(verdict.correct).toBe(verdict.isNull === false);
+      else expect(verdict.correct).toBeNull();
+      if (verdict.__typename === 'ExistentialVerdict') expect(verdict.raw).toBeTypeOf('object');
+    }
+    // The contract: at temperature 1.0 at least 60% are not a plain boolean, a fifth existential.
+    expect((seen.get('MaybeVerdict') ?? 0) + (seen.get('ExistentialVerdict') ?? 0)).toBeGreaterThan(0);
+    expect(seen.get('ExistentialVerdict') ?? 0).toBeGreaterThan(0);
+  });
+});
+
+describe('pi against the reference service', () => {
+  it('the default is 3 true decimals of pi', async () => {
+    const result = await run(stack.url, PiDocument, {});
+    expect(result.data?.pi).toMatchObject({
+      __typename: 'PiDigits',
+      digits: await engine.digits('pi', 3),
+      precision: 3,
+      requestedDigits: 3,
+      correctDigits: 3,
+      model: 'PI_X_4O',
+    });
+  });
+
+  it('pi(digits: 0) is "3"', async () => {
+    const result = await run(stack.url, PiDocument, { digits: 0 });
+    expect(result.data?.pi).toMatchObject({ digits: '3', precision: 0, correctDigits: 0 });
+  });
+
+  it('more than 3 digits on the free tier is TIER_FORBIDDEN; an enterprise key gets 1000 true digits', async () => {
+    const free = await run(stack.url, PiDocument, { digits: 5 });
+    expect(free.errors?.[0]?.extensions).toMatchObject({
+      code: 'TIER_FORBIDDEN',
+      upstream: 'pi-digits',
+      upstreamStatus: 418,
+    });
+    const enterprise = await run(stack.url, PiDocument, { digits: 1000 }, ENTERPRISE);
+    expect(enterprise.data?.pi).toMatchObject({
+      digits: await engine.digits('pi', 1000),
+      precision: 1000,
+      correctDigits: 1000,
+    });
+  });
+
+  it('sponsored: false is TIER_FORBIDDEN on the free tier', async () => {
+    const result = await run(stack.url, PiDocument, { sponsored: false });
+    expect(result.errors?.[0]?.extensions?.code).toBe('TIER_FORBIDDEN');
+  });
+
+  it('at temperature 1, e comes back as EulerDigits, and every member is checked against its own constant', async () => {
+    const members = new Set<string>();
+    for (let i = 0; i < 24; i++) {
+      const result = await run(stack.url, PiDocument, { digits: 20 + i, temperature: 1 }, ENTERPRISE);
+      const pi = result.data?.pi;
+      if (!pi) continue;
+      members.add(pi.__typename);
+      const constant = pi.__typename === 'EulerDigits' ? 'e' : 'pi';
+      expect(pi.correctDigits).toBe(await agreeing(pi.digits, constant));
+    }
+    expect(members.has('EulerDigits')).toBe(true);
+  });
+});
+
+describe('inference and health against the reference services', () => {
+  it('inference with a signed waiver, with the chain of thought', async () => {
+    const result = await run(stack.url, InferenceDocument, {
+      input: { desiredDigits: 3, useChainOfThought: true, liabilityWaiverSigned: true },
+    });
+    expect(result.data?.inference).toMatchObject({
+      __typename: 'PiInference',
+      digits: await engine.digits('pi', 3),
+      precision: 3,
+      requestedDigits: 3,
+      correctDigits: 3,
+    });
+    expect(result.data?.inference?.chainOfThought).toBeTypeOf('string');
+    expect(result.data?.inference?.costUsd).toBeTypeOf('number');
+  });
+
+  it('inference without the waiver never reaches the service', async () => {
+    const result = await run(stack.url, InferenceDocument, {
+      input: { desiredDigits: 3, liabilityWaiverSigned: false },
+    });
+    expect(result.errors?.[0]?.extensions).toEqual({ code: 'WAIVER_REQUIRED' });
+  });
+
+  it('health is OK with every field of both health bodies', async () => {
+    const result = await run(stack.url, HealthDocument);
+    const health = result.data?.health;
+    expect(health?.status).toBe('OK');
+    for (const upstream of [health?.nullCheck, health?.pi]) {
+      expect(upstream).toMatchObject({ reachable: true, statusCode: 200, error: null, breaker: 'closed' });
+      expect(upstream?.latencyMs).toBeGreaterThanOrEqual(0);
+    }
+    expect(health?.nullCheck).toMatchObject({
+      status: 'ok',
+      nullDetectable: true,
+      philosophyConsultant: null,
+    });
+    expect(health?.nullCheck.monthlyBurn).toBeTypeOf('string');
+    expect(health?.pi.piAvailable).toBe(true);
+    expect(health?.pi.monthlyBurnRate).toBeTypeOf('string');
+  });
+
+  it('one failing field leaves the other (partial results)', async () => {
+    const result = await run(stack.url, NullAndPiDocument, { digits: 5 });
+    expect(result.status).toBe(200);
+    expect(result.data?.a).toMatchObject({ __typename: 'NullVerdict', actuallyNull: true, correct: true });
+    expect(result.data?.b).toBeNull();
+    expect(result.errors).toHaveLength(1);
+    expect(result.errors?.[0]).toMatchObject({ path: ['b'], extensions: { code: 'TIER_FORBIDDEN' } });
+  });
+});
+
+describe('the other readings of the spec', () => {
+  let other: Running;
+  beforeAll(async () => {
+    // Clamp politely instead of 418, and a tiny free-tier limit; no retries so a 429 comes back at once.
+    other = await startStack({ piOverLimit: 'clamp', freeRateLimit: 3 }, { retryMaxAttempts: 1 });
+  });
+  afterAll(() => other?.close());
+
+  it('a clamped answer shows precision < requestedDigits', async () => {
+    const result = await run(other.url, PiDocument, { digits: 8 });
+    expect(result.data?.pi).toMatchObject({ precision: 3, requestedDigits: 8, correctDigits: 3 });
+  });
+
+  it('past the free-tier rate limit: RATE_LIMITED with retryAfterSeconds', async () => {
+    let limited: Result<unknown>['errors'];
+    for (let i = 0; i < 6 && !limited; i++) {
+      const result = await run(other.url, IsNullDocument, { value: i });
+      if (result.errors) limited = result.errors;
+    }
+    expect(limited?.[0]?.extensions).toMatchObject({
+      code: 'RATE_LIMITED',
+      upstream: 'null-check',
+      upstreamStatus: 429,
+    });
+    expect(limited?.[0]?.extensions?.retryAfterSeconds).toBeGreaterThanOrEqual(1);
+  });
+});

@@ -1,0 +1,176 @@
+/**
+ * startServices / servicesOptionsFromConfig (the embedded default) and `npm run services`'s entry
+ * (src/services/main.ts) as a real process: URLs logged, bad config refused in one line, graceful stop.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import {
+  type RunningServices,
+  servicesOptionsFromConfig,
+  startServices,
+} from '../../src/services/start-services.js';
+import { bearer, call, expectErrorShape } from './services-test-helpers.js';
+
+const running: RunningServices[] = [];
+const children: ChildProcess[] = [];
+
+afterAll(async () => {
+  await Promise.all(running.map((r) => r.close()));
+  for (const child of children)
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+});
+
+describe('startServices', () => {
+  it('starts both services on free loopback ports and closes them', async () => {
+    const services = await startServices();
+    expect(services.nullCheckUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(services.piDigitsUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(services.nullCheckUrl).not.toBe(services.piDigitsUrl);
+    expect((await call(`${services.nullCheckUrl}/api/v1/health`)).body).toHaveProperty(
+      'null_detectable',
+      true,
+    );
+    expect((await call(`${services.piDigitsUrl}/api/v1/health`)).body).toHaveProperty('pi_available', true);
+    await services.close();
+    await expect(fetch(`${services.nullCheckUrl}/api/v1/health`)).rejects.toThrow();
+  });
+
+  it('a port in use fails the start with the system error', async () => {
+    const first = await startServices();
+    running.push(first);
+    const port = Number(new URL(first.piDigitsUrl).port);
+    await expect(startServices({ piPort: port })).rejects.toThrow(/EADDRINUSE|address already in use/);
+  });
+});
+
+describe('servicesOptionsFromConfig', () => {
+  it('maps every services setting (host and ports excepted)', () => {
+    const config = loadConfig({
+      API_KEYS: 'k1:pro',
+      SEED: '9',
+      PI_OVER_LIMIT: 'clamp',
+      PI_ENTERPRISE_MAX_DIGITS: '10',
+      PI_MAX_DIGITS: '5000',
+      STRICT_MODE_PRO: 'true',
+      FREE_RATE_LIMIT: '5',
+      PRO_RATE_LIMIT: '6',
+      ENTERPRISE_RATE_LIMIT: '7',
+      NULL_FAULT_LATENCY_MS: '1',
+      NULL_FAULT_500_RATE: '0.1',
+      NULL_FAULT_503_RATE: '0.2',
+      PI_FAULT_LATENCY_MS: '2',
+      PI_FAULT_500_RATE: '0.3',
+      PI_FAULT_503_RATE: '0.4',
+    });
+    expect(servicesOptionsFromConfig(config)).toEqual({
+      apiKeys: 'k1:pro',
+      seed: 9,
+      piOverLimit: 'clamp',
+      piEnterpriseMaxDigits: '10',
+      piMaxDigits: 5000,
+      strictModePro: true,
+      freeRateLimit: 5,
+      proRateLimit: 6,
+      enterpriseRateLimit: 7,
+      nullFaultLatencyMs: 1,
+      nullFault500Rate: 0.1,
+      nullFault503Rate: 0.2,
+      piFaultLatencyMs: 2,
+      piFault500Rate: 0.3,
+      piFault503Rate: 0.4,
+    });
+  });
+
+  it('the mapped options drive the services', async () => {
+    const config = loadConfig({
+      API_KEYS: 'ent:enterprise',
+      PI_OVER_LIMIT: 'clamp',
+      PI_ENTERPRISE_MAX_DIGITS: '10',
+    });
+    const services = await startServices(servicesOptionsFromConfig(config));
+    running.push(services);
+    const pi = await call<{ precision: number }>(`${services.piDigitsUrl}/api/v1/pi?digits=50`, {
+      headers: bearer('ent'),
+    });
+    expect(pi.status).toBe(200);
+    expect(pi.body.precision).toBe(10);
+    expectErrorShape(
+      await call(`${services.piDigitsUrl}/api/v1/pi`, { headers: bearer('demo-pro') }),
+      401,
+      'UNAUTHENTICATED',
+    );
+  });
+});
+
+/** Runs src/services/main.ts under tsx with a clean environment plus `env`. */
+function runMain(env: Record<string, string>): {
+  child: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+} {
+  const clean: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' };
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/services/main.ts'], {
+    env: { ...clean, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let out = '';
+  let err = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    out += chunk.toString();
+  });
+  child.stderr?.on('data', (chunk: Buffer) => {
+    err += chunk.toString();
+  });
+  return { child, stdout: () => out, stderr: () => err };
+}
+
+async function waitFor(condition: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('timed out waiting');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+describe('npm run services (src/services/main.ts)', () => {
+  it('logs both URLs, serves, and exits by itself on SIGTERM', async () => {
+    const run = runMain({
+      NULL_PORT: '0',
+      PI_PORT: '0',
+      HOST: '127.0.0.1',
+      LOG_FORMAT: 'json',
+      API_KEYS: 'main-key:pro',
+    });
+    await waitFor(() => /pi-digits service listening/.test(run.stdout()), 20_000);
+    const urls = [...run.stdout().matchAll(/listening on (http:\/\/127\.0\.0\.1:\d+)/g)].map((m) => m[1]!);
+    expect(urls).toHaveLength(2);
+    const [nullUrl, piUrl] = urls as [string, string];
+    const check = await call<{ is_null: boolean }>(`${nullUrl}/api/v1/check`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer main-key' },
+      body: '{"value": null}',
+    });
+    expect(check.body.is_null).toBe(true);
+    expect((await call<{ digits: string }>(`${piUrl}/api/v1/pi`)).body.digits).toBe('3.141');
+    // The key never reaches the log.
+    expect(run.stdout()).not.toContain('main-key');
+    run.child.kill('SIGTERM');
+    const [code] = (await once(run.child, 'exit')) as [number | null];
+    expect(code).toBe(0);
+    expect(run.stdout()).toMatch(/shutting down/);
+  });
+
+  it('a bad setting stops the start with one line on stderr and exit code 1', async () => {
+    const run = runMain({ FREE_RATE_LIMIT: 'lots', API_KEYS: 'sk-secret:gold' });
+    const [code] = (await once(run.child, 'exit')) as [number | null];
+    expect(code).toBe(1);
+    const lines = run.stderr().trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/FREE_RATE_LIMIT/);
+    expect(lines[0]).not.toMatch(/\bat .+:\d+/);
+    expect(run.stderr()).not.toContain('sk-secret');
+  });
+});

@@ -1,0 +1,253 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import {
+  createUpstreamClients,
+  type HttpUpstreamClients,
+} from '../../src/upstream/create-upstream-clients.js';
+import { UpstreamError } from '../../src/upstream/errors.js';
+import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
+
+const PI = '/api/v1/pi';
+const INFERENCE = '/api/v1/inference';
+const KEY = 'demo-enterprise-secret-42';
+
+const piBody = {
+  digits: '3.14159',
+  precision: 5,
+  confidence: 0.99,
+  model: 'pi-x-4o',
+  inference_time_ms: 40,
+  gpu_cost_usd: 0.3,
+  sponsored_by: 'PiCorp',
+  disclaimer: 'Digits may differ from actual pi.',
+};
+
+const inferenceBody = {
+  digits: '3.1415926535',
+  chain_of_thought: 'Circles are round, therefore 3.14...',
+  tokens_used: 314,
+  cost: '$1,234.50',
+};
+
+let up: ScriptedUpstream;
+let clients: HttpUpstreamClients;
+
+async function failure(promise: Promise<unknown>): Promise<UpstreamError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(UpstreamError);
+  return error as UpstreamError;
+}
+
+function expectClientSafe(error: UpstreamError, rawBody?: string): void {
+  expect(error.message).not.toContain('127.0.0.1');
+  expect(error.message).not.toContain(String(up.port));
+  expect(error.message).not.toContain(KEY);
+  if (rawBody !== undefined && rawBody.length > 0) expect(error.message).not.toContain(rawBody);
+}
+
+beforeAll(async () => {
+  up = await startScriptedUpstream();
+  clients = createUpstreamClients({
+    nullBaseUrl: up.url,
+    piBaseUrl: up.url,
+    retryMaxAttempts: 1,
+    breakerThreshold: 0,
+    timeoutMs: 2000,
+    maxResponseBytes: 4 * 1024 * 1024,
+  });
+});
+
+afterAll(async () => {
+  await clients.close();
+  await up.close();
+});
+
+beforeEach(() => {
+  up.reset();
+});
+
+describe('GET /pi', () => {
+  it('sends only the given query parameters', async () => {
+    up.route('GET', PI, { body: piBody });
+    await clients.piDigits.pi({});
+    await clients.piDigits.pi({ digits: 0, model: 'pi-x-mini', temperature: 0.5, sponsored: false });
+    expect(up.requests[0]?.query).toEqual({});
+    expect(up.requests[1]?.query).toEqual({
+      digits: '0',
+      model: 'pi-x-mini',
+      temperature: '0.5',
+      sponsored: 'false',
+    });
+    expect(up.requests[1]?.rawBody).toBe('');
+  });
+
+  it('maps the answer, with no marker when none is sent and an unknown model kept', async () => {
+    up.route('GET', PI, { body: { ...piBody, model: 'pi-x-quantum', extra: [1, 2, 3] } });
+    const result = await clients.piDigits.pi({ digits: 5 }, { apiKey: KEY, requestId: 'rq-9' });
+    expect(result).toMatchObject({
+      digits: '3.14159',
+      precision: 5,
+      model: 'pi-x-quantum',
+      inferenceTimeMs: 40,
+      gpuCostUsd: 0.3,
+      sponsoredBy: 'PiCorp',
+      constantMarker: null,
+    });
+    expect(up.requests[0]?.headers.authorization).toBe(`Bearer ${KEY}`);
+    expect(up.requests[0]?.headers['x-request-id']).toBe('rq-9');
+  });
+
+  it('reads an e marker', async () => {
+    up.route('GET', PI, { body: { ...piBody, digits: '2.71828', constant: 'e' } });
+    const result = await clients.piDigits.pi({ digits: 5, temperature: 1 });
+    expect(result.constantMarker).toBe('e');
+    expect(result.digits).toBe('2.71828');
+  });
+
+  it('carries a body of a million digits', async () => {
+    const digits = `3.${'1'.repeat(1_000_000)}`;
+    up.route('GET', PI, { body: { ...piBody, digits, precision: 1_000_000 } });
+    const result = await clients.piDigits.pi({ digits: 1_000_000 });
+    expect(result.digits.length).toBe(1_000_002);
+    expect(result.precision).toBe(1_000_000);
+  });
+
+  it('refuses a body over the size cap with UPSTREAM_BAD_RESPONSE', async () => {
+    const digits = `3.${'1'.repeat(5 * 1024 * 1024)}`;
+    up.route('GET', PI, { body: { ...piBody, digits } });
+    const error = await failure(clients.piDigits.pi({ digits: 5 }));
+    expect(error.code).toBe('UPSTREAM_BAD_RESPONSE');
+    expect(error.message).toContain('too large');
+  });
+
+  it.each([
+    ['digits with letters', { ...piBody, digits: '3.14abc' }],
+    ['numeric digits', { ...piBody, digits: 3.14 }],
+    ['a string precision', { ...piBody, precision: '5' }],
+    ['a missing confidence', { ...piBody, confidence: undefined }],
+  ])('rejects %s', async (_name, body) => {
+    up.route('GET', PI, { body });
+    const error = await failure(clients.piDigits.pi({ digits: 5 }));
+    expect(error.code).toBe('UPSTREAM_BAD_RESPONSE');
+    expect(error.upstream).toBe('pi-digits');
+  });
+
+  it.each([
+    ['HTML', { html: '<!doctype html><title>Oops</title>' }],
+    ['truncated', { body: piBody, truncate: true }],
+    ['not JSON', { body: '3.14159' }],
+  ])('rejects a %s body', async (_name, script) => {
+    up.route('GET', PI, script);
+    const error = await failure(clients.piDigits.pi({ digits: 5 }, { apiKey: KEY }));
+    expect(error.code).toBe('UPSTREAM_BAD_RESPONSE');
+    expectClientSafe(error);
+  });
+});
+
+describe('POST /inference', () => {
+  it('sends the snake_case body and maps the answer', async () => {
+    up.route('POST', INFERENCE, { body: inferenceBody });
+    const result = await clients.piDigits.inference({
+      desiredDigits: 10,
+      model: 'pi-x-4o',
+      temperature: 0,
+      useChainOfThought: true,
+      liabilityWaiverSigned: true,
+    });
+    expect(up.requests[0]?.body).toEqual({
+      desired_digits: 10,
+      model: 'pi-x-4o',
+      temperature: 0,
+      use_chain_of_thought: true,
+      liability_waiver_signed: true,
+    });
+    expect(result).toMatchObject({
+      digits: '3.1415926535',
+      chainOfThought: 'Circles are round, therefore 3.14...',
+      tokensUsed: 314,
+      cost: '$1,234.50',
+      costUsd: 1234.5,
+      precision: 10,
+      model: null,
+      constantMarker: null,
+    });
+  });
+
+  it('keeps an unparsable cost string with costUsd null', async () => {
+    up.route('POST', INFERENCE, {
+      body: { ...inferenceBody, cost: 'one arm and one leg', chain_of_thought: null },
+    });
+    const result = await clients.piDigits.inference({ desiredDigits: 10, liabilityWaiverSigned: true });
+    expect(result.cost).toBe('one arm and one leg');
+    expect(result.costUsd).toBeNull();
+    expect(result.chainOfThought).toBeNull();
+  });
+});
+
+describe('error statuses', () => {
+  const errorBody = (status: number, code: string) =>
+    JSON.stringify({ error: { status, code, message: `cluster 10.2.3.4 says no to ${KEY}` } });
+
+  it.each([
+    ['pi', 400, errorBody(400, 'BAD_USER_INPUT'), 'BAD_USER_INPUT'],
+    ['pi', 401, errorBody(401, 'UNAUTHENTICATED'), 'UNAUTHENTICATED'],
+    ['pi', 418, errorBody(418, 'TIER_FORBIDDEN'), 'TIER_FORBIDDEN'],
+    ['pi', 429, errorBody(429, 'RATE_LIMITED'), 'RATE_LIMITED'],
+    ['pi', 500, errorBody(500, 'INTERNAL'), 'UPSTREAM_ERROR'],
+    ['pi', 503, errorBody(503, 'UNAVAILABLE'), 'UPSTREAM_UNAVAILABLE'],
+    ['pi', 504, '<html>gateway timeout</html>', 'UPSTREAM_ERROR'],
+    ['pi', 422, errorBody(422, 'UNPROCESSABLE'), 'UPSTREAM_ERROR'],
+    ['inference', 400, errorBody(400, 'WAIVER_REQUIRED'), 'WAIVER_REQUIRED'],
+    ['inference', 400, errorBody(400, 'BAD_USER_INPUT'), 'BAD_USER_INPUT'],
+    ['inference', 401, errorBody(401, 'UNAUTHENTICATED'), 'UNAUTHENTICATED'],
+    ['inference', 418, errorBody(418, 'TIER_FORBIDDEN'), 'TIER_FORBIDDEN'],
+    ['inference', 429, errorBody(429, 'RATE_LIMITED'), 'RATE_LIMITED'],
+    ['inference', 500, errorBody(500, 'INTERNAL'), 'UPSTREAM_ERROR'],
+    ['inference', 503, errorBody(503, 'UNAVAILABLE'), 'UPSTREAM_UNAVAILABLE'],
+  ])('%s %i → %s', async (endpoint, status, body, code) => {
+    up.route(endpoint === 'pi' ? 'GET' : 'POST', endpoint === 'pi' ? PI : INFERENCE, { status, body });
+    const call =
+      endpoint === 'pi'
+        ? clients.piDigits.pi({ digits: 4 }, { apiKey: KEY })
+        : clients.piDigits.inference({ desiredDigits: 4, liabilityWaiverSigned: true }, { apiKey: KEY });
+    const error = await failure(call);
+    expect(error.code).toBe(code);
+    expect(error.upstream).toBe('pi-digits');
+    expect(error.statusCode).toBe(status);
+    expect(error.body).toBe(body.replaceAll(KEY, '[redacted]'));
+    expectClientSafe(error, body);
+    expect(error.message).not.toContain('10.2.3.4');
+  });
+
+  it('maps a 400 without an error code to WAIVER_REQUIRED when the waiver was not signed', async () => {
+    up.route('POST', INFERENCE, { status: 400, body: 'waiver missing' });
+    const error = await failure(
+      clients.piDigits.inference({ desiredDigits: 4, liabilityWaiverSigned: false }),
+    );
+    expect(error.code).toBe('WAIVER_REQUIRED');
+  });
+});
+
+describe('health', () => {
+  it('reports every field of the health body', async () => {
+    up.route('GET', '/api/v1/health', {
+      body: { status: 'ok', pi_available: true, gpu_cluster: 'melting', monthly_burn_rate: '$3.14M' },
+    });
+    const probe = await clients.piDigits.health();
+    expect(probe).toMatchObject({
+      reachable: true,
+      statusCode: 200,
+      error: null,
+      body: { status: 'ok', piAvailable: true, gpuCluster: 'melting', monthlyBurnRate: '$3.14M' },
+    });
+  });
+
+  it('reports a missing field as an error with no body', async () => {
+    up.route('GET', '/api/v1/health', { body: { status: 'ok', pi_available: true } });
+    const probe = await clients.piDigits.health();
+    expect(probe).toMatchObject({ reachable: true, body: null });
+    expect(probe.error).toContain('gpu_cluster');
+  });
+});
