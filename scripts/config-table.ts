@@ -1,4 +1,11 @@
-/** Prints the README's configuration table from the settings in src/config.ts (one source of truth). */
-import { markdownTable } from '../src/config.js';
+/**
+ * The README's configuration table, generated from the settings in src/config.ts (one source of truth).
+ * `npm run config:table` rewrites the block between the config-table markers of README.md;
+ * test/unit/readme-config.test.ts fails when it is stale.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { replaceConfigTable } from '../src/readme-config.js';
 
-process.stdout.write(`${markdownTable()}\n`);
+const path = new URL('../README.md', import.meta.url);
+writeFileSync(path, replaceConfigTable(readFileSync(path, 'utf8')));
+process.stdout.write('README.md configuration table updated\n');

@@ -254,6 +254,13 @@ export const settings = {
     'gateway',
     'Gateway processes (node:cluster) sharing the port. Embedded reference services run once, in the primary.',
   ),
+  httpFastPath: setting(
+    'HTTP_FAST_PATH',
+    bool().default(true),
+    'true',
+    'gateway',
+    "Serve GraphQL POSTs with a JSON body on a lean node:http adapter that drives the same Yoga plugins and pipeline (docs/performance.md); false sends every request through Yoga's own HTTP handler.",
+  ),
 
   // --- observability -------------------------------------------------------------------------
   logLevel: setting(
@@ -353,7 +360,7 @@ export const settings = {
     int(0, 1_000_000).default(600),
     '600',
     'services',
-    'Requests per minute per key for the pro tier (the null spec leaves it open). 0 = unlimited.',
+    'Null-check requests per minute per pro key (its spec leaves it open; the pi spec says pro is unlimited, and so is the pi service). 0 = unlimited.',
   ),
   enterpriseRateLimit: setting(
     'ENTERPRISE_RATE_LIMIT',

@@ -245,6 +245,11 @@ export class OperationScope {
     return this.#callOptions;
   }
 
+  /** The call options if an upstream call asked for them, without creating them (the cache plugin). */
+  get callOptionsIfCreated(): CallOptions | undefined {
+    return this.#callOptions;
+  }
+
   /** Releases the deadline timer and the client-gone listener. Idempotent; called when execution ends. */
   dispose(): void {
     if (this.#timer) clearTimeout(this.#timer);

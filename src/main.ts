@@ -2,10 +2,12 @@
  * The CLI and the only place that listens: read the configuration, start the embedded reference
  * services when no upstream URLs are given, serve the gateway, and shut down gracefully.
  */
-import { createServer, type Server } from 'node:http';
+import type { Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { type Config, ConfigError, helpText, loadConfig } from './config.js';
 import { sharedDigitEngine } from './digits/digit-engine.js';
+import { isClusterPrimary, runClusterPrimary } from './http/cluster-primary.js';
+import { createGatewayServer } from './http/gateway-server.js';
 import { createLogger, type Logger } from './logger.js';
 import { createObservability } from './observability/create-observability.js';
 import { type RunningServices, servicesOptionsFromConfig, startServices } from './services/start-services.js';
@@ -62,15 +64,14 @@ async function startGateway(config: Config, logger: Logger): Promise<RunningGate
   });
   const yoga = createGateway({ clients, digits, config, logger, observability });
 
-  const server = createServer(yoga);
-  // Keep-alive longer than typical load balancers' idle timeout, so they close first (no resets).
-  server.keepAliveTimeout = 65_000;
-  server.headersTimeout = 66_000;
-  server.requestTimeout = 60_000;
+  // GraphQL POSTs with a JSON body take the lean adapter over the same Yoga instance (src/http/).
+  const server = createGatewayServer({ yoga, config, logger });
 
   // Track sockets and in-flight requests so shutdown can drain exactly what was accepted.
   const sockets = new Set<Socket>();
+  const unanswered = new Set<ServerResponse>();
   let inFlight = 0;
+  let closing = false;
   let drained: (() => void) | undefined;
   server.on('connection', (socket) => {
     sockets.add(socket);
@@ -78,7 +79,13 @@ async function startGateway(config: Config, logger: Logger): Promise<RunningGate
   });
   server.on('request', (_req, res) => {
     inFlight++;
+    // Once shutting down, every answer closes its connection (Node does not do that by itself after
+    // close()): the client's next request opens a new connection, which is refused, instead of
+    // keeping a kept-alive socket, and so the drain, busy until the timeout.
+    if (closing) res.setHeader('connection', 'close');
+    else unanswered.add(res);
     res.once('close', () => {
+      unanswered.delete(res);
       inFlight--;
       if (inFlight === 0) drained?.();
     });
@@ -93,11 +100,18 @@ async function startGateway(config: Config, logger: Logger): Promise<RunningGate
       });
     });
   try {
-    await listen(config.host);
+    try {
+      await listen(config.host);
+    } catch (error) {
+      // '::' (the default) needs IPv6; a host without it still gets a gateway on every IPv4 address.
+      if (config.host !== '::' || (error as NodeJS.ErrnoException).code !== 'EAFNOSUPPORT') throw error;
+      await listen('0.0.0.0');
+    }
   } catch (error) {
-    // '::' (the default) needs IPv6; a host without it still gets a gateway on every IPv4 address.
-    if (config.host !== '::' || (error as NodeJS.ErrnoException).code !== 'EAFNOSUPPORT') throw error;
-    await listen('0.0.0.0');
+    // Nothing may keep a process that failed to start alive (e.g. EADDRINUSE): the embedded services
+    // are listening already.
+    await Promise.allSettled([clients.close(), services?.close(), digits.close()]);
+    throw error;
   }
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
@@ -110,10 +124,12 @@ async function startGateway(config: Config, logger: Logger): Promise<RunningGate
     // signal must not cut the drain short, so shutdown is idempotent.
     shuttingDown ??= (async () => {
       logger.info({ reason, inFlight }, 'shutting down: no new connections, draining in-flight requests');
+      closing = true;
+      for (const res of unanswered) if (!res.headersSent) res.setHeader('connection', 'close');
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
-      // New requests on kept-alive sockets are answered with `connection: close` by Node once
-      // close() was called; idle sockets are closed as they become idle.
+      // Answers from now on carry `connection: close` (see the 'request' listener); sockets that
+      // are idle, or become idle between requests, are closed by the sweep.
       const idleSweep = setInterval(() => server.closeIdleConnections(), 100);
       const allDone =
         inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => (drained = resolve));
@@ -158,21 +174,26 @@ async function main(argv: string[]): Promise<void> {
     format: config.logFormat ?? (config.nodeEnv === 'production' ? 'json' : 'pretty'),
   });
 
-  let gateway: RunningGateway;
-  try {
-    gateway = await startGateway(config, logger);
-  } catch (error) {
-    // One clear line (e.g. EADDRINUSE), not a stack trace.
-    const message = error instanceof Error ? error.message : String(error);
-    logger.fatal({ code: (error as { code?: unknown }).code }, `cannot start: ${message}`);
+  if (isClusterPrimary(config)) {
+    // WORKERS > 1: this process only forks and supervises gateway workers (src/http/cluster-primary.ts).
+    const code = await runClusterPrimary(config, logger).catch((error: unknown) => {
+      logger.fatal({ code: (error as { code?: unknown }).code }, `cannot start: ${String(error)}`);
+      return 1;
+    });
     logger.flush?.();
-    process.exitCode = 1;
-    return;
+    process.exit(code);
   }
-  logger.info({ url: gateway.url }, `gateway listening on ${gateway.url}`);
 
-  const onSignal = (signal: NodeJS.Signals) => {
-    gateway.shutdown(signal).then(
+  let gateway: RunningGateway | undefined;
+  let signalledEarly: NodeJS.Signals | undefined;
+  const stop = (running: RunningGateway, signal: NodeJS.Signals) => {
+    // The drain is bounded by SHUTDOWN_TIMEOUT_MS; this bounds everything after it (pools, services).
+    setTimeout(() => {
+      logger.error('shutdown did not finish in time; exiting');
+      logger.flush?.();
+      process.exit(1);
+    }, config.shutdownTimeoutMs + 10_000).unref();
+    running.shutdown(signal).then(
       () => {
         logger.flush?.();
         process.exit(0);
@@ -183,8 +204,29 @@ async function main(argv: string[]): Promise<void> {
       },
     );
   };
+  // Installed before starting: a signal during the start (the embedded services take a few seconds)
+  // shuts down gracefully as soon as the gateway is up, instead of killing the process mid-start.
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (gateway) stop(gateway, signal);
+    else signalledEarly ??= signal;
+  };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+
+  try {
+    gateway = await startGateway(config, logger);
+  } catch (error) {
+    // One clear line (e.g. EADDRINUSE), not a stack trace.
+    const message = error instanceof Error ? error.message : String(error);
+    logger.fatal({ code: (error as { code?: unknown }).code }, `cannot start: ${message}`);
+    logger.flush?.();
+    process.exitCode = 1;
+    process.off('SIGTERM', onSignal);
+    process.off('SIGINT', onSignal);
+    return;
+  }
+  logger.info({ url: gateway.url }, `gateway listening on ${gateway.url}`);
+  if (signalledEarly) stop(gateway, signalledEarly);
 }
 
 await main(process.argv.slice(2));

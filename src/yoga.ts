@@ -23,12 +23,21 @@ import {
   type YogaLogger,
   type YogaServerInstance,
 } from 'graphql-yoga';
+import { useResponseCacheExtensions } from './cache/cache-plugin.js';
+import { createResponseCache } from './cache/response-cache.js';
 import type { Config } from './config.js';
 import { apiKeyFrom, createGatewayContext, type GatewayContext, requestIdFrom } from './context.js';
 import type { DigitEngine } from './digits/digit-engine.js';
 import { useSelfHostedGraphiQL } from './graphiql.js';
+import {
+  armorRejection,
+  useGatewayCsrfPrevention,
+  useRequestErrorCodes,
+  useRequestShapeErrors,
+} from './http-guards.js';
 import type { Logger } from './logger.js';
 import { createObservability, type GatewayObservability } from './observability/create-observability.js';
+import { useReadiness } from './readiness.js';
 import { schema } from './schema/index.js';
 import type { UpstreamClients } from './upstream/types.js';
 
@@ -160,7 +169,16 @@ function useUpstreamCallLimit(max: number): Plugin {
           errors: [
             createGraphQLError(
               `This operation would make ${calls} distinct upstream calls; at most ${max} are allowed (MAX_UPSTREAM_CALLS).`,
-              { extensions: { code: 'BAD_USER_INPUT', upstreamCalls: calls, limit: max } },
+              {
+                // `spec`: 400 for application/graphql-response+json (a result without data must not be
+                // 200), 200 for legacy application/json, as Yoga does for validation errors.
+                extensions: {
+                  code: 'BAD_USER_INPUT',
+                  upstreamCalls: calls,
+                  limit: max,
+                  http: { status: 400, spec: true },
+                },
+              },
             ),
           ],
         });
@@ -233,17 +251,28 @@ function useDisabledIntrospection(): Plugin {
 /** A 413 in Yoga's own shape (code and HTTP status), so clients see the same error either way. */
 function bodyTooLarge(limit: number) {
   return createGraphQLError(`Request body too large (at most ${limit} bytes).`, {
-    extensions: { http: { status: 413 }, code: 'REQUEST_ENTITY_TOO_LARGE' },
+    // `connection: close`: the rest of the body is never read, so the socket cannot serve another
+    // request; Node closes it once the 413 is sent.
+    extensions: { http: { status: 413, headers: { connection: 'close' } }, code: 'REQUEST_ENTITY_TOO_LARGE' },
   });
 }
 
 async function readLimited(body: ReadableStream<Uint8Array>, limit: number): Promise<Uint8Array> {
   const chunks: Uint8Array[] = [];
   let size = 0;
-  for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
-    size += chunk.byteLength;
-    if (size > limit) throw bodyTooLarge(limit);
-    chunks.push(chunk);
+  const reader = body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      // Released, not cancelled: cancelling destroys the request and with it the socket, and the
+      // client would get a reset instead of the 413. The rest is left unread; the 413's
+      // `connection: close` ends the socket once the answer is out.
+      reader.releaseLock();
+      throw bodyTooLarge(limit);
+    }
+    chunks.push(value);
   }
   return Buffer.concat(chunks);
 }
@@ -332,7 +361,18 @@ export function createGateway(options: GatewayOptions): Gateway {
   const { digits, config, logger } = options;
   const observability = options.observability ?? createObservability({ config, logger });
   // Innermost wrapper around the clients: it sees every real upstream answer (cost, sponsor, status).
-  const clients = observability.instrumentClients(options.clients);
+  const instrumented = observability.instrumentClients(options.clients);
+  // RESPONSE_CACHE: the deterministic-answer cache wraps the instrumented clients (src/cache), so the
+  // observability wrapper still sees only real upstream answers.
+  const responseCache = config.responseCache
+    ? createResponseCache({
+        ttlMs: config.responseCacheTtlMs,
+        maxEntries: config.responseCacheMaxEntries,
+        registry: observability.registry,
+        onSaved: (upstream, source) => observability.recordDedupHit(upstream, source),
+      })
+    : undefined;
+  const clients = responseCache ? responseCache.decorate(instrumented) : instrumented;
   const production = config.nodeEnv === 'production';
   const graphiql = config.graphiql ?? !production;
   const introspection = config.introspection ?? !production;
@@ -351,9 +391,9 @@ export function createGateway(options: GatewayOptions): Gateway {
   };
 
   const armor = new EnvelopArmor({
-    maxDepth: { n: config.maxDepth, ignoreIntrospection: true },
-    maxAliases: { n: config.maxAliases },
-    maxDirectives: { n: config.maxDirectives },
+    maxDepth: { n: config.maxDepth, ignoreIntrospection: true, ...armorRejection },
+    maxAliases: { n: config.maxAliases, ...armorRejection },
+    maxDirectives: { n: config.maxDirectives, ...armorRejection },
     // Tokens are limited by graphql-js's own parser option (useParseLimits): no Proxy per token.
     maxTokens: { enabled: false },
     // MAX_UPSTREAM_CALLS is this gateway's real cost measure.
@@ -363,16 +403,23 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   const plugins: GatewayPlugin[] = [
     useRequestId(requestIds),
-    observability.plugin,
+    // The id also reaches the log line of operations rejected before the context (and its id) exists.
+    observability.createPlugin({ getRequestId: (request) => requestIds.get(request) }),
     ...(graphiql
       ? [useSelfHostedGraphiQL({ endpoint: GRAPHQL_ENDPOINT, title: 'null-pi gateway', logger })]
       : []),
+    useReadiness({ clients }),
+    useGatewayCsrfPrevention(),
+    useRequestShapeErrors(),
     useRequestBodyLimit(config.maxRequestBodyBytes),
     useParseLimits(config.maxTokens),
     ...(armor.plugins as Plugin[]),
     ...(introspection ? [] : [useDisabledIntrospection()]),
     useUpstreamCallLimit(config.maxUpstreamCalls),
     useContextDisposal(),
+    useRequestErrorCodes(),
+    // After the observability plugin: it adds cached answers' sponsors to extensions.sponsoredBy.
+    ...(responseCache ? [useResponseCacheExtensions(responseCache)] : []),
     ...(options.plugins ?? []),
   ];
 

@@ -57,13 +57,15 @@ export interface ObservabilityOptions {
    * @default the global provider registered by the host's OpenTelemetry SDK
    */
   tracerProvider?: TracingOptions['tracerProvider'];
-  /** Options of the Yoga plugin (metrics path, request id lookup). */
+  /** Options of the default Yoga plugin, {@link GatewayObservability.plugin}. */
   plugin?: ObservabilityPluginOptions;
 }
 
 export interface GatewayObservability {
-  /** Add to the Yoga `plugins` array. */
+  /** Add to the Yoga `plugins` array (made with the `plugin` options, on first use). */
   readonly plugin: Plugin;
+  /** Another plugin over the same metrics and logs, e.g. with the host's own request id lookup. */
+  createPlugin(options?: ObservabilityPluginOptions): Plugin;
   /** Pass as the upstream clients' `onCall`: per-attempt upstream metrics and breaker state. */
   readonly onCall: (event: UpstreamCallEvent) => void;
   /** The clients, reporting every answer (cost, sponsor, per-operation calls, spans). */
@@ -94,7 +96,7 @@ export function createObservability(options: ObservabilityOptions): GatewayObser
   const sponsorLog = createSponsorLog({ logger, intervalMs: options.config.sponsorLogIntervalMs });
   const tracer = createTracer({ enabled: options.config.tracing, tracerProvider: options.tracerProvider });
   const core = new ObservabilityCore({ logger, metrics, sponsorLog, tracer });
-  const plugin = createObservabilityPlugin(core, options.plugin);
+  let plugin: Plugin | undefined;
 
   const onCall = (event: UpstreamCallEvent): void => {
     metrics.recordUpstreamCall(
@@ -121,7 +123,11 @@ export function createObservability(options: ObservabilityOptions): GatewayObser
   };
 
   return {
-    plugin,
+    get plugin() {
+      plugin ??= createObservabilityPlugin(core, options.plugin);
+      return plugin;
+    },
+    createPlugin: (pluginOptions) => createObservabilityPlugin(core, pluginOptions),
     onCall,
     dedupHitCounter,
     instrumentClients: (clients) => instrumentUpstreamClients(core, clients),

@@ -4,9 +4,9 @@
  * Why a registry per gateway: tests (and a host embedding several gateways) create many instances;
  * prom-client's global registry would reject the second registration of every metric name.
  *
- * Why the label caches: `metric.labels(...)` hashes its label values on every call. The label sets
- * here are small and bounded, so each child is looked up once and kept, and the per-operation cost is
- * a Map lookup plus `inc()`/`observe()`.
+ * Why tallies behind the counters: prom-client hashes the label values on every `inc()`/`observe()`.
+ * The hot path (one operation, one upstream attempt) does a single histogram `observe()` and bumps a
+ * plain number on a cached entry; the counters read those numbers when /metrics is scraped.
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { UpstreamName } from '../upstream/types.js';
@@ -52,9 +52,32 @@ export const OTHER_OPERATION = '(other)';
 /** Longest operation name used as a label value as is. */
 const MAX_OPERATION_NAME_LENGTH = 100;
 
-interface OperationChildren {
-  count: Counter.Internal;
+/** One label set of a counter that is counted in plain numbers and exported at scrape time. */
+interface Tally<L extends string> {
+  labels: Record<L, string>;
+  n: number;
+}
+
+interface OperationEntry extends Tally<'operation' | 'type' | 'outcome'> {
   duration: Histogram.Internal<string>;
+}
+
+interface UpstreamEntry extends Tally<'upstream' | 'endpoint' | 'status' | 'outcome'> {
+  duration: Histogram.Internal<string>;
+}
+
+/** A prom-client counter whose values come from `tallies` at each scrape. */
+function tallyCounter<L extends string>(
+  config: { name: string; help: string; labelNames: readonly L[]; registers: Registry[] },
+  tallies: Map<string, Tally<L>>,
+): Counter<L> {
+  return new Counter<L>({
+    ...config,
+    collect() {
+      this.reset();
+      for (const tally of tallies.values()) this.inc(tally.labels as Partial<Record<L, string>>, tally.n);
+    },
+  });
 }
 
 /** The metrics of one gateway instance and the cheap recording methods the hot path uses. */
@@ -92,12 +115,16 @@ export function createGatewayMetrics(options: GatewayMetricsOptions = {}): Gatew
   if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry });
   const registers = [registry];
 
-  const operations = new Counter({
-    name: 'gateway_operations_total',
-    help: 'GraphQL operations by operation name, type and outcome (ok, partial, error, invalid).',
-    labelNames: ['operation', 'type', 'outcome'] as const,
-    registers,
-  });
+  const operationEntries = new Map<string, OperationEntry>();
+  tallyCounter(
+    {
+      name: 'gateway_operations_total',
+      help: 'GraphQL operations by operation name, type and outcome (ok, partial, error, invalid).',
+      labelNames: ['operation', 'type', 'outcome'] as const,
+      registers,
+    },
+    operationEntries,
+  );
   const operationDuration = new Histogram({
     name: 'gateway_operation_duration_seconds',
     help: 'GraphQL operation latency from parameters parsed to result ready, by operation name, type and outcome.',
@@ -105,12 +132,16 @@ export function createGatewayMetrics(options: GatewayMetricsOptions = {}): Gatew
     buckets: OPERATION_BUCKETS,
     registers,
   });
-  const upstreamCalls = new Counter({
-    name: 'gateway_upstream_requests_total',
-    help: 'HTTP requests (attempts, retries included) to the upstream services by upstream, endpoint, status and outcome.',
-    labelNames: ['upstream', 'endpoint', 'status', 'outcome'] as const,
-    registers,
-  });
+  const upstreamEntries = new Map<string, UpstreamEntry>();
+  tallyCounter(
+    {
+      name: 'gateway_upstream_requests_total',
+      help: 'HTTP requests (attempts, retries included) to the upstream services by upstream, endpoint, status and outcome.',
+      labelNames: ['upstream', 'endpoint', 'status', 'outcome'] as const,
+      registers,
+    },
+    upstreamEntries,
+  );
   const upstreamDuration = new Histogram({
     name: 'gateway_upstream_request_duration_seconds',
     help: 'Latency of HTTP requests to the upstream services by upstream and endpoint.',
@@ -160,7 +191,6 @@ export function createGatewayMetrics(options: GatewayMetricsOptions = {}): Gatew
     setBreakerState(upstream, 'closed');
   }
 
-  const operationChildren = new Map<string, OperationChildren>();
   const operationNames = new Set<string>();
   const operationLabel = (name: string | null): string => {
     if (name === null || name === '') return ANONYMOUS_OPERATION;
@@ -171,42 +201,38 @@ export function createGatewayMetrics(options: GatewayMetricsOptions = {}): Gatew
     return name;
   };
 
-  const upstreamChildren = new Map<string, Counter.Internal>();
-  const upstreamDurationChildren = new Map<string, Histogram.Internal<string>>();
-
   return {
     registry,
     contentType: registry.contentType,
     recordOperation(name, type, outcome, durationMs) {
       const label = operationLabel(name);
       const key = `${label}\n${type}\n${outcome}`;
-      let children = operationChildren.get(key);
-      if (children === undefined) {
-        children = {
-          count: operations.labels(label, type, outcome),
+      let entry = operationEntries.get(key);
+      if (entry === undefined) {
+        entry = {
+          labels: { operation: label, type, outcome },
+          n: 0,
           duration: operationDuration.labels(label, type, outcome),
         };
-        operationChildren.set(key, children);
+        operationEntries.set(key, entry);
       }
-      children.count.inc();
-      children.duration.observe(durationMs / 1000);
+      entry.n++;
+      entry.duration.observe(durationMs / 1000);
     },
     recordUpstreamCall(upstream, endpoint, statusCode, outcome, durationMs) {
       const status = statusCode === null ? 'none' : String(statusCode);
       const key = `${upstream}\n${endpoint}\n${status}\n${outcome}`;
-      let count = upstreamChildren.get(key);
-      if (count === undefined) {
-        count = upstreamCalls.labels(upstream, endpoint, status, outcome);
-        upstreamChildren.set(key, count);
+      let entry = upstreamEntries.get(key);
+      if (entry === undefined) {
+        entry = {
+          labels: { upstream, endpoint, status, outcome },
+          n: 0,
+          duration: upstreamDuration.labels(upstream, endpoint),
+        };
+        upstreamEntries.set(key, entry);
       }
-      count.inc();
-      const durationKey = `${upstream}\n${endpoint}`;
-      let duration = upstreamDurationChildren.get(durationKey);
-      if (duration === undefined) {
-        duration = upstreamDuration.labels(upstream, endpoint);
-        upstreamDurationChildren.set(durationKey, duration);
-      }
-      duration.observe(durationMs / 1000);
+      entry.n++;
+      entry.duration.observe(durationMs / 1000);
     },
     recordGpuCost(upstream, usd) {
       // A negative or non-finite cost would make a counter throw (or lie); the clients validate, this guards.

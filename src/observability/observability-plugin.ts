@@ -23,11 +23,11 @@ export interface ObservabilityPluginOptions {
    */
   metricsPath?: string | null;
   /**
-   * The request id of an operation: the id the gateway forwards to the upstreams as `x-request-id`.
-   * Called with the GraphQL context and the request.
-   * @default context.requestId when it is a string, else the request's x-request-id header
+   * The request id of an operation whose GraphQL context does not carry one as `context.requestId`
+   * (operations rejected before the context is built, or a host without that field).
+   * @default the request's x-request-id header
    */
-  getRequestId?: (context: Record<string, unknown>, request: Request) => string | undefined;
+  getRequestId?: (request: Request) => string | undefined;
 }
 
 /** Result extensions this plugin adds (contract: fields may be added, none renamed). */
@@ -36,11 +36,8 @@ export interface ObservabilityExtensions {
   sponsoredBy?: string[];
 }
 
-const defaultGetRequestId = (context: Record<string, unknown>, request: Request): string | undefined => {
-  const id = context.requestId;
-  if (typeof id === 'string') return id;
-  return request.headers.get('x-request-id') ?? undefined;
-};
+const headerRequestId = (request: Request): string | undefined =>
+  request.headers.get('x-request-id') ?? undefined;
 
 /**
  * Where the operation's record lives: on the per-operation context object Yoga passes to onParams,
@@ -80,7 +77,12 @@ export function createObservabilityPlugin(
   options: ObservabilityPluginOptions = {},
 ): Plugin {
   const metricsPath = options.metricsPath === undefined ? '/metrics' : options.metricsPath;
-  const getRequestId = options.getRequestId ?? defaultGetRequestId;
+  const fallbackRequestId = options.getRequestId ?? headerRequestId;
+  // The context's id is the one the upstreams receive: it wins whenever it exists.
+  const requestIdOf = (context: object, request: Request): string | undefined => {
+    const id = (context as { requestId?: unknown }).requestId;
+    return typeof id === 'string' ? id : fallbackRequestId(request);
+  };
   const { metrics, tracer } = core;
   // The operation line is built here from fixed fields (no headers, no keys), so the root logger's
   // redaction, whose wildcard paths cost more than the rest of the line (measured ~15 µs of ~25 µs),
@@ -99,7 +101,7 @@ export function createObservabilityPlugin(
     const level = outcome === 'error' ? 'warn' : 'info';
     if (logger.isLevelEnabled(level)) {
       const line: Record<string, unknown> = {
-        requestId: record.requestId ?? getRequestId(ctx as Record<string, unknown>, request),
+        requestId: record.requestId ?? requestIdOf(ctx, request),
         operation: record.name,
         operationType: record.type,
         outcome,
@@ -159,7 +161,7 @@ export function createObservabilityPlugin(
         record.type = operation.operation;
         record.name = operation.name?.value ?? record.name;
       }
-      record.requestId = getRequestId(ctx, ctx.request as Request);
+      record.requestId = requestIdOf(ctx, ctx.request as Request);
       core.register(record);
       const span = record.span;
       if (span !== undefined) {

@@ -23,7 +23,7 @@ export interface ServicesOptions {
   seed?: number;
   /** Requests per minute per free caller (both services, counted separately); 0 = unlimited. @default 60 */
   freeRateLimit?: number;
-  /** Requests per minute per pro key; 0 = unlimited. @default 600 */
+  /** Requests per minute per pro key on the null-check service (pi-digits: unlimited, its table); 0 = unlimited. @default 600 */
   proRateLimit?: number;
   /** Requests per minute per enterprise key; 0 = unlimited. @default 0 */
   enterpriseRateLimit?: number;
@@ -124,6 +124,8 @@ export function createServices(options: ServicesOptions = {}): {
   });
   const piDigits = createPiDigitsService({
     ...common,
+    // The pi spec's limits table says pro is unlimited; PRO_RATE_LIMIT fills the null spec's gap only.
+    proRateLimit: 0,
     logger: options.logger?.child({ service: 'pi-digits' }),
     overLimit: options.piOverLimit,
     enterpriseMaxDigits:

@@ -44,7 +44,12 @@ async function startGateway(
     breakerThreshold: 0,
     ...options,
   });
-  const yoga = createGateway({ clients, digits: engine, config: loadConfig({ NODE_ENV: 'test' }), logger });
+  const yoga = createGateway({
+    clients,
+    digits: engine,
+    config: loadConfig({ NODE_ENV: 'test', RESPONSE_CACHE: 'false' }),
+    logger,
+  });
   const server: Server = createServer(yoga);
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');

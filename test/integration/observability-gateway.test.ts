@@ -67,7 +67,7 @@ beforeAll(async () => {
     logRequests: true,
     freeRateLimit: 0,
   });
-  const config = loadConfig({ NODE_ENV: 'test', SPONSOR_LOG_INTERVAL_MS: '60000' });
+  const config = loadConfig({ NODE_ENV: 'test', RESPONSE_CACHE: 'false', SPONSOR_LOG_INTERVAL_MS: '60000' });
   observability = createObservability({ config, logger: gatewayLog.logger });
   clients = createUpstreamClients({
     nullBaseUrl: services.nullCheckUrl,
@@ -137,6 +137,17 @@ describe('request id and the operation log line', () => {
       upstreamCalls: [expect.objectContaining({ upstream: 'null-check', endpoint: 'check', status: 200 })],
     });
     expect(servicesLog.lines.some((l) => l.reqId === id)).toBe(true);
+  });
+
+  it('logs an operation rejected by validation with the generated id the response carries', async () => {
+    const { res, body } = await post('query ObsInvalid { noSuchField }');
+    expect(body.errors?.length).toBeGreaterThan(0);
+    const id = res.headers.get('x-request-id');
+    expect(id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(operationLine(id as string)).toMatchObject({
+      outcome: 'invalid',
+      upstreamCalls: [],
+    });
   });
 
   it('logs failed upstream calls with their status and code, partial results as partial', async () => {

@@ -1,0 +1,169 @@
+/**
+ * API keys never reach a log line or a client-visible error (contract §2, §3), even when every
+ * upstream path fails and the upstream itself echoes the key back in its error bodies and headers.
+ * The logger writes JSON at level debug into memory; the test greps all of it and every response.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDigitEngine } from '../../src/digits/digit-engine.js';
+import {
+  type RecordedRequest,
+  refusedUrl,
+  type ScriptedResponse,
+  type ScriptedUpstream,
+  startScriptedUpstream,
+} from '../fixtures/scripted-upstream.js';
+import {
+  codes,
+  type GqlResult,
+  gql,
+  memoryLogger,
+  nullHealth,
+  piHealth,
+  startTestGateway,
+  type TestGateway,
+} from './resilience-helpers.js';
+
+const KEY = 'sk-live-7f3a9c1e5b2d4f60-KEYMARK';
+const digits = createDigitEngine({ useWorker: false });
+const log = memoryLogger('debug');
+let nullUp: ScriptedUpstream;
+let piUp: ScriptedUpstream;
+let gateway: TestGateway;
+let downGateway: TestGateway;
+
+/** A hostile upstream: every failure echoes the Authorization header it received. */
+function echoing(request: RecordedRequest): ScriptedResponse {
+  const echo = `key was ${String(request.headers.authorization)}`;
+  const value = (request.body as { value?: unknown } | undefined)?.value ?? request.query.digits;
+  const error = (status: number) => ({ error: { status, code: 'X', message: echo } });
+  switch (value) {
+    case 'u401':
+      return { status: 401, body: error(401), headers: { 'www-authenticate': `Bearer realm="${echo}"` } };
+    case 'u500':
+    case '5':
+      return { status: 500, body: error(500) };
+    case 'u503':
+      return { status: 503, body: error(503), headers: { 'retry-after': '0' } };
+    case 'u429':
+    case '6':
+      return { status: 429, body: error(429), headers: { 'retry-after': '3600' } };
+    case 'u418':
+      return { status: 418, body: error(418) };
+    case 'html':
+      return { html: `<html><body>Bad gateway. ${echo}</body></html>` };
+    case 'wrong-types':
+      return { body: { is_null: true, confidence: echo, model: 7, inference_time_ms: echo } };
+    case 'truncated':
+      return { body: { is_null: true, message: echo }, truncate: 20 };
+    case 'hang':
+      return { hang: true };
+    case 'reset':
+      return { destroy: true };
+    default:
+      return { status: 400, body: error(400) };
+  }
+}
+
+beforeAll(async () => {
+  [nullUp, piUp] = await Promise.all([startScriptedUpstream(), startScriptedUpstream()]);
+  nullUp.route('POST', '/api/v1/check', echoing);
+  nullUp.route('GET', '/api/v1/health', { body: nullHealth });
+  piUp.route('GET', '/api/v1/pi', echoing);
+  piUp.route('POST', '/api/v1/inference', echoing);
+  piUp.route('GET', '/api/v1/health', { body: piHealth });
+  const clientOptions = { timeoutMs: 300, retryMaxAttempts: 2, backoffBaseMs: 5, breakerThreshold: 0 };
+  gateway = await startTestGateway({
+    nullBaseUrl: nullUp.url,
+    piBaseUrl: piUp.url,
+    digits,
+    logger: log.logger,
+    clientOptions,
+  });
+  downGateway = await startTestGateway({
+    nullBaseUrl: await refusedUrl(),
+    piBaseUrl: await refusedUrl(),
+    digits,
+    logger: log.logger,
+    clientOptions,
+  });
+});
+afterAll(async () => {
+  await Promise.all([gateway?.close(), downGateway?.close()]);
+  await Promise.all([nullUp?.close(), piUp?.close()]);
+  await digits.close();
+});
+
+describe('API keys on failing paths', () => {
+  it('never appear in a response or a log line, whichever way the upstreams fail', async () => {
+    const failures = [
+      'u401',
+      'u500',
+      'u503',
+      'u429',
+      'u418',
+      'html',
+      'wrong-types',
+      'truncated',
+      'hang',
+      'reset',
+    ];
+    const responses: GqlResult[] = [];
+    const byBearer = { authorization: `Bearer ${KEY}` };
+    const byHeader = { 'x-api-key': KEY };
+    for (const value of failures) {
+      responses.push(
+        await gql(gateway.url, `{ isNull(value: "${value}") { __typename } }`, { headers: byBearer }),
+        await gql(gateway.url, `{ isNull(value: "${value}") { __typename } }`, { headers: byHeader }),
+      );
+    }
+    responses.push(
+      await gql(gateway.url, '{ a: pi(digits: 5) { __typename } b: pi(digits: 6) { __typename } }', {
+        headers: byBearer,
+      }),
+      await gql(
+        gateway.url,
+        '{ inference(input: { desiredDigits: 3, liabilityWaiverSigned: true }) { __typename } }',
+        { headers: byHeader },
+      ),
+      // Gateway-side failures with a key: refused upstreams, a bad query, a too-deep value, health.
+      await gql(downGateway.url, '{ isNull(value: 1) { __typename } pi { __typename } }', {
+        headers: byBearer,
+      }),
+      await gql(downGateway.url, '{ health { status nullCheck { error } pi { error } } }', {
+        headers: byBearer,
+      }),
+      await gql(gateway.url, '{ nope }', { headers: byBearer }),
+      await gql(gateway.url, '{ pi(digits: -1) { __typename } }', { headers: byHeader }),
+    );
+
+    // The key was really in play: forwarded to the upstreams, and every path failed with its code.
+    expect(nullUp.requests.every((r) => r.headers.authorization === `Bearer ${KEY}`)).toBe(true);
+    const seen = new Set(responses.flatMap(codes));
+    for (const code of [
+      'UNAUTHENTICATED',
+      'NULL_PARADOX',
+      'UPSTREAM_ERROR',
+      'UPSTREAM_UNAVAILABLE',
+      'RATE_LIMITED',
+      'TIER_FORBIDDEN',
+      'UPSTREAM_BAD_RESPONSE',
+      'UPSTREAM_TIMEOUT',
+      'BAD_USER_INPUT',
+      'GRAPHQL_VALIDATION_FAILED',
+    ]) {
+      expect(seen).toContain(code);
+    }
+    // The log really recorded those failures (with the upstreams' bodies, scrubbed).
+    const logText = log.text();
+    expect(log.lines()).toBeGreaterThan(20);
+    expect(logText).toContain('key was');
+
+    const marker = 'KEYMARK';
+    for (const response of responses) {
+      expect(response.text).not.toContain(marker);
+      for (const [name, value] of response.headers) expect(`${name}: ${value}`).not.toContain(marker);
+    }
+    expect(logText).not.toContain(marker);
+    expect(logText).not.toContain(KEY.slice(0, 16));
+  });
+});

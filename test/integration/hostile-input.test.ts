@@ -1,0 +1,367 @@
+/**
+ * Hostile and malformed requests against the real gateway on a real socket, in front of scripted
+ * upstreams that count what reaches them. Each case must get a clear 4xx or a GraphQL error with a
+ * code, nothing may reach an upstream that the gateway can refuse itself, and the gateway must go on
+ * serving: after every test a normal query that does reach the upstream is asserted.
+ */
+import { once } from 'node:events';
+import { connect } from 'node:net';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createDigitEngine } from '../../src/digits/digit-engine.js';
+import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
+import {
+  codes,
+  type GqlResult,
+  gql,
+  nullBody,
+  nullHealth,
+  parsed,
+  piBody,
+  piHealth,
+  startTestGateway,
+  type TestGateway,
+  within,
+} from './resilience-helpers.js';
+
+const digits = createDigitEngine({ useWorker: false });
+let nullUp: ScriptedUpstream;
+let piUp: ScriptedUpstream;
+let gateway: TestGateway;
+let production: TestGateway;
+
+const upstreamCalls = () => nullUp.count() + piUp.count();
+
+beforeAll(async () => {
+  [nullUp, piUp] = await Promise.all([startScriptedUpstream(), startScriptedUpstream()]);
+  nullUp.route('POST', '/api/v1/check', { body: nullBody() });
+  nullUp.route('GET', '/api/v1/health', { body: nullHealth });
+  piUp.route('GET', '/api/v1/pi', { body: piBody() });
+  piUp.route('GET', '/api/v1/health', { body: piHealth });
+  const upstreams = { nullBaseUrl: nullUp.url, piBaseUrl: piUp.url, digits };
+  [gateway, production] = await Promise.all([
+    startTestGateway(upstreams),
+    startTestGateway({ ...upstreams, env: { NODE_ENV: 'production' } }),
+  ]);
+});
+beforeEach(() => {
+  nullUp.resetRecords();
+  piUp.resetRecords();
+});
+afterEach(async () => {
+  // Still serving, upstream calls included.
+  const result = await gql(gateway.url, '{ pi { ... on ConstantDigits { digits } } }');
+  expect(result.status).toBe(200);
+  expect(result.data).toEqual({ pi: { digits: '3.141' } });
+});
+afterAll(async () => {
+  await Promise.all([gateway?.close(), production?.close()]);
+  await Promise.all([nullUp?.close(), piUp?.close()]);
+  await digits.close();
+});
+
+/** POSTs a raw body with the given headers. */
+async function raw(body: string, headers: Record<string, string>, method = 'POST'): Promise<GqlResult> {
+  return parsed(await fetch(gateway.url, { method, headers, body: method === 'GET' ? undefined : body }));
+}
+
+const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/graphql-response+json' };
+
+describe('malformed requests', () => {
+  it.each([
+    ['malformed JSON', '{"query": "{ __typename }"', 'BAD_REQUEST'],
+    ['an empty body', '', 'BAD_REQUEST'],
+    ['a JSON array (batching is off)', '[{"query": "{ __typename }"}]', 'BAD_REQUEST'],
+    ['a JSON number', '42', 'BAD_REQUEST'],
+    ['a non-string query', '{"query": {"x": 1}}', 'BAD_REQUEST'],
+    [
+      'an object operationName',
+      '{"query": "{ __typename }", "operationName": {"obj": "ect"}}',
+      'BAD_REQUEST',
+    ],
+    ['an array operationName', '{"query": "{ __typename }", "operationName": ["a"]}', 'BAD_REQUEST'],
+    ['string variables', '{"query": "{ __typename }", "variables": "x"}', 'BAD_REQUEST'],
+  ])('%s → 400 %s', async (_what, body, code) => {
+    const result = await raw(body, JSON_HEADERS);
+    expect(result.status).toBe(400);
+    expect(codes(result)).toEqual([code]);
+    expect(result.text).not.toMatch(/\bat .+\.(ts|js):\d+/); // no stack trace
+  });
+
+  it('a syntax error → 400 GRAPHQL_PARSE_FAILED', async () => {
+    const result = await gql(gateway.url, '{ pi( }');
+    expect(result.status).toBe(400);
+    expect(codes(result)).toEqual(['GRAPHQL_PARSE_FAILED']);
+  });
+
+  it('an unknown field → 400 GRAPHQL_VALIDATION_FAILED; suggestions only outside production', async () => {
+    const dev = await gql(gateway.url, '{ pie { digits } }');
+    expect(dev.status).toBe(400);
+    expect(codes(dev)).toEqual(['GRAPHQL_VALIDATION_FAILED']);
+    expect(dev.errors?.[0]?.message).toMatch(/Did you mean "pi"/);
+    const prod = await gql(production.url, '{ pie { digits } }');
+    expect(prod.status).toBe(400);
+    expect(codes(prod)).toEqual(['GRAPHQL_VALIDATION_FAILED']);
+    expect(prod.errors?.[0]?.message).not.toMatch(/Did you mean/);
+  });
+
+  it('in production, introspection is refused with a code', async () => {
+    const result = await gql(production.url, '{ __schema { types { name } } }');
+    expect(result.status).toBe(400);
+    expect(codes(result)).toEqual(['GRAPHQL_VALIDATION_FAILED']);
+  });
+
+  it('legacy application/json clients get the same errors with HTTP 200 (GraphQL over HTTP)', async () => {
+    const result = await gql(gateway.url, '{ pi( }', { accept: 'application/json' });
+    expect(result.status).toBe(200);
+    expect(codes(result)).toEqual(['GRAPHQL_PARSE_FAILED']);
+  });
+});
+
+describe('content types, methods and CSRF', () => {
+  it('plain GET and application/json POST work without any extra header', async () => {
+    const get = await parsed(await fetch(`${gateway.url}?query=${encodeURIComponent('{ __typename }')}`));
+    expect(get.status).toBe(200);
+    expect(get.data).toEqual({ __typename: 'Query' });
+    const post = await raw('{"query": "{ __typename }"}', { 'content-type': 'application/json' });
+    expect(post.data).toEqual({ __typename: 'Query' });
+  });
+
+  it.each([
+    ['text/plain', { 'content-type': 'text/plain' }],
+    ['a form', { 'content-type': 'application/x-www-form-urlencoded' }],
+    ['multipart', { 'content-type': 'multipart/form-data; boundary=x' }],
+    ['no Content-Type', {}],
+  ])(
+    'a POST a browser sends without preflight (%s) needs a CSRF header: 403 CSRF_PREVENTED',
+    async (_what, headers) => {
+      const result = await raw('query=%7B__typename%7D', headers as Record<string, string>);
+      expect(result.status).toBe(403);
+      expect(codes(result)).toEqual(['CSRF_PREVENTED']);
+    },
+  );
+
+  it('the same form POST with the CSRF header is served', async () => {
+    const result = await raw('query=%7B__typename%7D', {
+      'content-type': 'application/x-www-form-urlencoded',
+      'x-graphql-yoga-csrf': '1',
+    });
+    expect(result.data).toEqual({ __typename: 'Query' });
+  });
+
+  it('a Content-Type that is not GraphQL → 415 UNSUPPORTED_MEDIA_TYPE', async () => {
+    const result = await raw('<query/>', { 'content-type': 'application/xml' });
+    expect(result.status).toBe(415);
+    expect(codes(result)).toEqual(['UNSUPPORTED_MEDIA_TYPE']);
+  });
+
+  it.each(['PUT', 'DELETE', 'PATCH', 'OPTIONS'])('%s → 405 METHOD_NOT_ALLOWED with Allow', async (method) => {
+    const result = await raw('{"query": "{ __typename }"}', { 'content-type': 'application/json' }, method);
+    expect(result.status).toBe(405);
+    expect(result.headers.get('allow')).toBe('GET, POST');
+    expect(codes(result)).toEqual(['METHOD_NOT_ALLOWED']);
+  });
+});
+
+/**
+ * Sends a 20 MiB body over a raw socket, as fast as the socket takes it, and stops as soon as an
+ * answer arrives. Returns the answer and how much of the body had been sent by then.
+ */
+async function sendHugeBody(chunked: boolean): Promise<{ status: number; body: string; sentBytes: number }> {
+  const total = 20 * 1024 * 1024;
+  const { port } = new URL(gateway.origin);
+  const socket = connect(Number(port), '127.0.0.1');
+  socket.on('error', () => {}); // the server may reset the rest of the upload: expected
+  await once(socket, 'connect');
+  let received = '';
+  let answered!: () => void;
+  const answer = new Promise<void>((resolve) => {
+    answered = resolve;
+  });
+  socket.on('data', (data: Buffer) => {
+    received += data.toString('latin1');
+    const end = received.indexOf('\r\n\r\n');
+    if (end < 0) return;
+    const length = /content-length:\s*(\d+)/i.exec(received.slice(0, end))?.[1];
+    if (length === undefined || received.length >= end + 4 + Number(length)) answered();
+  });
+  socket.once('close', () => answered());
+  socket.write(
+    `POST /graphql HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n${
+      chunked ? 'Transfer-Encoding: chunked' : `Content-Length: ${total}`
+    }\r\n\r\n`,
+  );
+  const piece = Buffer.alloc(64 * 1024, 0x20); // JSON whitespace
+  let sentBytes = 0;
+  let done = false;
+  void answer.then(() => {
+    done = true;
+  });
+  while (sentBytes < total && !done) {
+    const ok = chunked
+      ? socket.write(`${piece.length.toString(16)}\r\n`) && socket.write(piece) && socket.write('\r\n')
+      : socket.write(piece);
+    sentBytes += piece.length;
+    // `once` rejects on 'error' (a reset once the server has answered): that ends the loop too.
+    if (!ok) await Promise.race([once(socket, 'drain').catch(() => answered()), answer]);
+  }
+  await within(answer, 10_000, undefined);
+  socket.destroy();
+  const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(received)?.[1] ?? 0);
+  return { status, body: received.slice(received.indexOf('\r\n\r\n') + 4), sentBytes };
+}
+
+describe('request body size (MAX_REQUEST_BODY_BYTES, 1 MiB by default)', () => {
+  it('a 20 MiB body announced by Content-Length is answered 413 before it is sent', async () => {
+    const { status, body, sentBytes } = await sendHugeBody(false);
+    expect(status).toBe(413);
+    expect(body).toContain('REQUEST_ENTITY_TOO_LARGE');
+    // The answer came while most of the body was still unsent: the server did not wait for it.
+    expect(sentBytes).toBeLessThan(20 * 1024 * 1024);
+  });
+
+  it('a chunked 20 MiB body (no Content-Length) is cut off at the limit with 413', async () => {
+    const { status, body, sentBytes } = await sendHugeBody(true);
+    expect(status).toBe(413);
+    expect(body).toContain('REQUEST_ENTITY_TOO_LARGE');
+    expect(sentBytes).toBeLessThan(20 * 1024 * 1024);
+  });
+});
+
+describe('deep and large values', () => {
+  const N = 100_000;
+
+  it('a 100k-deep JSON variable → 400 BAD_USER_INPUT, no upstream call', async () => {
+    const deep = `${'['.repeat(N)}${']'.repeat(N)}`;
+    const body = `{"query":"query($v: JSON) { isNull(value: $v) { __typename } }","variables":{"v":${deep}}}`;
+    const result = await raw(body, JSON_HEADERS);
+    expect(result.status).toBe(400);
+    expect(codes(result)).toEqual(['BAD_USER_INPUT']);
+    expect(upstreamCalls()).toBe(0);
+  });
+
+  it('a 100k-deep object variable → 400 BAD_USER_INPUT', async () => {
+    const deep = `${'{"a":'.repeat(N)}1${'}'.repeat(N)}`;
+    const body = `{"query":"query($v: JSON) { isNull(value: $v) { __typename } }","variables":{"v":${deep}}}`;
+    const result = await raw(body, JSON_HEADERS);
+    expect(result.status).toBe(400);
+    expect(codes(result)).toEqual(['BAD_USER_INPUT']);
+    expect(upstreamCalls()).toBe(0);
+  });
+
+  it.each([
+    ['list', `${'['.repeat(N)}${']'.repeat(N)}`],
+    ['object', `${'{a:'.repeat(N)}1${'}'.repeat(N)}`],
+  ])(
+    'a 100k-deep %s literal in the document → 400 with a code (parse limits), no upstream call',
+    async (_what, deep) => {
+      const result = await gql(gateway.url, `{ isNull(value: ${deep}) { __typename } }`);
+      expect(result.status).toBe(400);
+      expect(['GRAPHQL_PARSE_FAILED', 'BAD_USER_INPUT']).toContain(codes(result)[0]);
+      expect(upstreamCalls()).toBe(0);
+    },
+  );
+
+  it('a JSON value over MAX_JSON_BYTES (64 KiB) → BAD_USER_INPUT on the field, no upstream call', async () => {
+    const result = await gql(gateway.url, 'query($v: JSON) { isNull(value: $v) { __typename } }', {
+      variables: { v: 'x'.repeat(70_000) },
+    });
+    expect(result.data).toEqual({ isNull: null });
+    expect(codes(result)).toEqual(['BAD_USER_INPUT']);
+    expect(upstreamCalls()).toBe(0);
+  });
+});
+
+describe('aliases and fan-out', () => {
+  const aliased = (n: number, field: (i: number) => string) =>
+    `{ ${Array.from({ length: n }, (_, i) => `a${i}: ${field(i)}`).join(' ')} }`;
+
+  it('5000 aliases → 400 with a code, no upstream call', async () => {
+    const result = await gql(
+      gateway.url,
+      aliased(5000, () => 'pi { __typename }'),
+    );
+    expect(result.status).toBe(400);
+    expect(codes(result)).toEqual(['GRAPHQL_PARSE_FAILED']); // MAX_TOKENS comes first
+    expect(upstreamCalls()).toBe(0);
+  });
+
+  it('50 distinct pi calls → 400 GRAPHQL_VALIDATION_FAILED (MAX_ALIASES), no upstream call', async () => {
+    const result = await gql(
+      gateway.url,
+      aliased(50, (i) => `pi(digits: ${i % 4}, temperature: ${i / 100}) { __typename }`),
+    );
+    expect(result.status).toBe(400);
+    expect(codes(result)).toEqual(['GRAPHQL_VALIDATION_FAILED']);
+    expect(result.errors?.[0]?.message).toMatch(/Aliases limit of 30/);
+    expect(upstreamCalls()).toBe(0);
+  });
+
+  it('25 distinct upstream calls (under MAX_ALIASES) → 400 BAD_USER_INPUT (MAX_UPSTREAM_CALLS), no upstream call', async () => {
+    const query = aliased(25, (i) => `isNull(value: ${i}) { __typename }`);
+    const result = await gql(gateway.url, query);
+    expect(result.status).toBe(400);
+    expect(result.errors?.[0]?.extensions).toMatchObject({
+      code: 'BAD_USER_INPUT',
+      upstreamCalls: 25,
+      limit: 20,
+    });
+    expect(upstreamCalls()).toBe(0);
+  });
+
+  it('fan-out hidden in fragments is counted too', async () => {
+    const fragments = Array.from(
+      { length: 6 },
+      (_, f) =>
+        `fragment F${f} on Query { ${Array.from({ length: 4 }, (_, i) => `f${f}i${i}: pi(digits: ${i}, temperature: 0.${f}) { __typename }`).join(' ')} }`,
+    );
+    const query = `{ ${fragments.map((_, f) => `...F${f}`).join(' ')} } ${fragments.join(' ')}`;
+    const result = await gql(gateway.url, query);
+    expect(result.status).toBe(400);
+    expect(result.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', upstreamCalls: 24 });
+    expect(upstreamCalls()).toBe(0);
+  });
+
+  it('a document deeper than MAX_DEPTH → 400 GRAPHQL_VALIDATION_FAILED', async () => {
+    const query = `{ health { nullCheck { ${'__typename '.repeat(1)} } } ${'...on Query { '.repeat(12)}__typename${' }'.repeat(12)} }`;
+    const result = await gql(gateway.url, query);
+    expect(result.status).toBe(400);
+    expect(codes(result)[0]).toMatch(/GRAPHQL_(VALIDATION|PARSE)_FAILED/);
+    expect(upstreamCalls()).toBe(0);
+  });
+});
+
+describe('absurd digit counts (checked before any upstream call)', () => {
+  it.each([
+    ['pi(digits: 1e9)', 400, 'GRAPHQL_VALIDATION_FAILED'],
+    ['pi(digits: 2147483648)', 400, 'GRAPHQL_VALIDATION_FAILED'],
+    ['pi(digits: 1000000000)', 200, 'BAD_USER_INPUT'],
+    ['pi(digits: -1)', 200, 'BAD_USER_INPUT'],
+    ['inference(input: { desiredDigits: -1, liabilityWaiverSigned: true })', 200, 'BAD_USER_INPUT'],
+    ['inference(input: { desiredDigits: 2000000, liabilityWaiverSigned: true })', 200, 'BAD_USER_INPUT'],
+    [
+      'inference(input: { desiredDigits: 1e9, liabilityWaiverSigned: true })',
+      400,
+      'GRAPHQL_VALIDATION_FAILED',
+    ],
+  ])('literal %s → %i %s', async (field, status, code) => {
+    const result = await gql(gateway.url, `{ ${field} { __typename } }`);
+    expect(result.status).toBe(status);
+    expect(codes(result)).toEqual([code]);
+    expect(upstreamCalls()).toBe(0);
+  });
+
+  it.each([
+    [1e9, 200],
+    [-1, 200],
+    [2 ** 31, 400],
+    [1.5, 400],
+    ['12', 400],
+  ])('variable digits = %j → %i BAD_USER_INPUT', async (value, status) => {
+    const result = await gql(gateway.url, 'query($d: Int) { pi(digits: $d) { __typename } }', {
+      variables: { d: value },
+    });
+    expect(result.status).toBe(status);
+    expect(codes(result)).toEqual(['BAD_USER_INPUT']);
+    expect(upstreamCalls()).toBe(0);
+  });
+});

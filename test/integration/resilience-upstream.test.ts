@@ -1,0 +1,295 @@
+/**
+ * Upstream faults seen through the whole gateway (createGateway on a real socket) in front of
+ * scripted upstreams: what a GraphQL client gets, and what the upstream actually received.
+ * The client-level details (backoff, jitter, probe sharing) are in upstream-resilience.test.ts.
+ */
+import { request as httpRequest } from 'node:http';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createDigitEngine } from '../../src/digits/digit-engine.js';
+import { refusedUrl, type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
+import {
+  codes,
+  gql,
+  nullBody,
+  nullHealth,
+  piBody,
+  piHealth,
+  poll,
+  startTestGateway,
+  type TestGateway,
+  within,
+} from './resilience-helpers.js';
+
+const digits = createDigitEngine({ useWorker: false });
+let nullUp: ScriptedUpstream;
+let piUp: ScriptedUpstream;
+const gateways: TestGateway[] = [];
+
+/** Both upstreams healthy and answering. */
+function scriptHealthy(): void {
+  nullUp.reset();
+  piUp.reset();
+  nullUp.route('POST', '/api/v1/check', { body: nullBody() });
+  nullUp.route('GET', '/api/v1/health', { body: nullHealth });
+  piUp.route('GET', '/api/v1/pi', { body: piBody() });
+  piUp.route('GET', '/api/v1/health', { body: piHealth });
+}
+
+async function gatewayOver(
+  options: Partial<Parameters<typeof startTestGateway>[0]> = {},
+): Promise<TestGateway> {
+  const gateway = await startTestGateway({
+    nullBaseUrl: nullUp.url,
+    piBaseUrl: piUp.url,
+    digits,
+    ...options,
+  });
+  gateways.push(gateway);
+  return gateway;
+}
+
+beforeAll(async () => {
+  [nullUp, piUp] = await Promise.all([startScriptedUpstream(), startScriptedUpstream()]);
+});
+afterEach(async () => {
+  await Promise.all(gateways.splice(0).map((g) => g.close()));
+});
+afterAll(async () => {
+  await Promise.all([nullUp?.close(), piUp?.close()]);
+  await digits.close();
+});
+
+const BOTH = '{ isNull(value: null) { __typename } pi { __typename ... on ConstantDigits { digits } } }';
+const HEALTH = '{ health { status nullCheck { reachable breaker } pi { reachable breaker } } }';
+
+describe('liveness and readiness', () => {
+  it('GET /health answers 200 without touching an upstream, even when both are down', async () => {
+    scriptHealthy();
+    const gateway = await gatewayOver({ nullBaseUrl: await refusedUrl(), piBaseUrl: await refusedUrl() });
+    const before = nullUp.count() + piUp.count();
+    const response = await fetch(`${gateway.origin}/health`);
+    expect(response.status).toBe(200);
+    expect(nullUp.count() + piUp.count()).toBe(before);
+  });
+
+  it('GET /ready is 200 with closed breakers without calling the upstreams, and names no address', async () => {
+    scriptHealthy();
+    const gateway = await gatewayOver();
+    const response = await fetch(`${gateway.origin}/ready`);
+    const text = await response.text();
+    expect(response.status).toBe(200);
+    expect(JSON.parse(text)).toMatchObject({
+      status: 'ready',
+      upstreams: {
+        nullCheck: { ready: true, breaker: 'closed' },
+        piDigits: { ready: true, breaker: 'closed' },
+      },
+    });
+    expect(text).not.toContain('127.0.0.1');
+    expect(text).not.toContain(String(nullUp.port));
+    expect(nullUp.count() + piUp.count()).toBe(0);
+  });
+
+  it('with the breaker off, GET /ready probes the upstream health: 503 when one is unreachable', async () => {
+    scriptHealthy();
+    const down = await refusedUrl();
+    const gateway = await gatewayOver({ piBaseUrl: down, clientOptions: { breakerThreshold: 0 } });
+    const response = await fetch(`${gateway.origin}/ready`);
+    const text = await response.text();
+    expect(response.status).toBe(503);
+    expect(JSON.parse(text)).toMatchObject({
+      status: 'unready',
+      upstreams: {
+        nullCheck: { ready: true, breaker: 'disabled', reachable: true },
+        piDigits: { ready: false, breaker: 'disabled', reachable: false },
+      },
+    });
+    expect(text).not.toContain(down.replace('http://', ''));
+    expect(nullUp.count('GET', '/api/v1/health')).toBe(1);
+  });
+});
+
+describe('connection refused', () => {
+  it('fails fast with UPSTREAM_UNAVAILABLE (not a timeout), both fields, and the gateway keeps serving', async () => {
+    const gateway = await gatewayOver({
+      nullBaseUrl: await refusedUrl(),
+      piBaseUrl: await refusedUrl(),
+      // A long timeout: a refused connection must not wait for it.
+      clientOptions: { timeoutMs: 10_000 },
+    });
+    const started = performance.now();
+    const result = await gql(gateway.url, BOTH);
+    const elapsedMs = performance.now() - started;
+    expect(result.data).toEqual({ isNull: null, pi: null });
+    expect(codes(result)).toEqual(['UPSTREAM_UNAVAILABLE', 'UPSTREAM_UNAVAILABLE']);
+    expect(result.errors?.map((e) => e.extensions?.upstream).sort()).toEqual(['null-check', 'pi-digits']);
+    // Not a speed measurement: proof that the failure did not come from the 10 s timeout.
+    expect(elapsedMs).toBeLessThan(5_000);
+    expect(result.text).not.toMatch(/127\.0\.0\.1|ECONNREFUSED/);
+    expect((await gql(gateway.url, '{ __typename }')).data).toEqual({ __typename: 'Query' });
+  });
+});
+
+describe('503 bursts and the circuit breaker', () => {
+  it('opens after BREAKER_THRESHOLD failures (the upstream sees no more calls), shows it in health and /ready, and recovers by itself', async () => {
+    scriptHealthy();
+    const gateway = await gatewayOver({
+      clientOptions: { breakerThreshold: 3, retryMaxAttempts: 1, breakerHalfOpenAfterMs: 300 },
+    });
+    // The null-check service goes down: every call and its health answer 503.
+    nullUp.route('POST', '/api/v1/check', { status: 503, headers: { 'retry-after': '1' } });
+    nullUp.route('GET', '/api/v1/health', { status: 503 });
+
+    for (let i = 0; i < 3; i++) {
+      const result = await gql(gateway.url, `{ isNull(value: ${i}) { __typename } }`);
+      expect(result.errors?.[0]?.extensions).toMatchObject({
+        code: 'UPSTREAM_UNAVAILABLE',
+        upstream: 'null-check',
+        upstreamStatus: 503,
+      });
+    }
+    expect(nullUp.count('POST', '/api/v1/check')).toBe(3);
+
+    // Open: fail fast, nothing reaches the upstream's model endpoint (a half-open probe, if the
+    // machine is slow enough to reach one, goes to /health first and fails there).
+    for (let i = 0; i < 5; i++) {
+      const result = await gql(gateway.url, `{ isNull(value: ${i}) { __typename } }`);
+      expect(codes(result)).toEqual(['UPSTREAM_UNAVAILABLE']);
+      expect(result.errors?.[0]?.extensions?.upstreamStatus).toBeUndefined();
+    }
+    expect(nullUp.count('POST', '/api/v1/check')).toBe(3);
+
+    // The other upstream is unaffected: partial results.
+    const partial = await gql(gateway.url, BOTH);
+    expect(partial.data).toEqual({ isNull: null, pi: { __typename: 'PiDigits', digits: '3.141' } });
+
+    const health = await gql(gateway.url, HEALTH);
+    expect(health.data?.health).toMatchObject({
+      status: 'DEGRADED',
+      nullCheck: { reachable: false, breaker: 'open' },
+      pi: { reachable: true, breaker: 'closed' },
+    });
+
+    const unready = await fetch(`${gateway.origin}/ready`);
+    expect(unready.status).toBe(503);
+    expect(await unready.json()).toMatchObject({
+      status: 'unready',
+      upstreams: {
+        nullCheck: { ready: false, breaker: 'open', reachable: false },
+        piDigits: { ready: true },
+      },
+    });
+
+    // The service comes back. No restart, no operator: the next calls after the half-open delay probe
+    // its health, close the circuit and go through.
+    nullUp.route('POST', '/api/v1/check', { body: nullBody() });
+    nullUp.route('GET', '/api/v1/health', { body: nullHealth });
+    const recovered = await poll(async () => {
+      const result = await gql(gateway.url, '{ isNull(value: null) { __typename } }');
+      return result.data?.isNull?.__typename === 'NullVerdict';
+    });
+    expect(recovered).toBe(true);
+    expect(nullUp.count('GET', '/api/v1/health')).toBeGreaterThan(0);
+
+    const healed = await gql(gateway.url, HEALTH);
+    expect(healed.data?.health).toMatchObject({
+      status: 'OK',
+      nullCheck: { reachable: true, breaker: 'closed' },
+    });
+    // /ready reuses a failed probe for up to a second: poll (bounded) until it has looked again.
+    const ready = await poll(async () => (await fetch(`${gateway.origin}/ready`)).status === 200);
+    expect(ready).toBe(true);
+  });
+
+  it('a short 503 burst on an idempotent call is absorbed by retries: the client sees the answer', async () => {
+    scriptHealthy();
+    const gateway = await gatewayOver({ clientOptions: { retryMaxAttempts: 3, backoffBaseMs: 10 } });
+    piUp.route('GET', '/api/v1/pi', [{ status: 503 }, { status: 503 }, { body: piBody() }]);
+    const result = await gql(gateway.url, '{ pi { __typename } }');
+    expect(result.errors).toBeUndefined();
+    expect(result.data).toEqual({ pi: { __typename: 'PiDigits' } });
+    expect(piUp.count('GET', '/api/v1/pi')).toBe(3);
+  });
+});
+
+describe('slow and hanging upstreams', () => {
+  it('a hanging upstream is UPSTREAM_TIMEOUT, and the gateway closes that upstream socket', async () => {
+    scriptHealthy();
+    const gateway = await gatewayOver({ clientOptions: { timeoutMs: 300, retryMaxAttempts: 3 } });
+    nullUp.route('POST', '/api/v1/check', { hang: true });
+    const result = await gql(gateway.url, BOTH);
+    expect(result.data?.isNull).toBeNull();
+    expect(result.data?.pi).toEqual({ __typename: 'PiDigits', digits: '3.141' });
+    expect(result.errors?.[0]?.extensions).toMatchObject({
+      code: 'UPSTREAM_TIMEOUT',
+      upstream: 'null-check',
+    });
+    // Timeouts are not retried (a hanging upstream would eat the deadline again).
+    expect(nullUp.count('POST', '/api/v1/check')).toBe(1);
+    expect(await within(nullUp.requests[0]?.ended ?? Promise.resolve('none'), 5_000, 'still open')).toBe(
+      'client-closed',
+    );
+  });
+
+  it('a slow upstream within the timeout answers normally', async () => {
+    scriptHealthy();
+    const gateway = await gatewayOver({ clientOptions: { timeoutMs: 5_000 } });
+    nullUp.route('POST', '/api/v1/check', { delayMs: 200, bodyDelayMs: 100, body: nullBody() });
+    const result = await gql(
+      gateway.url,
+      '{ isNull(value: null) { __typename ... on NullVerdict { isNull } } }',
+    );
+    expect(result.errors).toBeUndefined();
+    expect(result.data).toEqual({ isNull: { __typename: 'NullVerdict', isNull: true } });
+  });
+});
+
+describe('429 with Retry-After', () => {
+  it('a Retry-After longer than the deadline allows is RATE_LIMITED with retryAfterSeconds, at once', async () => {
+    scriptHealthy();
+    const gateway = await gatewayOver();
+    piUp.route('GET', '/api/v1/pi', { status: 429, headers: { 'retry-after': '120' } });
+    const result = await gql(gateway.url, '{ pi { __typename } }');
+    expect(result.errors?.[0]?.extensions).toMatchObject({
+      code: 'RATE_LIMITED',
+      upstream: 'pi-digits',
+      upstreamStatus: 429,
+      retryAfterSeconds: 120,
+    });
+    expect(piUp.count('GET', '/api/v1/pi')).toBe(1);
+  });
+
+  it('a Retry-After that fits the operation deadline is waited out and the retry answers', async () => {
+    scriptHealthy();
+    const gateway = await gatewayOver({ env: { OPERATION_DEADLINE_MS: '10000' } });
+    piUp.route('GET', '/api/v1/pi', [{ status: 429, headers: { 'retry-after': '1' } }, { body: piBody() }]);
+    const result = await gql(gateway.url, '{ pi { __typename } }');
+    expect(result.errors).toBeUndefined();
+    expect(result.data).toEqual({ pi: { __typename: 'PiDigits' } });
+    expect(piUp.count('GET', '/api/v1/pi')).toBe(2);
+  });
+});
+
+describe('client disconnect', () => {
+  it('aborts the upstream request: the scripted upstream sees its socket close', async () => {
+    scriptHealthy();
+    const gateway = await gatewayOver({ clientOptions: { timeoutMs: 20_000 } });
+    nullUp.route('POST', '/api/v1/check', { hang: true });
+    const body = JSON.stringify({ query: '{ isNull(value: 1) { __typename } }' });
+    const request = httpRequest(`${gateway.url}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+    });
+    request.on('error', () => {}); // the abort below errors the request: expected
+    request.end(body);
+
+    expect(await poll(async () => nullUp.count('POST', '/api/v1/check') === 1)).toBe(true);
+    const recorded = nullUp.requests.find((r) => r.path === '/api/v1/check');
+    request.destroy();
+    // Well within the 20 s upstream timeout: only the client going away can end it this soon.
+    expect(await within(recorded?.ended ?? Promise.resolve('none'), 5_000, 'still open')).toBe(
+      'client-closed',
+    );
+    expect((await gql(gateway.url, '{ __typename }')).data).toEqual({ __typename: 'Query' });
+  });
+});
