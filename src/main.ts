@@ -5,14 +5,27 @@
 import type { Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { type Config, ConfigError, helpText, loadConfig } from './config.js';
-import { sharedDigitEngine } from './digits/digit-engine.js';
-import { isClusterPrimary, runClusterPrimary } from './http/cluster-primary.js';
-import { createGatewayServer } from './http/gateway-server.js';
 import { createLogger, type Logger } from './logger.js';
-import { createObservability } from './observability/create-observability.js';
-import { type RunningServices, servicesOptionsFromConfig, startServices } from './services/start-services.js';
-import { createUpstreamClients } from './upstream/create-upstream-clients.js';
-import { createGateway } from './yoga.js';
+import type { RunningServices } from './services/start-services.js';
+
+/**
+ * The gateway's modules, loaded only after `--help`, the configuration and the signal handlers are
+ * dealt with: they take seconds to load on a busy machine, and a SIGTERM in that window must still
+ * end in a graceful exit, `--help` must answer at once, and a bad setting must fail fast.
+ */
+async function loadRuntime() {
+  const [digits, cluster, server, observability, services, upstream, yoga] = await Promise.all([
+    import('./digits/digit-engine.js'),
+    import('./http/cluster-primary.js'),
+    import('./http/gateway-server.js'),
+    import('./observability/create-observability.js'),
+    import('./services/start-services.js'),
+    import('./upstream/create-upstream-clients.js'),
+    import('./yoga.js'),
+  ]);
+  return { ...digits, ...cluster, ...server, ...observability, ...services, ...upstream, ...yoga };
+}
+type Runtime = Awaited<ReturnType<typeof loadRuntime>>;
 
 /** A started gateway: what `main` and the tests that run it as a process need to stop it. */
 interface RunningGateway {
@@ -23,14 +36,14 @@ interface RunningGateway {
 }
 
 /** Starts everything the configuration asks for. Throws ConfigError-free errors only on real faults. */
-async function startGateway(config: Config, logger: Logger): Promise<RunningGateway> {
+async function startGateway(rt: Runtime, config: Config, logger: Logger): Promise<RunningGateway> {
   let services: RunningServices | undefined;
   let nullBaseUrl = config.nullBaseUrl;
   let piBaseUrl = config.piBaseUrl;
   if (nullBaseUrl === undefined || piBaseUrl === undefined) {
     // The embedded default: both reference services in this process, on free loopback ports.
-    services = await startServices({
-      ...servicesOptionsFromConfig(config),
+    services = await rt.startServices({
+      ...rt.servicesOptionsFromConfig(config),
       host: '127.0.0.1',
       nullPort: 0,
       piPort: 0,
@@ -46,10 +59,10 @@ async function startGateway(config: Config, logger: Logger): Promise<RunningGate
     );
   }
 
-  const digits = sharedDigitEngine();
+  const digits = rt.sharedDigitEngine();
   // Created before the clients: their per-attempt `onCall` reports feed this gateway's metrics.
-  const observability = createObservability({ config, logger });
-  const clients = createUpstreamClients({
+  const observability = rt.createObservability({ config, logger });
+  const clients = rt.createUpstreamClients({
     nullBaseUrl,
     piBaseUrl,
     authHeader: config.upstreamAuthHeader,
@@ -62,10 +75,10 @@ async function startGateway(config: Config, logger: Logger): Promise<RunningGate
     logger,
     onCall: observability.onCall,
   });
-  const yoga = createGateway({ clients, digits, config, logger, observability });
+  const yoga = rt.createGateway({ clients, digits, config, logger, observability });
 
   // GraphQL POSTs with a JSON body take the lean adapter over the same Yoga instance (src/http/).
-  const server = createGatewayServer({ yoga, config, logger });
+  const server = rt.createGatewayServer({ yoga, config, logger });
 
   // Track sockets and in-flight requests so shutdown can drain exactly what was accepted.
   const sockets = new Set<Socket>();
@@ -174,9 +187,26 @@ async function main(argv: string[]): Promise<void> {
     format: config.logFormat ?? (config.nodeEnv === 'production' ? 'json' : 'pretty'),
   });
 
-  if (isClusterPrimary(config)) {
-    // WORKERS > 1: this process only forks and supervises gateway workers (src/http/cluster-primary.ts).
-    const code = await runClusterPrimary(config, logger).catch((error: unknown) => {
+  // Installed before anything slow: a signal during the start (loading modules, starting the embedded
+  // services) shuts down gracefully as soon as the gateway is up, instead of killing it mid-start.
+  let gateway: RunningGateway | undefined;
+  let signalledEarly: NodeJS.Signals | undefined;
+  const onSignal = (signal: NodeJS.Signals) => {
+    // `gateway` is set only after `stop` below exists.
+    if (gateway) stop(gateway, signal);
+    else signalledEarly ??= signal;
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  logger.info({ pid: process.pid }, 'starting');
+
+  const rt = await loadRuntime();
+  if (rt.isClusterPrimary(config)) {
+    // WORKERS > 1: this process only forks and supervises gateway workers (src/http/cluster-primary.ts),
+    // which installs its own signal handling.
+    process.off('SIGTERM', onSignal);
+    process.off('SIGINT', onSignal);
+    const code = await rt.runClusterPrimary(config, logger).catch((error: unknown) => {
       logger.fatal({ code: (error as { code?: unknown }).code }, `cannot start: ${String(error)}`);
       return 1;
     });
@@ -184,8 +214,6 @@ async function main(argv: string[]): Promise<void> {
     process.exit(code);
   }
 
-  let gateway: RunningGateway | undefined;
-  let signalledEarly: NodeJS.Signals | undefined;
   const stop = (running: RunningGateway, signal: NodeJS.Signals) => {
     // The drain is bounded by SHUTDOWN_TIMEOUT_MS; this bounds everything after it (pools, services).
     setTimeout(() => {
@@ -204,17 +232,9 @@ async function main(argv: string[]): Promise<void> {
       },
     );
   };
-  // Installed before starting: a signal during the start (the embedded services take a few seconds)
-  // shuts down gracefully as soon as the gateway is up, instead of killing the process mid-start.
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (gateway) stop(gateway, signal);
-    else signalledEarly ??= signal;
-  };
-  process.on('SIGTERM', onSignal);
-  process.on('SIGINT', onSignal);
 
   try {
-    gateway = await startGateway(config, logger);
+    gateway = await startGateway(rt, config, logger);
   } catch (error) {
     // One clear line (e.g. EADDRINUSE), not a stack trace.
     const message = error instanceof Error ? error.message : String(error);

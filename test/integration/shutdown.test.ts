@@ -206,6 +206,21 @@ describe('graceful shutdown of the CLI', () => {
     }
   });
 
+  it('SIGTERM while still starting: the start finishes, then a graceful exit 0', async () => {
+    const { child, exited, output } = spawnCli(false);
+    const starting = new Promise<void>((resolve) => {
+      const check = () => (output().includes('"msg":"starting"') ? resolve() : undefined);
+      child.stdout?.on('data', check);
+      check();
+    });
+    expect(await within(starting.then(() => true), 25_000, false)).toBe(true);
+    // The gateway's modules and the embedded services are still loading at this point.
+    expect(output()).not.toContain('gateway listening');
+    child.kill('SIGTERM');
+    expect(await within(exited, 30_000, { code: -1, signal: null })).toEqual({ code: 0, signal: null });
+    expect(output()).toContain('shutdown complete');
+  });
+
   it('SIGINT (Ctrl-C reaches the whole group) when idle: exits 0 at once', async () => {
     const cli = await startCli(true);
     process.kill(-(cli.child.pid as number), 'SIGINT');
