@@ -213,7 +213,13 @@ describe('graceful shutdown of the CLI', () => {
       child.stdout?.on('data', check);
       check();
     });
-    expect(await within(starting.then(() => true), 25_000, false)).toBe(true);
+    expect(
+      await within(
+        starting.then(() => true),
+        25_000,
+        false,
+      ),
+    ).toBe(true);
     // The gateway's modules and the embedded services are still loading at this point.
     expect(output()).not.toContain('gateway listening');
     child.kill('SIGTERM');
