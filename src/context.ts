@@ -9,6 +9,7 @@
 import DataLoader from 'dataloader';
 import type { DigitEngine } from './digits/digit-engine.js';
 import type { Logger } from './logger.js';
+import { CountingCacheMap } from './observability/counting-cache-map.js';
 import type {
   CallOptions,
   HealthProbe,
@@ -78,7 +79,11 @@ function deadlineReason(ms: number): Error {
  * DataLoader with batching off: the upstreams have no batch endpoint, so a batch would only add a tick
  * of latency. The per-request cache still makes identical keys share one call.
  */
-function dedupingLoader<K, V>(call: (key: K) => Promise<V>, cacheKeyFn: (key: K) => string) {
+function dedupingLoader<K, V>(
+  call: (key: K) => Promise<V>,
+  cacheKeyFn: (key: K) => string,
+  onHit: (() => void) | undefined,
+) {
   return new DataLoader<K, V, string>(
     // With batch: false every batch holds exactly one key; the map keeps key order anyway.
     (keys) =>
@@ -91,7 +96,12 @@ function dedupingLoader<K, V>(call: (key: K) => Promise<V>, cacheKeyFn: (key: K)
           ),
         ),
       ),
-    { batch: false, cacheKeyFn },
+    // A counting cache map reports each saved upstream call (gateway_dedup_hits_total).
+    {
+      batch: false,
+      cacheKeyFn,
+      cacheMap: onHit ? new CountingCacheMap<string, Promise<V>>(onHit) : undefined,
+    },
   );
 }
 
@@ -131,15 +141,24 @@ class RequestLoaders implements Loaders {
   constructor(
     private readonly clients: UpstreamClients,
     private readonly options: () => CallOptions,
+    private readonly dedupHits: DedupHitCounters | undefined,
   ) {}
 
   get nullCheck() {
-    this.#nullCheck ??= dedupingLoader((r) => this.clients.nullCheck.check(r, this.options()), nullCheckKey);
+    this.#nullCheck ??= dedupingLoader(
+      (r) => this.clients.nullCheck.check(r, this.options()),
+      nullCheckKey,
+      this.dedupHits?.nullCheck,
+    );
     return this.#nullCheck;
   }
 
   get pi() {
-    this.#pi ??= dedupingLoader((r) => this.clients.piDigits.pi(r, this.options()), piKey);
+    this.#pi ??= dedupingLoader(
+      (r) => this.clients.piDigits.pi(r, this.options()),
+      piKey,
+      this.dedupHits?.pi,
+    );
     return this.#pi;
   }
 
@@ -147,6 +166,7 @@ class RequestLoaders implements Loaders {
     this.#inference ??= dedupingLoader(
       (r) => this.clients.piDigits.inference(r, this.options()),
       inferenceKey,
+      this.dedupHits?.inference,
     );
     return this.#inference;
   }
@@ -171,8 +191,23 @@ class RequestLoaders implements Loaders {
 export function createLoaders(
   clients: UpstreamClients,
   callOptions: CallOptions | (() => CallOptions),
+  dedupHits?: DedupHitCounters,
 ): Loaders {
-  return new RequestLoaders(clients, typeof callOptions === 'function' ? callOptions : () => callOptions);
+  return new RequestLoaders(
+    clients,
+    typeof callOptions === 'function' ? callOptions : () => callOptions,
+    dedupHits,
+  );
+}
+
+/**
+ * Told of each upstream call a loader saved, per loader. Made once per gateway (no closure per
+ * request), e.g. from `observability.dedupHitCounter(...)`.
+ */
+export interface DedupHitCounters {
+  nullCheck: () => void;
+  pi: () => void;
+  inference: () => void;
 }
 
 export interface ContextDependencies {
@@ -182,6 +217,8 @@ export interface ContextDependencies {
   logger: Logger;
   /** Overall deadline of one operation (retries and backoff included); 0 = none. */
   operationDeadlineMs: number;
+  /** Counts the upstream calls the per-request loaders saved. @default none */
+  dedupHits?: DedupHitCounters | undefined;
 }
 
 export interface RequestFacts {
@@ -269,7 +306,7 @@ export function createGatewayContext(deps: ContextDependencies, facts: RequestFa
     operation,
     clients: deps.clients,
     digits: deps.digits,
-    loaders: createLoaders(deps.clients, () => operation.callOptions),
+    loaders: createLoaders(deps.clients, () => operation.callOptions, deps.dedupHits),
     limits: deps.limits,
     logger: deps.logger,
   };

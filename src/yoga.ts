@@ -382,6 +382,11 @@ export function createGateway(options: GatewayOptions): Gateway {
     digits,
     logger,
     operationDeadlineMs: config.operationDeadlineMs,
+    dedupHits: {
+      nullCheck: observability.dedupHitCounter('null-check', 'dataloader'),
+      pi: observability.dedupHitCounter('pi-digits', 'dataloader'),
+      inference: observability.dedupHitCounter('pi-digits', 'dataloader'),
+    },
     limits: {
       maxDigits: config.maxDigits,
       maxCompareDigits: Math.min(config.maxDigits, ENGINE_MAX_DIGITS),

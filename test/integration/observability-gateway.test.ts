@@ -223,6 +223,27 @@ describe('GET /metrics', () => {
     expect(text).toContain('process_cpu_user_seconds_total');
   });
 
+  it('counts the upstream calls the per-request loaders saved (dedup hits)', async () => {
+    const dedupHits = async () => {
+      const text = await (await fetch(`${url}/metrics`)).text();
+      const match = /gateway_dedup_hits_total\{upstream="pi-digits",source="dataloader"\} (\d+)/.exec(text);
+      return Number(match?.[1]);
+    };
+    const before = await dedupHits();
+    // Three identical pi fields and one different: two of the four are served by the loader's cache.
+    const res = await fetch(`${url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        query:
+          '{ a: pi(digits: 2) { __typename } b: pi(digits: 2) { __typename } c: pi(digits: 2) { __typename } d: pi(digits: 1) { __typename } }',
+      }),
+    });
+    expect(res.status).toBe(200);
+    expect((await res.json()) as unknown).toMatchObject({ data: { a: {}, b: {}, c: {}, d: {} } });
+    expect((await dedupHits()) - before).toBe(2);
+  });
+
   it('keeps the registry per gateway: a second gateway starts from zero', async () => {
     const other = createObservability({
       config: { sponsorLogIntervalMs: 60_000, tracing: false },
