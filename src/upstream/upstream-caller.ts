@@ -28,17 +28,13 @@ export interface UpstreamCallEvent {
   attempt: number;
 }
 
-export interface UpstreamCallerOptions<HealthBody> {
-  upstream: UpstreamName;
-  /** Validates the health body (also used by the half-open probe). */
-  parseHealth: (json: unknown) => HealthBody;
-  /** Base URL without /api/v1. */
-  baseUrl: string;
+/** How an upstream is called: shared by every client and by `createUpstreamClients`. */
+export interface UpstreamTuningOptions {
   /** @default 'authorization' — 'authorization' sends `Bearer <key>`, other header names the bare key */
   authHeader?: string;
-  /** @default 5000 */
+  /** @default 5000 — headers+body timeout per attempt (UPSTREAM_TIMEOUT) */
   timeoutMs?: number;
-  /** @default 64 */
+  /** @default 64 — per-upstream undici Pool */
   connections?: number;
   /** @default 1000 */
   healthTimeoutMs?: number;
@@ -46,16 +42,26 @@ export interface UpstreamCallerOptions<HealthBody> {
   breakerThreshold?: number;
   /** @default 5000 */
   breakerHalfOpenAfterMs?: number;
-  /** @default 3 */
+  /** @default 3 — attempts in total per idempotent call */
   retryMaxAttempts?: number;
-  /** @default 50 */
+  /** @default 50 — first backoff step (full jitter) */
   backoffBaseMs?: number;
-  /** @default 1000 */
+  /** @default 1000 — longest backoff step */
   backoffCapMs?: number;
-  /** @default 16 MiB */
+  /** @default 16777216 — larger upstream bodies are UPSTREAM_BAD_RESPONSE */
   maxResponseBytes?: number;
+  /** Upstream failures are logged with the raw body, never the key. */
   logger?: Logger | undefined;
+  /** Called once per finished upstream HTTP call (every attempt, health probes included). */
   onCall?: ((event: UpstreamCallEvent) => void) | undefined;
+}
+
+export interface UpstreamCallerOptions<HealthBody> extends UpstreamTuningOptions {
+  upstream: UpstreamName;
+  /** Validates the health body (also used by the half-open probe). */
+  parseHealth: (json: unknown) => HealthBody;
+  /** Base URL without /api/v1. */
+  baseUrl: string;
 }
 
 /** A fixed description of one endpoint, built once per client. */
