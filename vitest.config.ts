@@ -9,6 +9,8 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // These machines are shared and noisy: no timing assertions, but bounded waits everywhere.
-    reporters: ['default'],
+    // In CI a JSON report too, from which .ci/run prints the plain 'N passed, N failed' closing line.
+    reporters: process.env.CI ? ['default', 'json'] : ['default'],
+    outputFile: { json: 'test-results/vitest.json' },
   },
 });
