@@ -19,6 +19,7 @@ import {
   type ScriptedUpstream,
   startScriptedUpstream,
 } from '../fixtures/scripted-upstream.js';
+import { nullBody as specNullBody } from './resilience-helpers.js';
 
 const engine = createDigitEngine({ useWorker: false });
 const logger = createLogger({ level: 'silent' });
@@ -90,17 +91,8 @@ async function gql(url: string, query: string, headers: Record<string, string> =
   return { status: response.status, text, ...(JSON.parse(text) as object) };
 }
 
-const nullBody = (extra: Record<string, unknown> = {}) => ({
-  is_null: true,
-  confidence: 0.93,
-  model: 'null-x-4o',
-  inference_time_ms: 7,
-  gpu_cost_usd: 0.0012,
-  experts_consulted: 2,
-  sponsored_by: 'Scripted Sponsor',
-  disclaimer: 'May differ from strict equality.',
-  ...extra,
-});
+const nullBody = (extra: Record<string, unknown> = {}) =>
+  specNullBody({ sponsored_by: 'Scripted Sponsor', ...extra });
 
 const piBody = async (
   decimals: number,
