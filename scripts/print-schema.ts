@@ -5,7 +5,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { lexicographicSortSchema, printSchema } from 'graphql';
-import { schema } from '../src/schema/index.js';
+import { schema } from '../src/gateway/schema/index.js';
 
 export const SCHEMA_FILE = fileURLToPath(new URL('../schema.graphql', import.meta.url));
 

@@ -4,9 +4,9 @@
  */
 import type { Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { type Config, ConfigError, helpText, loadConfig } from './config.js';
-import { createLogger, type Logger } from './logger.js';
+import { type AppConfig, ConfigError, helpText, loadConfig } from './config.js';
 import type { RunningServices } from './services/start-services.js';
+import { createLogger, type Logger } from './shared/logger.js';
 
 /**
  * The gateway's modules, loaded only after `--help`, the configuration and the signal handlers are
@@ -14,16 +14,27 @@ import type { RunningServices } from './services/start-services.js';
  * end in a graceful exit, `--help` must answer at once, and a bad setting must fail fast.
  */
 async function loadRuntime() {
-  const [digits, cluster, server, observability, services, upstream, yoga] = await Promise.all([
-    import('./digits/digit-engine.js'),
-    import('./http/cluster-primary.js'),
-    import('./http/gateway-server.js'),
-    import('./observability/create-observability.js'),
-    import('./services/start-services.js'),
-    import('./upstream/create-upstream-clients.js'),
-    import('./yoga.js'),
-  ]);
-  return { ...digits, ...cluster, ...server, ...observability, ...services, ...upstream, ...yoga };
+  const [digits, cluster, server, observability, services, servicesSettings, upstream, yoga] =
+    await Promise.all([
+      import('./digits/digit-engine.js'),
+      import('./gateway/http/cluster-primary.js'),
+      import('./gateway/http/gateway-server.js'),
+      import('./gateway/observability/create-observability.js'),
+      import('./services/start-services.js'),
+      import('./services/settings.js'),
+      import('./gateway/upstream/create-upstream-clients.js'),
+      import('./gateway/yoga.js'),
+    ]);
+  return {
+    ...digits,
+    ...cluster,
+    ...server,
+    ...observability,
+    ...services,
+    ...servicesSettings,
+    ...upstream,
+    ...yoga,
+  };
 }
 type Runtime = Awaited<ReturnType<typeof loadRuntime>>;
 
@@ -36,14 +47,14 @@ interface RunningGateway {
 }
 
 /** Starts everything the configuration asks for. Throws ConfigError-free errors only on real faults. */
-async function startGateway(rt: Runtime, config: Config, logger: Logger): Promise<RunningGateway> {
+async function startGateway(rt: Runtime, config: AppConfig, logger: Logger): Promise<RunningGateway> {
   let services: RunningServices | undefined;
-  let nullBaseUrl = config.nullBaseUrl;
-  let piBaseUrl = config.piBaseUrl;
+  let nullBaseUrl = config.upstreams.nullBaseUrl;
+  let piBaseUrl = config.upstreams.piBaseUrl;
   if (nullBaseUrl === undefined || piBaseUrl === undefined) {
     // The embedded default: both reference services in this process, on free loopback ports.
     services = await rt.startServices({
-      ...rt.servicesOptionsFromConfig(config),
+      ...rt.servicesOptionsFromSettings(config),
       host: '127.0.0.1',
       nullPort: 0,
       piPort: 0,
@@ -52,8 +63,8 @@ async function startGateway(rt: Runtime, config: Config, logger: Logger): Promis
     piBaseUrl ??= services.piDigitsUrl;
     logger.info(
       {
-        nullCheck: config.nullBaseUrl ? 'external' : 'embedded',
-        piDigits: config.piBaseUrl ? 'external' : 'embedded',
+        nullCheck: config.upstreams.nullBaseUrl ? 'external' : 'embedded',
+        piDigits: config.upstreams.piBaseUrl ? 'external' : 'embedded',
       },
       'embedded reference services started',
     );
@@ -65,13 +76,13 @@ async function startGateway(rt: Runtime, config: Config, logger: Logger): Promis
   const clients = rt.createUpstreamClients({
     nullBaseUrl,
     piBaseUrl,
-    authHeader: config.upstreamAuthHeader,
-    timeoutMs: config.upstreamTimeoutMs,
-    connections: config.upstreamConnections,
-    healthTimeoutMs: config.healthTimeoutMs,
-    breakerThreshold: config.breakerThreshold,
-    breakerHalfOpenAfterMs: config.breakerHalfOpenAfterMs,
-    retryMaxAttempts: config.retryMaxAttempts,
+    authHeader: config.upstreams.authHeader,
+    timeoutMs: config.upstreams.timeoutMs,
+    connections: config.upstreams.connections,
+    healthTimeoutMs: config.upstreams.healthTimeoutMs,
+    breakerThreshold: config.resilience.breakerThreshold,
+    breakerHalfOpenAfterMs: config.resilience.breakerHalfOpenAfterMs,
+    retryMaxAttempts: config.resilience.retryMaxAttempts,
     logger,
     onCall: observability.onCall,
   });
@@ -107,17 +118,18 @@ async function startGateway(rt: Runtime, config: Config, logger: Logger): Promis
   const listen = (host: string) =>
     new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(config.port, host, () => {
+      server.listen(config.server.port, host, () => {
         server.off('error', reject);
         resolve();
       });
     });
   try {
     try {
-      await listen(config.host);
+      await listen(config.process.host);
     } catch (error) {
       // '::' (the default) needs IPv6; a host without it still gets a gateway on every IPv4 address.
-      if (config.host !== '::' || (error as NodeJS.ErrnoException).code !== 'EAFNOSUPPORT') throw error;
+      if (config.process.host !== '::' || (error as NodeJS.ErrnoException).code !== 'EAFNOSUPPORT')
+        throw error;
       await listen('0.0.0.0');
     }
   } catch (error) {
@@ -127,8 +139,9 @@ async function startGateway(rt: Runtime, config: Config, logger: Logger): Promis
     throw error;
   }
   const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : config.port;
-  const shownHost = config.host === '::' || config.host === '0.0.0.0' ? 'localhost' : config.host;
+  const port = typeof address === 'object' && address ? address.port : config.server.port;
+  const shownHost =
+    config.process.host === '::' || config.process.host === '0.0.0.0' ? 'localhost' : config.process.host;
   const url = `http://${shownHost.includes(':') ? `[${shownHost}]` : shownHost}:${port}/graphql`;
 
   let shuttingDown: Promise<void> | undefined;
@@ -148,7 +161,9 @@ async function startGateway(rt: Runtime, config: Config, logger: Logger): Promis
         inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => (drained = resolve));
       const timedOut = await Promise.race([
         allDone.then(() => false),
-        new Promise<boolean>((resolve) => setTimeout(() => resolve(true), config.shutdownTimeoutMs).unref()),
+        new Promise<boolean>((resolve) =>
+          setTimeout(() => resolve(true), config.process.shutdownTimeoutMs).unref(),
+        ),
       ]);
       clearInterval(idleSweep);
       if (timedOut) logger.warn({ inFlight }, 'shutdown timeout reached; closing remaining connections');
@@ -171,7 +186,7 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(`${helpText()}\n`);
     return;
   }
-  let config: Config;
+  let config: AppConfig;
   try {
     config = loadConfig(process.env);
   } catch (error) {
@@ -183,8 +198,8 @@ async function main(argv: string[]): Promise<void> {
     throw error;
   }
   const logger = createLogger({
-    level: config.logLevel,
-    format: config.logFormat ?? (config.nodeEnv === 'production' ? 'json' : 'pretty'),
+    level: config.logs.logLevel,
+    format: config.logs.logFormat ?? (config.process.nodeEnv === 'production' ? 'json' : 'pretty'),
   });
 
   // Installed before anything slow: a signal during the start (loading modules, starting the embedded
@@ -220,7 +235,7 @@ async function main(argv: string[]): Promise<void> {
       logger.error('shutdown did not finish in time; exiting');
       logger.flush?.();
       process.exit(1);
-    }, config.shutdownTimeoutMs + 10_000).unref();
+    }, config.process.shutdownTimeoutMs + 10_000).unref();
     running.shutdown(signal).then(
       () => {
         logger.flush?.();

@@ -3,19 +3,30 @@
  * the gateway. Bad configuration: one line on stderr, exit 1. SIGTERM/SIGINT: stop accepting, answer
  * what was accepted, exit by itself (forced after SHUTDOWN_TIMEOUT_MS).
  */
-import { ConfigError, helpText, loadConfig } from '../config.js';
 import { sharedDigitEngine } from '../digits/digit-engine.js';
-import { createLogger } from '../logger.js';
-import { servicesOptionsFromConfig, startServices } from './start-services.js';
+import { createLogger } from '../shared/logger.js';
+import { logSettings, processSettings, redisSettings } from '../shared/process-settings.js';
+import { ConfigError, helpText, loadSettings, type SettingsValues } from '../shared/settings.js';
+import { servicesOptionsFromSettings, servicesSettings } from './settings.js';
+import { startServices } from './start-services.js';
+
+/** The settings `npm run services` reads. */
+const settings = { process: processSettings, ...servicesSettings, redis: redisSettings, logs: logSettings };
 
 async function main(): Promise<void> {
   if (process.argv.includes('--help') || process.argv.includes('-h')) {
-    process.stdout.write(`${helpText().replace('npm start', 'npm run services')}\n`);
+    const intro = [
+      'Usage: npm run services [-- --help]',
+      '',
+      'The reference null-check and pi-digits services.',
+      '',
+    ];
+    process.stdout.write(`${helpText(settings, intro)}\n`);
     return;
   }
-  let config: ReturnType<typeof loadConfig>;
+  let config: SettingsValues<typeof settings>;
   try {
-    config = loadConfig();
+    config = loadSettings(settings);
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);
@@ -24,16 +35,16 @@ async function main(): Promise<void> {
     throw error;
   }
   const logger = createLogger({
-    level: config.logLevel,
-    format: config.logFormat ?? (config.nodeEnv === 'production' ? 'json' : 'pretty'),
+    level: config.logs.logLevel,
+    format: config.logs.logFormat ?? (config.process.nodeEnv === 'production' ? 'json' : 'pretty'),
   });
   const running = await startServices({
-    ...servicesOptionsFromConfig(config),
-    host: config.host,
-    nullPort: config.nullPort,
-    piPort: config.piPort,
+    ...servicesOptionsFromSettings(config),
+    host: config.process.host,
+    nullPort: config.services.nullPort,
+    piPort: config.services.piPort,
     logger,
-    logRequests: config.logLevel === 'debug' || config.logLevel === 'trace',
+    logRequests: config.logs.logLevel === 'debug' || config.logs.logLevel === 'trace',
   });
   logger.info({ url: running.nullCheckUrl }, `null-check service listening on ${running.nullCheckUrl}`);
   logger.info({ url: running.piDigitsUrl }, `pi-digits service listening on ${running.piDigitsUrl}`);
@@ -47,7 +58,7 @@ async function main(): Promise<void> {
     setTimeout(() => {
       logger.warn('shutdown timeout reached, exiting');
       process.exit(1);
-    }, config.shutdownTimeoutMs).unref();
+    }, config.process.shutdownTimeoutMs).unref();
     running
       .close()
       .then(() => sharedDigitEngine().close())

@@ -4,7 +4,6 @@
  */
 import type { AddressInfo } from 'node:net';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
-import type { Config } from '../config.js';
 import type { DigitEngine } from '../digits/digit-engine.js';
 import { createNullCheckService } from './null-check/null-check-service.js';
 import { createPiDigitsService } from './pi-digits/pi-digits-service.js';
@@ -70,31 +69,6 @@ export interface RunningServices {
   /** e.g. http://127.0.0.1:43122 (base URL without /api/v1). */
   piDigitsUrl: string;
   close(): Promise<void>;
-}
-
-/**
- * The behaviour options from the validated configuration (group 'services'). Host and ports are
- * left out on purpose: the embedded services always take free loopback ports, `npm run services`
- * adds NULL_PORT / PI_PORT itself.
- */
-export function servicesOptionsFromConfig(config: Config): ServicesOptions {
-  return {
-    apiKeys: config.apiKeys,
-    seed: config.seed,
-    freeRateLimit: config.freeRateLimit,
-    proRateLimit: config.proRateLimit,
-    enterpriseRateLimit: config.enterpriseRateLimit,
-    strictModePro: config.strictModePro,
-    piOverLimit: config.piOverLimit,
-    piEnterpriseMaxDigits: config.piEnterpriseMaxDigits,
-    piMaxDigits: config.piMaxDigits,
-    nullFaultLatencyMs: config.nullFaultLatencyMs,
-    nullFault500Rate: config.nullFault500Rate,
-    nullFault503Rate: config.nullFault503Rate,
-    piFaultLatencyMs: config.piFaultLatencyMs,
-    piFault500Rate: config.piFault500Rate,
-    piFault503Rate: config.piFault503Rate,
-  };
 }
 
 /** Builds both services from the combined options (not listening). */

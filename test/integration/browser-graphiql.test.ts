@@ -16,12 +16,12 @@ import { type BrowserContext, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { createDigitEngine, type DigitEngine } from '../../src/digits/digit-engine.js';
-import { type RunningServices, startServices } from '../../src/services/start-services.js';
 import {
   createUpstreamClients,
   type HttpUpstreamClients,
-} from '../../src/upstream/create-upstream-clients.js';
-import { createGateway } from '../../src/yoga.js';
+} from '../../src/gateway/upstream/create-upstream-clients.js';
+import { createGateway } from '../../src/gateway/yoga.js';
+import { type RunningServices, startServices } from '../../src/services/start-services.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const hasChromium = existsSync(CHROMIUM);

@@ -15,12 +15,12 @@ import {
 } from '../../examples/typed-client.js';
 import { loadConfig } from '../../src/config.js';
 import { createDigitEngine, type DigitEngine } from '../../src/digits/digit-engine.js';
-import { type RunningServices, startServices } from '../../src/services/start-services.js';
 import {
   createUpstreamClients,
   type HttpUpstreamClients,
-} from '../../src/upstream/create-upstream-clients.js';
-import { createGateway } from '../../src/yoga.js';
+} from '../../src/gateway/upstream/create-upstream-clients.js';
+import { createGateway } from '../../src/gateway/yoga.js';
+import { type RunningServices, startServices } from '../../src/services/start-services.js';
 
 let services: RunningServices;
 let clients: HttpUpstreamClients;

@@ -9,18 +9,18 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { createDigitEngine } from '../../src/digits/digit-engine.js';
-import { createGatewayServer, type GatewayServer } from '../../src/http/gateway-server.js';
-import { createLogger } from '../../src/logger.js';
+import { createGatewayServer, type GatewayServer } from '../../src/gateway/http/gateway-server.js';
 import {
   createObservability,
   type GatewayObservability,
-} from '../../src/observability/create-observability.js';
-import { type RunningServices, startServices } from '../../src/services/start-services.js';
+} from '../../src/gateway/observability/create-observability.js';
 import {
   createUpstreamClients,
   type HttpUpstreamClients,
-} from '../../src/upstream/create-upstream-clients.js';
-import { createGateway } from '../../src/yoga.js';
+} from '../../src/gateway/upstream/create-upstream-clients.js';
+import { createGateway } from '../../src/gateway/yoga.js';
+import { type RunningServices, startServices } from '../../src/services/start-services.js';
+import { createLogger } from '../../src/shared/logger.js';
 
 interface GraphQLAnswer {
   data?: Record<string, Record<string, unknown> | null>;
@@ -40,8 +40,9 @@ const PI_LATENCY_MS = 150;
 
 beforeAll(async () => {
   services = await startServices({ digitEngine: engine, piFaultLatencyMs: PI_LATENCY_MS, freeRateLimit: 0 });
-  const config = loadConfig({ NODE_ENV: 'test' });
-  expect(config.responseCache).toBe(true);
+  // The response cache is opt-in (off by default: the gateway cannot know a real model is deterministic).
+  expect(loadConfig({}).cache.responseCache).toBe(false);
+  const config = loadConfig({ NODE_ENV: 'test', RESPONSE_CACHE: 'true' });
   const logger = createLogger({ level: 'silent' });
   observability = createObservability({ config, logger, defaultMetrics: false });
   clients = createUpstreamClients({

@@ -11,16 +11,16 @@ import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Config, loadConfig } from '../../src/config.js';
+import { type AppConfig, loadConfig } from '../../src/config.js';
 import { createDigitEngine } from '../../src/digits/digit-engine.js';
-import { createGatewayServer, type GatewayServer } from '../../src/http/gateway-server.js';
-import type { Logger } from '../../src/logger.js';
-import { createObservability } from '../../src/observability/create-observability.js';
+import { createGatewayServer, type GatewayServer } from '../../src/gateway/http/gateway-server.js';
+import { createObservability } from '../../src/gateway/observability/create-observability.js';
 import {
   createUpstreamClients,
   type HttpUpstreamClients,
-} from '../../src/upstream/create-upstream-clients.js';
-import { createGateway } from '../../src/yoga.js';
+} from '../../src/gateway/upstream/create-upstream-clients.js';
+import { createGateway } from '../../src/gateway/yoga.js';
+import type { Logger } from '../../src/shared/logger.js';
 import { type FixedUpstreamHandle, startFixedUpstream } from '../bench/fixed-upstream.js';
 
 interface Answer {
@@ -287,7 +287,7 @@ async function listen(server: Server): Promise<number> {
   return (server.address() as AddressInfo).port;
 }
 
-function gateway(config: Config, logger: Logger) {
+function gateway(config: AppConfig, logger: Logger) {
   const observability = createObservability({ config, logger, defaultMetrics: false });
   const yoga = createGateway({ clients, digits: engine, config, logger, observability });
   return { yoga, observability };

@@ -8,13 +8,13 @@ import { serverAudits } from 'graphql-http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { createDigitEngine } from '../../src/digits/digit-engine.js';
-import { createGatewayServer, type GatewayServer } from '../../src/http/gateway-server.js';
-import { createLogger } from '../../src/logger.js';
+import { createGatewayServer, type GatewayServer } from '../../src/gateway/http/gateway-server.js';
 import {
   createUpstreamClients,
   type HttpUpstreamClients,
-} from '../../src/upstream/create-upstream-clients.js';
-import { createGateway } from '../../src/yoga.js';
+} from '../../src/gateway/upstream/create-upstream-clients.js';
+import { createGateway } from '../../src/gateway/yoga.js';
+import { createLogger } from '../../src/shared/logger.js';
 
 const engine = createDigitEngine({ useWorker: false });
 let server: GatewayServer;

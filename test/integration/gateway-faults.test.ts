@@ -8,12 +8,12 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { createDigitEngine } from '../../src/digits/digit-engine.js';
-import { createLogger } from '../../src/logger.js';
 import {
   createUpstreamClients,
   type UpstreamClientsOptions,
-} from '../../src/upstream/create-upstream-clients.js';
-import { createGateway } from '../../src/yoga.js';
+} from '../../src/gateway/upstream/create-upstream-clients.js';
+import { createGateway } from '../../src/gateway/yoga.js';
+import { createLogger } from '../../src/shared/logger.js';
 import {
   type ScriptedResponse,
   type ScriptedUpstream,

@@ -19,13 +19,13 @@ import {
 } from '../../generated/client/graphql.js';
 import { loadConfig } from '../../src/config.js';
 import { createDigitEngine } from '../../src/digits/digit-engine.js';
-import { createLogger } from '../../src/logger.js';
-import { type RunningServices, startServices } from '../../src/services/start-services.js';
 import {
   createUpstreamClients,
   type HttpUpstreamClients,
-} from '../../src/upstream/create-upstream-clients.js';
-import { createGateway } from '../../src/yoga.js';
+} from '../../src/gateway/upstream/create-upstream-clients.js';
+import { createGateway } from '../../src/gateway/yoga.js';
+import { type RunningServices, startServices } from '../../src/services/start-services.js';
+import { createLogger } from '../../src/shared/logger.js';
 
 const engine = createDigitEngine({ useWorker: false });
 const logger = createLogger({ level: 'silent' });

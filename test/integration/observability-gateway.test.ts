@@ -15,17 +15,17 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { createDigitEngine, type DigitEngine } from '../../src/digits/digit-engine.js';
-import { REDACT_PATHS } from '../../src/logger.js';
 import {
   createObservability,
   type GatewayObservability,
-} from '../../src/observability/create-observability.js';
-import { type RunningServices, startServices } from '../../src/services/start-services.js';
+} from '../../src/gateway/observability/create-observability.js';
 import {
   createUpstreamClients,
   type HttpUpstreamClients,
-} from '../../src/upstream/create-upstream-clients.js';
-import { createGateway } from '../../src/yoga.js';
+} from '../../src/gateway/upstream/create-upstream-clients.js';
+import { createGateway } from '../../src/gateway/yoga.js';
+import { type RunningServices, startServices } from '../../src/services/start-services.js';
+import { REDACT_PATHS } from '../../src/shared/logger.js';
 
 type LogLine = Record<string, unknown>;
 
@@ -246,7 +246,7 @@ describe('GET /metrics', () => {
 
   it('keeps the registry per gateway: a second gateway starts from zero', async () => {
     const other = createObservability({
-      config: { sponsorLogIntervalMs: 60_000, tracing: false },
+      config: { observability: { sponsorLogIntervalMs: 60_000, tracing: false } },
       logger: pino({ level: 'silent' }),
     });
     expect(other.registry).not.toBe(observability.registry);

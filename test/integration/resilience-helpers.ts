@@ -10,14 +10,14 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { loadConfig } from '../../src/config.js';
 import type { DigitEngine } from '../../src/digits/digit-engine.js';
-import { createGatewayRequestListener } from '../../src/http/fast-path.js';
-import { createLogger, type Logger, REDACT_PATHS } from '../../src/logger.js';
+import { createGatewayRequestListener } from '../../src/gateway/http/fast-path.js';
 import {
   createUpstreamClients,
   type HttpUpstreamClients,
   type UpstreamClientsOptions,
-} from '../../src/upstream/create-upstream-clients.js';
-import { createGateway } from '../../src/yoga.js';
+} from '../../src/gateway/upstream/create-upstream-clients.js';
+import { createGateway } from '../../src/gateway/yoga.js';
+import { createLogger, type Logger, REDACT_PATHS } from '../../src/shared/logger.js';
 
 export interface TestGateway {
   /** `http://127.0.0.1:<port>` */
@@ -53,7 +53,7 @@ export async function startTestGateway(options: TestGatewayOptions): Promise<Tes
   const yoga = createGateway({ clients, digits: options.digits, config, logger });
   // The listener src/main.ts serves with: JSON POSTs on the fast path, everything else through Yoga.
   const server = createServer(
-    createGatewayRequestListener(yoga, { maxBodyBytes: config.maxRequestBodyBytes }),
+    createGatewayRequestListener(yoga, { maxBodyBytes: config.limits.maxRequestBodyBytes }),
   );
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');

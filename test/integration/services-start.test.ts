@@ -1,16 +1,13 @@
 /**
- * startServices / servicesOptionsFromConfig (the embedded default) and `npm run services`'s entry
+ * startServices / servicesOptionsFromSettings (the embedded default) and `npm run services`'s entry
  * (src/services/main.ts) as a real process: URLs logged, bad config refused in one line, graceful stop.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import {
-  type RunningServices,
-  servicesOptionsFromConfig,
-  startServices,
-} from '../../src/services/start-services.js';
+import { servicesOptionsFromSettings } from '../../src/services/settings.js';
+import { type RunningServices, startServices } from '../../src/services/start-services.js';
 import { bearer, call, expectErrorShape } from './services-test-helpers.js';
 
 const running: RunningServices[] = [];
@@ -45,7 +42,7 @@ describe('startServices', () => {
   });
 });
 
-describe('servicesOptionsFromConfig', () => {
+describe('servicesOptionsFromSettings', () => {
   it('maps every services setting (host and ports excepted)', () => {
     const config = loadConfig({
       API_KEYS: 'k1:pro',
@@ -64,7 +61,7 @@ describe('servicesOptionsFromConfig', () => {
       PI_FAULT_500_RATE: '0.3',
       PI_FAULT_503_RATE: '0.4',
     });
-    expect(servicesOptionsFromConfig(config)).toEqual({
+    expect(servicesOptionsFromSettings(config)).toEqual({
       apiKeys: 'k1:pro',
       seed: 9,
       piOverLimit: 'clamp',
@@ -89,7 +86,7 @@ describe('servicesOptionsFromConfig', () => {
       PI_OVER_LIMIT: 'clamp',
       PI_ENTERPRISE_MAX_DIGITS: '10',
     });
-    const services = await startServices(servicesOptionsFromConfig(config));
+    const services = await startServices(servicesOptionsFromSettings(config));
     running.push(services);
     const pi = await call<{ precision: number }>(`${services.piDigitsUrl}/api/v1/pi?digits=50`, {
       headers: bearer('ent'),

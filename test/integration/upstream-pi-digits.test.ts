@@ -2,8 +2,8 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
   createUpstreamClients,
   type HttpUpstreamClients,
-} from '../../src/upstream/create-upstream-clients.js';
-import { UpstreamError } from '../../src/upstream/errors.js';
+} from '../../src/gateway/upstream/create-upstream-clients.js';
+import { UpstreamError } from '../../src/gateway/upstream/errors.js';
 import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
 
 const PI = '/api/v1/pi';

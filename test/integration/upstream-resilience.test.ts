@@ -6,8 +6,8 @@ import {
   type HttpUpstreamClients,
   type UpstreamCallEvent,
   type UpstreamClientsOptions,
-} from '../../src/upstream/create-upstream-clients.js';
-import { UpstreamError } from '../../src/upstream/errors.js';
+} from '../../src/gateway/upstream/create-upstream-clients.js';
+import { UpstreamError } from '../../src/gateway/upstream/errors.js';
 import { refusedUrl, type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
 
 const CHECK = '/api/v1/check';

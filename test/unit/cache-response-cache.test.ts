@@ -10,7 +10,7 @@ import {
   nullCheckCacheKey,
   piCacheKey,
   type ResponseCacheOptions,
-} from '../../src/cache/response-cache.js';
+} from '../../src/gateway/cache/response-cache.js';
 import type {
   CallOptions,
   NullCheckRequest,
@@ -18,7 +18,7 @@ import type {
   PiRequest,
   PiResponse,
   UpstreamClients,
-} from '../../src/upstream/types.js';
+} from '../../src/gateway/upstream/types.js';
 
 const piAnswer = (request: PiRequest, sponsor = 'Pi Hut'): PiResponse => ({
   digits: `3.${'1415926535'.slice(0, request.digits ?? 3)}`,

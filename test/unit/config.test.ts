@@ -4,22 +4,22 @@ import { ConfigError, helpText, loadConfig } from '../../src/config.js';
 describe('loadConfig', () => {
   it('applies the documented defaults when nothing is set', () => {
     const config = loadConfig({});
-    expect(config.port).toBe(4000);
-    expect(config.upstreamTimeoutMs).toBe(5000);
-    expect(config.breakerThreshold).toBe(5);
-    expect(config.nullBaseUrl).toBeUndefined();
-    expect(config.piBaseUrl).toBeUndefined();
-    expect(config.nullPort).toBe(4001);
-    expect(config.piPort).toBe(4002);
-    expect(config.freeRateLimit).toBe(60);
-    expect(config.piOverLimit).toBe('reject');
+    expect(config.server.port).toBe(4000);
+    expect(config.upstreams.timeoutMs).toBe(5000);
+    expect(config.resilience.breakerThreshold).toBe(5);
+    expect(config.upstreams.nullBaseUrl).toBeUndefined();
+    expect(config.upstreams.piBaseUrl).toBeUndefined();
+    expect(config.services.nullPort).toBe(4001);
+    expect(config.services.piPort).toBe(4002);
+    expect(config.services.freeRateLimit).toBe(60);
+    expect(config.services.piOverLimit).toBe('reject');
   });
 
   it('treats an empty variable as unset', () => {
     const config = loadConfig({ PORT: '', NULL_BASE_URL: '  ', BREAKER_THRESHOLD: '' });
-    expect(config.port).toBe(4000);
-    expect(config.nullBaseUrl).toBeUndefined();
-    expect(config.breakerThreshold).toBe(5);
+    expect(config.server.port).toBe(4000);
+    expect(config.upstreams.nullBaseUrl).toBeUndefined();
+    expect(config.resilience.breakerThreshold).toBe(5);
   });
 
   it('parses and normalises values', () => {
@@ -30,11 +30,11 @@ describe('loadConfig', () => {
       RESPONSE_CACHE: 'false',
       API_KEYS: 'k1:pro, k2:enterprise',
     });
-    expect(config.port).toBe(8080);
-    expect(config.nullBaseUrl).toBe('http://127.0.0.1:4001');
-    expect(config.breakerThreshold).toBe(0);
-    expect(config.responseCache).toBe(false);
-    expect(config.apiKeys).toBe('k1:pro, k2:enterprise');
+    expect(config.server.port).toBe(8080);
+    expect(config.upstreams.nullBaseUrl).toBe('http://127.0.0.1:4001');
+    expect(config.resilience.breakerThreshold).toBe(0);
+    expect(config.cache.responseCache).toBe(false);
+    expect(config.services.apiKeys).toBe('k1:pro, k2:enterprise');
   });
 
   it.each([

@@ -5,9 +5,9 @@
 import DataLoader from 'dataloader';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { CountingCacheMap } from '../../src/observability/counting-cache-map.js';
-import { createObservability } from '../../src/observability/create-observability.js';
-import { UpstreamError } from '../../src/upstream/errors.js';
+import { CountingCacheMap } from '../../src/gateway/observability/counting-cache-map.js';
+import { createObservability } from '../../src/gateway/observability/create-observability.js';
+import { UpstreamError } from '../../src/gateway/upstream/errors.js';
 import type {
   CallOptions,
   HealthProbe,
@@ -19,7 +19,7 @@ import type {
   PiHealthBody,
   PiResponse,
   UpstreamClients,
-} from '../../src/upstream/types.js';
+} from '../../src/gateway/upstream/types.js';
 
 type Breaker = HealthProbe<unknown>['breaker'];
 
@@ -97,7 +97,7 @@ class PrivatePiClient implements PiDigitsClient {
 
 function setup() {
   const observability = createObservability({
-    config: { sponsorLogIntervalMs: 60_000, tracing: false },
+    config: { observability: { sponsorLogIntervalMs: 60_000, tracing: false } },
     logger: pino({ level: 'silent' }),
     defaultMetrics: false,
   });

@@ -1,6 +1,6 @@
 import { register as globalRegistry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { createGatewayMetrics, OTHER_OPERATION } from '../../src/observability/gateway-metrics.js';
+import { createGatewayMetrics, OTHER_OPERATION } from '../../src/gateway/observability/gateway-metrics.js';
 
 /** The value of one sample line of the exposition text, or undefined when absent. */
 function sample(text: string, name: string, labels: string): number | undefined {

@@ -13,12 +13,11 @@ import {
 import { createGraphQLError, createSchema, createYoga } from 'graphql-yoga';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { REDACT_PATHS } from '../../src/logger.js';
 import {
   createObservability,
   type GatewayObservability,
-} from '../../src/observability/create-observability.js';
-import { UpstreamError } from '../../src/upstream/errors.js';
+} from '../../src/gateway/observability/create-observability.js';
+import { UpstreamError } from '../../src/gateway/upstream/errors.js';
 import type {
   CallOptions,
   HealthProbe,
@@ -28,7 +27,8 @@ import type {
   PiHealthBody,
   PiResponse,
   UpstreamClients,
-} from '../../src/upstream/types.js';
+} from '../../src/gateway/upstream/types.js';
+import { REDACT_PATHS } from '../../src/shared/logger.js';
 
 const SECRET_KEY = 'sk-live-very-secret-123';
 
@@ -150,7 +150,7 @@ function buildGateway(options: { tracing?: boolean; tracerProvider?: TracerProvi
   const { logger, lines, raw } = capture();
   const { clients: rawClients, calls } = fakeClients();
   const observability = createObservability({
-    config: { sponsorLogIntervalMs: 60_000, tracing: options.tracing ?? false },
+    config: { observability: { sponsorLogIntervalMs: 60_000, tracing: options.tracing ?? false } },
     logger,
     defaultMetrics: false,
     tracerProvider: options.tracerProvider,
@@ -319,7 +319,7 @@ describe('observability plugin: the log line', () => {
     const { logger, lines } = capture();
     logger.level = 'warn';
     const obs = createObservability({
-      config: { sponsorLogIntervalMs: 0, tracing: false },
+      config: { observability: { sponsorLogIntervalMs: 0, tracing: false } },
       logger,
       defaultMetrics: false,
     });

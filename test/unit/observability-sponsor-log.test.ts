@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { createSponsorLog } from '../../src/observability/sponsor-log.js';
+import { createSponsorLog } from '../../src/gateway/observability/sponsor-log.js';
 
 function capture() {
   const lines: Record<string, unknown>[] = [];

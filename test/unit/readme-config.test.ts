@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { helpText, settings } from '../../src/config.js';
+import { appSettings, helpText } from '../../src/config.js';
 import { replaceConfigTable } from '../../src/readme-config.js';
 
 const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
@@ -12,7 +12,7 @@ describe('README configuration table', () => {
 
   it('names every setting, as --help does', () => {
     const help = helpText();
-    for (const spec of Object.values(settings)) {
+    for (const spec of Object.values(appSettings).flatMap((group) => Object.values(group.settings))) {
       expect(readme).toContain(`\`${spec.env}\``);
       expect(help).toContain(spec.env);
     }

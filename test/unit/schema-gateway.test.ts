@@ -5,8 +5,7 @@
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { createDigitEngine } from '../../src/digits/digit-engine.js';
-import { createLogger } from '../../src/logger.js';
-import { UpstreamError, type UpstreamErrorCode } from '../../src/upstream/errors.js';
+import { UpstreamError, type UpstreamErrorCode } from '../../src/gateway/upstream/errors.js';
 import type {
   CallOptions,
   HealthProbe,
@@ -19,8 +18,9 @@ import type {
   PiRequest,
   PiResponse,
   UpstreamClients,
-} from '../../src/upstream/types.js';
-import { createGateway } from '../../src/yoga.js';
+} from '../../src/gateway/upstream/types.js';
+import { createGateway } from '../../src/gateway/yoga.js';
+import { createLogger } from '../../src/shared/logger.js';
 
 const engine = createDigitEngine({ useWorker: false });
 afterAll(() => engine.close());

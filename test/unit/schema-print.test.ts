@@ -6,7 +6,7 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { schema } from '../../src/schema/index.js';
+import { schema } from '../../src/gateway/schema/index.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 

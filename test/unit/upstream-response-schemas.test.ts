@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { errorCodeOf, errorFromStatus, parseRetryAfter } from '../../src/upstream/error-mapping.js';
+import { errorCodeOf, errorFromStatus, parseRetryAfter } from '../../src/gateway/upstream/error-mapping.js';
 import {
   decimalsOf,
   parseInferenceResponse,
@@ -10,7 +10,7 @@ import {
   parseUsd,
   ResponseShapeError,
   readConstantMarker,
-} from '../../src/upstream/response-schemas.js';
+} from '../../src/gateway/upstream/response-schemas.js';
 
 const nullMeta = {
   confidence: 0.97,

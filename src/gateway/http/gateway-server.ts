@@ -4,8 +4,8 @@
  * their servers with this too, so they exercise what production serves.
  */
 import { createServer, type Server } from 'node:http';
-import type { Config } from '../config.js';
-import type { Logger } from '../logger.js';
+import type { AppConfig } from '../../config.js';
+import type { Logger } from '../../shared/logger.js';
 import {
   createGatewayRequestListener,
   type GatewayRequestListener,
@@ -15,7 +15,7 @@ import {
 export interface GatewayServerOptions {
   /** The Yoga instance from `createGateway`. */
   yoga: YogaNodeHandler;
-  config: Pick<Config, 'maxRequestBodyBytes' | 'httpFastPath'>;
+  config: Pick<AppConfig, 'limits' | 'server'>;
   logger: Pick<Logger, 'warn'>;
 }
 
@@ -28,8 +28,8 @@ export interface GatewayServer extends Server {
 export function createGatewayServer(options: GatewayServerOptions): GatewayServer {
   const { config, logger } = options;
   const listener = createGatewayRequestListener(options.yoga, {
-    maxBodyBytes: config.maxRequestBodyBytes,
-    enabled: config.httpFastPath,
+    maxBodyBytes: config.limits.maxRequestBodyBytes,
+    enabled: config.server.httpFastPath,
     onDisabled: (reason) => logger.warn({ reason }, 'HTTP fast path off'),
   });
   const server = createServer(listener) as GatewayServer;

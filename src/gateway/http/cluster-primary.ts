@@ -12,35 +12,35 @@
  * idempotent.
  */
 import cluster, { type Worker } from 'node:cluster';
-import type { Config } from '../config.js';
-import type { Logger } from '../logger.js';
-import {
-  type RunningServices,
-  servicesOptionsFromConfig,
-  startServices,
-} from '../services/start-services.js';
+import type { AppConfig } from '../../config.js';
+import { servicesOptionsFromSettings } from '../../services/settings.js';
+import { type RunningServices, startServices } from '../../services/start-services.js';
+import type { Logger } from '../../shared/logger.js';
 
 /** How long after a worker's death it is replaced, at the earliest. */
 const RESPAWN_DELAY_MS = 1000;
 
 /**
  * Runs the primary until it is told to stop. Resolves with the process exit code.
- * Call only when `cluster.isPrimary` and `config.workers > 1`.
+ * Call only when `cluster.isPrimary` and `config.server.workers > 1`.
  */
-export async function runClusterPrimary(config: Config, logger: Logger): Promise<number> {
+export async function runClusterPrimary(config: AppConfig, logger: Logger): Promise<number> {
   let services: RunningServices | undefined;
   const env: Record<string, string> = {};
-  if (config.nullBaseUrl === undefined || config.piBaseUrl === undefined) {
+  if (config.upstreams.nullBaseUrl === undefined || config.upstreams.piBaseUrl === undefined) {
     services = await startServices({
-      ...servicesOptionsFromConfig(config),
+      ...servicesOptionsFromSettings(config),
       host: '127.0.0.1',
       nullPort: 0,
       piPort: 0,
     });
-    logger.info({ workers: config.workers }, 'embedded reference services started (once, in the primary)');
+    logger.info(
+      { workers: config.server.workers },
+      'embedded reference services started (once, in the primary)',
+    );
   }
-  env.NULL_BASE_URL = config.nullBaseUrl ?? (services as RunningServices).nullCheckUrl;
-  env.PI_BASE_URL = config.piBaseUrl ?? (services as RunningServices).piDigitsUrl;
+  env.NULL_BASE_URL = config.upstreams.nullBaseUrl ?? (services as RunningServices).nullCheckUrl;
+  env.PI_BASE_URL = config.upstreams.piBaseUrl ?? (services as RunningServices).piDigitsUrl;
 
   let stopping = false;
   let started = false;
@@ -86,7 +86,7 @@ export async function runClusterPrimary(config: Config, logger: Logger): Promise
     // Each worker bounds its own drain; this bounds the wait for all of them.
     const force = setTimeout(() => {
       for (const worker of workers) worker.process.kill('SIGKILL');
-    }, config.shutdownTimeoutMs + 5000);
+    }, config.process.shutdownTimeoutMs + 5000);
     force.unref();
     await exited;
     clearTimeout(force);
@@ -102,21 +102,21 @@ export async function runClusterPrimary(config: Config, logger: Logger): Promise
   process.on('SIGINT', onSignal);
 
   const listening = Array.from(
-    { length: config.workers },
+    { length: config.server.workers },
     () => new Promise<void>((resolve) => fork().once('listening', () => resolve())),
   );
   await Promise.race([Promise.all(listening), exited]);
   if (!stopping) {
     started = true;
     logger.info(
-      { workers: config.workers, port: config.port },
-      `gateway listening with ${config.workers} workers`,
+      { workers: config.server.workers, port: config.server.port },
+      `gateway listening with ${config.server.workers} workers`,
     );
   }
   return finished;
 }
 
 /** True in a process that should run the cluster primary instead of a gateway. */
-export function isClusterPrimary(config: Pick<Config, 'workers'>): boolean {
-  return config.workers > 1 && cluster.isPrimary;
+export function isClusterPrimary(config: Pick<AppConfig, 'server'>): boolean {
+  return config.server.workers > 1 && cluster.isPrimary;
 }

@@ -13,7 +13,7 @@ import { createHash } from 'node:crypto';
 import { promisify } from 'node:util';
 import { gzip as gzipCallback } from 'node:zlib';
 import type { GraphiQLOptions, Plugin } from 'graphql-yoga';
-import type { Logger } from './logger.js';
+import type { Logger } from '../../shared/logger.js';
 
 const gzip = promisify(gzipCallback);
 

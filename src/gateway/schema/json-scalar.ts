@@ -7,7 +7,7 @@
  * response serializer.
  */
 import { createGraphQLError } from 'graphql-yoga';
-import { builder } from '../builder.js';
+import { builder } from './builder.js';
 import {
   JsonArgument,
   jsonArgumentFromLiteral,

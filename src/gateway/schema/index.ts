@@ -1,5 +1,5 @@
 /** The gateway schema: each import registers its types and root field on the builder. */
-import { builder } from '../builder.js';
+import { builder } from './builder.js';
 import './query.js';
 import './json-scalar.js';
 import './models.js';

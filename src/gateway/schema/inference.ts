@@ -3,8 +3,9 @@
  * `union InferenceResult = PiInference | EulerInference`. The waiver is checked here, before any
  * upstream call.
  */
-import { builder } from '../builder.js';
+
 import type { InferenceRequest, InferenceResponse } from '../upstream/types.js';
+import { builder } from './builder.js';
 import { checkDigits, checkTemperature, rethrowAsFieldError, waiverRequired } from './errors.js';
 import { PiModel, piModelOf } from './models.js';
 import { floatOrNull, intOrNull } from './numbers.js';

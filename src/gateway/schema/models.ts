@@ -3,7 +3,7 @@
  * as `null-x-4o` with no mapping table at request time; on output an upstream string the enum does
  * not know becomes null (the raw string stays in `modelName`).
  */
-import { builder } from '../builder.js';
+import { builder } from './builder.js';
 
 export const NULL_MODELS = {
   NULL_X_4O: { value: 'null-x-4o', description: '`null-x-4o`: the default model.' },

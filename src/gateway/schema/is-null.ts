@@ -5,8 +5,9 @@
  * Omitted vs null: graphql-js leaves an omitted argument (and one bound to an unset variable) out of
  * `args`, and an explicit `null` in. `'value' in args` keeps the two apart all the way to the upstream.
  */
-import { builder } from '../builder.js';
+
 import type { NullCheckRequest, NullCheckResponse } from '../upstream/types.js';
+import { builder } from './builder.js';
 import { badUserInput, checkTemperature, rethrowAsFieldError } from './errors.js';
 import { JsonScalar } from './json-scalar.js';
 import type { JsonArgument } from './json-value.js';

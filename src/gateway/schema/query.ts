@@ -1,5 +1,5 @@
 /** The root Query type; its fields are added by the feature modules (builder.queryField). */
-import { builder } from '../builder.js';
+import { builder } from './builder.js';
 
 builder.queryType({
   description:

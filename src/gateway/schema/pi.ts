@@ -4,8 +4,9 @@
  * The member comes from the upstream's explicit marker, else from the digits themselves (truth.ts);
  * `correctDigits` is checked against the true constant by the digit engine, only when selected.
  */
-import { builder } from '../builder.js';
+
 import type { PiRequest, PiResponse } from '../upstream/types.js';
+import { builder } from './builder.js';
 import { checkDigits, checkTemperature, rethrowAsFieldError } from './errors.js';
 import { PiModel, piModelOf } from './models.js';
 import { floatOrNull, intOrNull } from './numbers.js';

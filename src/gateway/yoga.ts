@@ -23,21 +23,21 @@ import {
   type YogaLogger,
   type YogaServerInstance,
 } from 'graphql-yoga';
+import type { AppConfig } from '../config.js';
+import type { DigitEngine } from '../digits/digit-engine.js';
+import type { Logger } from '../shared/logger.js';
 import { useResponseCacheExtensions } from './cache/cache-plugin.js';
 import { createResponseCache } from './cache/response-cache.js';
-import type { Config } from './config.js';
 import { apiKeyFrom, createGatewayContext, type GatewayContext, requestIdFrom } from './context.js';
-import type { DigitEngine } from './digits/digit-engine.js';
-import { useSelfHostedGraphiQL } from './graphiql.js';
+import { createObservability, type GatewayObservability } from './observability/create-observability.js';
 import {
   armorRejection,
   useGatewayCsrfPrevention,
   useRequestErrorCodes,
   useRequestShapeErrors,
-} from './http-guards.js';
-import type { Logger } from './logger.js';
-import { createObservability, type GatewayObservability } from './observability/create-observability.js';
-import { useReadiness } from './readiness.js';
+} from './plugins/http-guards.js';
+import { useSelfHostedGraphiQL } from './plugins/use-graphiql.js';
+import { useReadiness } from './plugins/use-readiness.js';
 import { schema } from './schema/index.js';
 import type { UpstreamClients } from './upstream/types.js';
 
@@ -45,7 +45,7 @@ export interface GatewayOptions {
   clients: UpstreamClients;
   digits: DigitEngine;
   /** src/config.ts loadConfig() result. */
-  config: Config;
+  config: AppConfig;
   logger: Logger;
   /**
    * Extra Yoga/envelop plugins (metrics, caching, ...), registered after the gateway's own.
@@ -364,41 +364,41 @@ export function createGateway(options: GatewayOptions): Gateway {
   const instrumented = observability.instrumentClients(options.clients);
   // RESPONSE_CACHE: the deterministic-answer cache wraps the instrumented clients (src/cache), so the
   // observability wrapper still sees only real upstream answers.
-  const responseCache = config.responseCache
+  const responseCache = config.cache.responseCache
     ? createResponseCache({
-        ttlMs: config.responseCacheTtlMs,
-        maxEntries: config.responseCacheMaxEntries,
+        ttlMs: config.cache.responseCacheTtlMs,
+        maxEntries: config.cache.responseCacheMaxEntries,
         registry: observability.registry,
         onSaved: (upstream, source) => observability.recordDedupHit(upstream, source),
       })
     : undefined;
   const clients = responseCache ? responseCache.decorate(instrumented) : instrumented;
-  const production = config.nodeEnv === 'production';
-  const graphiql = config.graphiql ?? !production;
-  const introspection = config.introspection ?? !production;
+  const production = config.process.nodeEnv === 'production';
+  const graphiql = config.server.graphiql ?? !production;
+  const introspection = config.server.introspection ?? !production;
   const requestIds = new WeakMap<Request, string>();
   const contextDeps = {
     clients,
     digits,
     logger,
-    operationDeadlineMs: config.operationDeadlineMs,
+    operationDeadlineMs: config.resilience.operationDeadlineMs,
     dedupHits: {
       nullCheck: observability.dedupHitCounter('null-check', 'dataloader'),
       pi: observability.dedupHitCounter('pi-digits', 'dataloader'),
       inference: observability.dedupHitCounter('pi-digits', 'dataloader'),
     },
     limits: {
-      maxDigits: config.maxDigits,
-      maxCompareDigits: Math.min(config.maxDigits, ENGINE_MAX_DIGITS),
-      maxJsonDepth: config.maxJsonDepth,
-      maxJsonBytes: config.maxJsonBytes,
+      maxDigits: config.limits.maxDigits,
+      maxCompareDigits: Math.min(config.limits.maxDigits, ENGINE_MAX_DIGITS),
+      maxJsonDepth: config.limits.maxJsonDepth,
+      maxJsonBytes: config.limits.maxJsonBytes,
     },
   };
 
   const armor = new EnvelopArmor({
-    maxDepth: { n: config.maxDepth, ignoreIntrospection: true, ...armorRejection },
-    maxAliases: { n: config.maxAliases, ...armorRejection },
-    maxDirectives: { n: config.maxDirectives, ...armorRejection },
+    maxDepth: { n: config.limits.maxDepth, ignoreIntrospection: true, ...armorRejection },
+    maxAliases: { n: config.limits.maxAliases, ...armorRejection },
+    maxDirectives: { n: config.limits.maxDirectives, ...armorRejection },
     // Tokens are limited by graphql-js's own parser option (useParseLimits): no Proxy per token.
     maxTokens: { enabled: false },
     // MAX_UPSTREAM_CALLS is this gateway's real cost measure.
@@ -416,11 +416,11 @@ export function createGateway(options: GatewayOptions): Gateway {
     useReadiness({ clients }),
     useGatewayCsrfPrevention(),
     useRequestShapeErrors(),
-    useRequestBodyLimit(config.maxRequestBodyBytes),
-    useParseLimits(config.maxTokens),
+    useRequestBodyLimit(config.limits.maxRequestBodyBytes),
+    useParseLimits(config.limits.maxTokens),
     ...(armor.plugins as Plugin[]),
     ...(introspection ? [] : [useDisabledIntrospection()]),
-    useUpstreamCallLimit(config.maxUpstreamCalls),
+    useUpstreamCallLimit(config.limits.maxUpstreamCalls),
     useContextDisposal(),
     useRequestErrorCodes(),
     // After the observability plugin: it adds cached answers' sponsors to extensions.sponsoredBy.
@@ -438,7 +438,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     maskedErrors: { isDev: false },
     // Enforced by useRequestBodyLimit (cheaper for bodies with a Content-Length).
     maxRequestBodySize: false,
-    cors: corsOptions(config.corsOrigins),
+    cors: corsOptions(config.server.corsOrigins),
     logging: yogaLogger(logger),
     plugins,
     context: ({ request }) =>

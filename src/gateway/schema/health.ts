@@ -2,8 +2,9 @@
  * `health: Health!`: both upstream health endpoints, probed concurrently, folded into OK / DEGRADED /
  * DOWN. Never fails as a whole: an unreachable upstream is data here, not an error.
  */
-import { builder } from '../builder.js';
+
 import type { HealthProbe, NullHealthBody, PiHealthBody } from '../upstream/types.js';
+import { builder } from './builder.js';
 import { floatOrNull, intOrNull } from './numbers.js';
 
 export type HealthStatusValue = 'OK' | 'DEGRADED' | 'DOWN';

@@ -14,7 +14,7 @@
  * not make an orchestrator restart a healthy gateway.
  */
 import type { Plugin } from 'graphql-yoga';
-import type { HealthProbe, UpstreamClients } from './upstream/types.js';
+import type { HealthProbe, UpstreamClients } from '../upstream/types.js';
 
 type BreakerState = HealthProbe<unknown>['breaker'];
 

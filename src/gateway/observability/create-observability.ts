@@ -10,8 +10,8 @@
  */
 import type { Plugin } from 'graphql-yoga';
 import type { Registry } from 'prom-client';
-import type { Config } from '../config.js';
-import type { Logger } from '../logger.js';
+import type { AppConfig } from '../../config.js';
+import type { Logger } from '../../shared/logger.js';
 import type { UpstreamClients, UpstreamName } from '../upstream/types.js';
 import {
   type BreakerState,
@@ -40,7 +40,7 @@ export interface UpstreamCallEvent {
 
 export interface ObservabilityOptions {
   /** The settings of group 'observability' (SPONSOR_LOG_INTERVAL_MS, OTEL_TRACING). */
-  config: Pick<Config, 'sponsorLogIntervalMs' | 'tracing'>;
+  config: Pick<AppConfig, 'observability'>;
   logger: Logger;
   /**
    * The Prometheus registry of this gateway.
@@ -93,8 +93,14 @@ export function createObservability(options: ObservabilityOptions): GatewayObser
     registry: options.registry,
     defaultMetrics: options.defaultMetrics,
   });
-  const sponsorLog = createSponsorLog({ logger, intervalMs: options.config.sponsorLogIntervalMs });
-  const tracer = createTracer({ enabled: options.config.tracing, tracerProvider: options.tracerProvider });
+  const sponsorLog = createSponsorLog({
+    logger,
+    intervalMs: options.config.observability.sponsorLogIntervalMs,
+  });
+  const tracer = createTracer({
+    enabled: options.config.observability.tracing,
+    tracerProvider: options.tracerProvider,
+  });
   const core = new ObservabilityCore({ logger, metrics, sponsorLog, tracer });
   let plugin: Plugin | undefined;
 

@@ -7,8 +7,8 @@
  * DataLoaders, a timer and an AbortController.
  */
 import DataLoader from 'dataloader';
-import type { DigitEngine } from './digits/digit-engine.js';
-import type { Logger } from './logger.js';
+import type { DigitEngine } from '../digits/digit-engine.js';
+import type { Logger } from '../shared/logger.js';
 import { CountingCacheMap } from './observability/counting-cache-map.js';
 import type {
   CallOptions,

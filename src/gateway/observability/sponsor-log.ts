@@ -5,7 +5,7 @@
  * interval; the line says how many times the message was received since it was last logged, so the log
  * still accounts for every sponsored answer at a fraction of the volume.
  */
-import type { Logger } from '../logger.js';
+import type { Logger } from '../../shared/logger.js';
 import type { UpstreamName } from '../upstream/types.js';
 
 export interface SponsorLogOptions {

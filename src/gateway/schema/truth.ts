@@ -7,7 +7,7 @@
  * "3 → pi, 2 → e, anything else → pi (the tie rule)". The true digits (the digit engine, which
  * caches) are needed only for `correctDigits`, which is resolved only when selected.
  */
-import type { DigitEngine } from '../digits/digit-engine.js';
+import type { DigitEngine } from '../../digits/digit-engine.js';
 
 export type Constant = 'pi' | 'e';
 

@@ -9,7 +9,7 @@
  * earlier one's log line (metrics and sponsor logging are unaffected).
  */
 import { context, trace } from '@opentelemetry/api';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../../shared/logger.js';
 import type { CallOptions, UpstreamName } from '../upstream/types.js';
 import type { GatewayMetrics } from './gateway-metrics.js';
 import type { OperationRecord } from './operation-record.js';

@@ -1,0 +1,196 @@
+/**
+ * The gateway's settings, one group per component; `createApp` hands each component its own group.
+ */
+import { z } from 'zod';
+import { bool, httpUrl, int, setting, settingsGroup } from '../shared/settings.js';
+
+export const serverSettings = settingsGroup('gateway', {
+  port: setting('PORT', int(0, 65535).default(4000), '4000', 'Port the gateway listens on.'),
+  graphiql: setting(
+    'GRAPHIQL',
+    bool().default(true),
+    'true',
+    'Serve GraphiQL (self-hosted, no CDN) on a browser GET of /graphql. When off, a browser gets a short page saying so.',
+  ),
+  introspection: setting(
+    'INTROSPECTION',
+    bool().default(true),
+    'true',
+    'Answer schema introspection (__schema, __type). GraphiQL and Apollo Client possibleTypes need it.',
+  ),
+  corsOrigins: setting(
+    'CORS_ORIGINS',
+    z.string().optional(),
+    '(none: same-origin only)',
+    'Comma-separated list of browser origins allowed by CORS, or * for any origin (credentials are never allowed with *).',
+  ),
+  workers: setting(
+    'WORKERS',
+    int(1, 256).default(1),
+    '1',
+    'Gateway processes (node:cluster) sharing the port. Embedded reference services run once, in the primary.',
+  ),
+  httpFastPath: setting(
+    'HTTP_FAST_PATH',
+    bool().default(true),
+    'true',
+    "Serve plain JSON POSTs of known operations on the gateway's fast path (same answers, less CPU); false sends every request through Yoga's own handler.",
+  ),
+});
+
+export const upstreamSettings = settingsGroup('upstreams', {
+  nullBaseUrl: setting(
+    'NULL_BASE_URL',
+    httpUrl().optional(),
+    '(unset: embedded reference service)',
+    'Base URL of the null-check service, without /api/v1. Unset: the reference service is started in-process on a free loopback port.',
+  ),
+  piBaseUrl: setting(
+    'PI_BASE_URL',
+    httpUrl().optional(),
+    '(unset: embedded reference service)',
+    'Base URL of the pi-digits service, without /api/v1. Unset: the reference service is started in-process on a free loopback port.',
+  ),
+  authHeader: setting(
+    'UPSTREAM_AUTH_HEADER',
+    z
+      .string()
+      .regex(/^[A-Za-z0-9-]+$/, 'must be an HTTP header name')
+      .default('authorization'),
+    'authorization',
+    'Header that carries the caller API key to the upstreams. "authorization" sends "Bearer <key>"; any other header sends the bare key.',
+  ),
+  timeoutMs: setting(
+    'UPSTREAM_TIMEOUT_MS',
+    int(1, 600_000).default(5000),
+    '5000',
+    'How long the gateway waits for one upstream answer (headers and body) before UPSTREAM_TIMEOUT.',
+  ),
+  connections: setting(
+    'UPSTREAM_CONNECTIONS',
+    int(1, 10_000).default(64),
+    '64',
+    'Keep-alive connections per upstream.',
+  ),
+  healthTimeoutMs: setting(
+    'HEALTH_TIMEOUT_MS',
+    int(1, 60_000).default(1000),
+    '1000',
+    'Timeout of each upstream health call made by the health query and /ready.',
+  ),
+});
+
+export const resilienceSettings = settingsGroup('resilience', {
+  breakerThreshold: setting(
+    'BREAKER_THRESHOLD',
+    int(0, 10_000).default(5),
+    '5',
+    "Consecutive upstream failures (5xx, timeouts, refused connections; not 4xx) that open an upstream's circuit. 0 turns the breaker off.",
+  ),
+  breakerHalfOpenAfterMs: setting(
+    'BREAKER_HALF_OPEN_AFTER_MS',
+    int(1, 3_600_000).default(5000),
+    '5000',
+    'How long an open circuit stays open before a health probe of the upstream may close it.',
+  ),
+  retryMaxAttempts: setting(
+    'RETRY_MAX_ATTEMPTS',
+    int(1, 10).default(3),
+    '3',
+    'Attempts per idempotent upstream call (1 = no retry). Retries only on 503, 429, connection errors; 500 at most once more.',
+  ),
+  operationDeadlineMs: setting(
+    'OPERATION_DEADLINE_MS',
+    int(1, 600_000).default(15_000),
+    '15000',
+    'Overall deadline of one GraphQL operation, retries and backoff included.',
+  ),
+});
+
+export const limitSettings = settingsGroup('limits', {
+  maxRequestBodyBytes: setting(
+    'MAX_REQUEST_BODY_BYTES',
+    int(1024, 100 * 1024 * 1024).default(1024 * 1024),
+    '1048576',
+    'Largest accepted request body in bytes; larger gets HTTP 413.',
+  ),
+  maxUpstreamCalls: setting(
+    'MAX_UPSTREAM_CALLS',
+    int(1, 1000).default(20),
+    '20',
+    'Most distinct upstream calls one operation may make; an operation over it is refused with BAD_USER_INPUT before any upstream call.',
+  ),
+  maxDepth: setting('MAX_DEPTH', int(1, 100).default(10), '10', 'Deepest selection set nesting accepted.'),
+  maxAliases: setting('MAX_ALIASES', int(1, 1000).default(30), '30', 'Most aliases in one operation.'),
+  maxTokens: setting('MAX_TOKENS', int(10, 100_000).default(2000), '2000', 'Most tokens in one document.'),
+  maxDirectives: setting(
+    'MAX_DIRECTIVES',
+    int(1, 1000).default(20),
+    '20',
+    'Most directives in one operation.',
+  ),
+  maxJsonDepth: setting(
+    'MAX_JSON_DEPTH',
+    int(1, 1000).default(64),
+    '64',
+    'Deepest nesting of the JSON value given to isNull.',
+  ),
+  maxJsonBytes: setting(
+    'MAX_JSON_BYTES',
+    int(2, 10 * 1024 * 1024).default(64 * 1024),
+    '65536',
+    'Largest JSON value given to isNull, in bytes as JSON text.',
+  ),
+  maxDigits: setting(
+    'MAX_DIGITS',
+    int(0, 10_000_000).default(1_000_000),
+    '1000000',
+    'Most digits pi or inference may ask for; above it the field fails with BAD_USER_INPUT without calling the upstream.',
+  ),
+});
+
+export const cacheSettings = settingsGroup('cache', {
+  responseCache: setting(
+    'RESPONSE_CACHE',
+    bool().default(false),
+    'false',
+    'Reuse deterministic answers (temperature 0 of null-x-4o, null-x-opus and pi-x-4o) per API key within the TTL. Off by default: the gateway cannot know that a real upstream model is deterministic. Identical calls in flight at the same moment share one upstream call either way.',
+  ),
+  responseCacheTtlMs: setting(
+    'RESPONSE_CACHE_TTL_MS',
+    int(0, 86_400_000).default(60_000),
+    '60000',
+    'How long a cached answer is reused, in milliseconds.',
+  ),
+  responseCacheMaxEntries: setting(
+    'RESPONSE_CACHE_MAX_ENTRIES',
+    int(1, 10_000_000).default(10_000),
+    '10000',
+    'Answers the response cache keeps in memory (least recently used first out).',
+  ),
+});
+
+export const observabilitySettings = settingsGroup('observability', {
+  sponsorLogIntervalMs: setting(
+    'SPONSOR_LOG_INTERVAL_MS',
+    int(0, 86_400_000).default(60_000),
+    '60000',
+    'Each distinct upstream sponsor message is logged at most once per interval (the upstream terms require logging it); 0 logs every one.',
+  ),
+  tracing: setting(
+    'OTEL_TRACING',
+    bool().default(false),
+    'false',
+    'OpenTelemetry spans for each operation and upstream call (needs an SDK registered by the host, e.g. via --import).',
+  ),
+});
+
+/** Every group of the gateway (besides the process, log and Redis groups). */
+export const gatewaySettings = {
+  server: serverSettings,
+  upstreams: upstreamSettings,
+  resilience: resilienceSettings,
+  limits: limitSettings,
+  cache: cacheSettings,
+  observability: observabilitySettings,
+};

@@ -1,0 +1,158 @@
+/**
+ * The reference services' own settings (`npm run services`, and the embedded services of
+ * `npm start`): where they listen, who may call them, how they read the specs' open points, and
+ * fault injection. The gateway knows none of these.
+ */
+import { z } from 'zod';
+import { bool, type GroupValues, int, ratio, setting, settingsGroup } from '../shared/settings.js';
+import type { ServicesOptions } from './start-services.js';
+
+export const referenceServiceSettings = settingsGroup('reference services', {
+  nullPort: setting(
+    'NULL_PORT',
+    int(0, 65535).default(4001),
+    '4001',
+    'Port of the null-check reference service under `npm run services`.',
+  ),
+  piPort: setting(
+    'PI_PORT',
+    int(0, 65535).default(4002),
+    '4002',
+    'Port of the pi-digits reference service under `npm run services`.',
+  ),
+  apiKeys: setting(
+    'API_KEYS',
+    z
+      .string()
+      .regex(
+        /^\s*[^:,\s]+:(free|pro|enterprise)\s*(,\s*[^:,\s]+:(free|pro|enterprise)\s*)*$/,
+        'must be key:tier,key:tier with tiers free|pro|enterprise',
+      )
+      .optional(),
+    '(unset: demo-pro:pro,demo-enterprise:enterprise)',
+    'API keys the reference services accept, as key:tier pairs. "free" and no key are always the free tier; any other unknown key is answered 401.',
+  ),
+  seed: setting(
+    'SEED',
+    z.coerce.number().int().default(42),
+    '42',
+    'Seed of the reference services’ random generator; the same seed reproduces a run.',
+  ),
+  piOverLimit: setting(
+    'PI_OVER_LIMIT',
+    z.enum(['reject', 'clamp']).default('reject'),
+    'reject',
+    'Pi service, more digits than the tier allows: reject answers 418 TIER_FORBIDDEN; clamp answers with as many digits as the tier allows.',
+  ),
+  piEnterpriseMaxDigits: setting(
+    'PI_ENTERPRISE_MAX_DIGITS',
+    z.enum(['unlimited', '10']).default('unlimited'),
+    'unlimited',
+    'Digits per request on the enterprise tier: unlimited (up to PI_MAX_DIGITS) or 10.',
+  ),
+  piMaxDigits: setting(
+    'PI_MAX_DIGITS',
+    int(1, 10_000_000).default(1_000_000),
+    '1000000',
+    'Most digits the pi service computes for one request, on any tier; beyond it 400 DIGITS_OUT_OF_RANGE.',
+  ),
+  strictModePro: setting(
+    'STRICT_MODE_PRO',
+    bool().default(false),
+    'false',
+    'Null-check strict_mode on the pro tier: false allows it on enterprise only (418 on pro), true on pro and enterprise.',
+  ),
+  freeRateLimit: setting(
+    'FREE_RATE_LIMIT',
+    int(0, 1_000_000).default(60),
+    '60',
+    'Requests per minute per caller on the free tier, each service counted separately. 0 = unlimited (load tests only).',
+  ),
+  proRateLimit: setting(
+    'PRO_RATE_LIMIT',
+    int(0, 1_000_000).default(600),
+    '600',
+    'Null-check requests per minute per pro key (the pi service never limits pro keys). 0 = unlimited.',
+  ),
+  enterpriseRateLimit: setting(
+    'ENTERPRISE_RATE_LIMIT',
+    int(0, 1_000_000).default(0),
+    '0 (unlimited)',
+    'Requests per minute per enterprise key, each service counted separately. 0 = unlimited.',
+  ),
+});
+
+export const faultInjectionSettings = settingsGroup('fault injection', {
+  nullFaultLatencyMs: setting(
+    'NULL_FAULT_LATENCY_MS',
+    int(0, 600_000).default(0),
+    '0',
+    'Milliseconds added to every answer of the null-check reference service.',
+  ),
+  nullFault500Rate: setting(
+    'NULL_FAULT_500_RATE',
+    ratio().default(0),
+    '0',
+    'Share (0 to 1) of null-check checks answered 500 NULL_PARADOX.',
+  ),
+  nullFault503Rate: setting(
+    'NULL_FAULT_503_RATE',
+    ratio().default(0),
+    '0',
+    'Share (0 to 1) of null-check requests answered 503.',
+  ),
+  piFaultLatencyMs: setting(
+    'PI_FAULT_LATENCY_MS',
+    int(0, 600_000).default(0),
+    '0',
+    'Milliseconds added to every answer of the pi-digits reference service.',
+  ),
+  piFault500Rate: setting(
+    'PI_FAULT_500_RATE',
+    ratio().default(0),
+    '0',
+    'Share (0 to 1) of pi-digits requests answered 500.',
+  ),
+  piFault503Rate: setting(
+    'PI_FAULT_503_RATE',
+    ratio().default(0),
+    '0',
+    'Share (0 to 1) of pi-digits requests answered 503.',
+  ),
+});
+
+/** Every group the reference services read (besides the process, log and Redis groups). */
+export const servicesSettings = {
+  services: referenceServiceSettings,
+  faults: faultInjectionSettings,
+};
+
+export interface ServicesSettingsValues {
+  services: GroupValues<typeof referenceServiceSettings>;
+  faults: GroupValues<typeof faultInjectionSettings>;
+}
+
+/**
+ * The behaviour options from the validated settings. Host and ports are left out on purpose: the
+ * embedded services always take free loopback ports, `npm run services` adds NULL_PORT / PI_PORT itself.
+ */
+export function servicesOptionsFromSettings(settings: ServicesSettingsValues): ServicesOptions {
+  const { services, faults } = settings;
+  return {
+    apiKeys: services.apiKeys,
+    seed: services.seed,
+    freeRateLimit: services.freeRateLimit,
+    proRateLimit: services.proRateLimit,
+    enterpriseRateLimit: services.enterpriseRateLimit,
+    strictModePro: services.strictModePro,
+    piOverLimit: services.piOverLimit,
+    piEnterpriseMaxDigits: services.piEnterpriseMaxDigits,
+    piMaxDigits: services.piMaxDigits,
+    nullFaultLatencyMs: faults.nullFaultLatencyMs,
+    nullFault500Rate: faults.nullFault500Rate,
+    nullFault503Rate: faults.nullFault503Rate,
+    piFaultLatencyMs: faults.piFaultLatencyMs,
+    piFault500Rate: faults.piFault500Rate,
+    piFault503Rate: faults.piFault503Rate,
+  };
+}

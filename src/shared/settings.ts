@@ -1,0 +1,153 @@
+/**
+ * Settings from the environment: each component declares its own group (env variable, zod schema
+ * with the default, help text), and a CLI assembles the groups it runs. One declaration drives
+ * validation, defaults, `--help` and the README's configuration table (`npm run config:table`).
+ *
+ * Why one table per component: a component validates exactly the slice it is given, and a setting
+ * that is validated but not documented, or documented with a stale default, cannot happen.
+ * An empty variable counts as unset.
+ */
+import { z } from 'zod';
+
+/** One setting: its environment variable, zod schema (which carries the default) and help text. */
+export interface Setting<T extends z.ZodType = z.ZodType> {
+  env: string;
+  schema: T;
+  /** The default as `--help` shows it (the schema holds the real one). */
+  defaultText: string;
+  /** One or two sentences that stand on their own (no references to documents users do not have). */
+  help: string;
+}
+
+export function setting<T extends z.ZodType>(
+  env: string,
+  schema: T,
+  defaultText: string,
+  help: string,
+): Setting<T> {
+  return { env, schema, defaultText, help };
+}
+
+/** The settings of one component, under one heading in `--help` and the README. */
+export interface SettingsGroup<S extends Record<string, Setting> = Record<string, Setting>> {
+  title: string;
+  settings: S;
+}
+
+export function settingsGroup<S extends Record<string, Setting>>(
+  title: string,
+  settings: S,
+): SettingsGroup<S> {
+  return { title, settings };
+}
+
+/** The validated values of one group. */
+export type GroupValues<G extends SettingsGroup> = {
+  [K in keyof G['settings']]: z.output<G['settings'][K]['schema']>;
+};
+
+/** The validated values of several groups, one object per group. */
+export type SettingsValues<T extends Record<string, SettingsGroup>> = { [K in keyof T]: GroupValues<T[K]> };
+
+/** A configuration error: one clear line naming the variable, never a stack trace. */
+export class ConfigError extends Error {
+  readonly code = 'CONFIG_INVALID';
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Variables whose values are secret: never echoed in an error. */
+const SECRET_ENV = /API_KEYS|REDIS_URL|PASSWORD|SECRET|TOKEN/;
+
+/**
+ * Reads and validates every setting of `groups` from `env`. Throws a {@link ConfigError} naming every
+ * bad variable on one line.
+ */
+export function loadSettings<T extends Record<string, SettingsGroup>>(
+  groups: T,
+  env: NodeJS.ProcessEnv = process.env,
+): SettingsValues<T> {
+  const out: Record<string, Record<string, unknown>> = {};
+  const problems: string[] = [];
+  for (const [groupKey, group] of Object.entries(groups)) {
+    const values: Record<string, unknown> = {};
+    for (const [key, spec] of Object.entries(group.settings)) {
+      const raw = env[spec.env];
+      const value = raw === undefined || raw.trim() === '' ? undefined : raw.trim();
+      const parsed = spec.schema.safeParse(value);
+      if (parsed.success) {
+        values[key] = parsed.data;
+      } else {
+        const issue = parsed.error.issues[0];
+        const shown = SECRET_ENV.test(spec.env) ? '(value hidden)' : JSON.stringify(value);
+        const problem = `${spec.env}=${shown}: ${issue?.message ?? 'invalid value'}`;
+        if (!problems.includes(problem)) problems.push(problem);
+      }
+    }
+    out[groupKey] = values;
+  }
+  if (problems.length > 0) throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);
+  return out as SettingsValues<T>;
+}
+
+/** Every setting once (a variable shared by two groups, such as REDIS_URL, is listed the first time). */
+function uniqueSettings(groups: Record<string, SettingsGroup>): Array<{ title: string; specs: Setting[] }> {
+  const seen = new Set<string>();
+  const out: Array<{ title: string; specs: Setting[] }> = [];
+  for (const group of Object.values(groups)) {
+    const specs = Object.values(group.settings).filter((spec) => !seen.has(spec.env));
+    for (const spec of specs) seen.add(spec.env);
+    const existing = out.find((g) => g.title === group.title);
+    if (existing) existing.specs.push(...specs);
+    else if (specs.length > 0) out.push({ title: group.title, specs });
+  }
+  return out;
+}
+
+/** The `--help` text: `intro` lines, then every setting with its default, one heading per group. */
+export function helpText(groups: Record<string, SettingsGroup>, intro: string[]): string {
+  const lines = [
+    ...intro,
+    'Every setting is an environment variable; an empty variable counts as unset.',
+    '',
+  ];
+  for (const { title, specs } of uniqueSettings(groups)) {
+    lines.push(title.toUpperCase());
+    for (const spec of specs) {
+      lines.push(`  ${spec.env.padEnd(28)} default: ${spec.defaultText}`);
+      lines.push(`  ${''.padEnd(28)} ${spec.help}`);
+    }
+    lines.push('');
+  }
+  return lines.join('\n').trimEnd();
+}
+
+/** The README configuration table (Markdown). */
+export function markdownTable(groups: Record<string, SettingsGroup>): string {
+  const rows: string[] = [];
+  for (const { title, specs } of uniqueSettings(groups)) {
+    for (const s of specs) {
+      rows.push(
+        `| \`${s.env}\` | ${s.defaultText.replace(/\|/g, '\\|')} | ${title} | ${s.help.replace(/\|/g, '\\|')} |`,
+      );
+    }
+  }
+  return ['| variable | default | group | meaning |', '|---|---|---|---|', ...rows].join('\n');
+}
+
+// --- zod building blocks shared by every group ----------------------------------------------------
+
+export const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+export const ratio = () => z.coerce.number().min(0).max(1);
+export const bool = () =>
+  z
+    .enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off'])
+    .transform((v) => v === 'true' || v === '1' || v === 'yes' || v === 'on');
+export const httpUrl = () =>
+  z
+    .string()
+    .url()
+    .refine((u) => /^https?:\/\//.test(u), 'must be an http:// or https:// URL')
+    .transform((u) => u.replace(/\/+$/, ''));
