@@ -1,0 +1,130 @@
+/**
+ * A real `redis-server` (Debian package) on a free loopback port, started and stopped by the test
+ * that needs it. `.ci/run` installs the package when missing.
+ *
+ * When the binary is absent: outside CI the tests skip with a notice; in CI they fail, unless
+ * `.ci/run` found that the package cannot be installed on this machine and said so with
+ * ALLOW_SKIP_REDIS=1 (then they skip with the same notice).
+ */
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer, Socket } from 'node:net';
+
+export const REDIS_SERVER_BIN = process.env.REDIS_SERVER_BIN ?? 'redis-server';
+
+/** Whether `redis-server` can be run here. */
+export function redisServerAvailable(): boolean {
+  const probe = spawnSync(REDIS_SERVER_BIN, ['--version'], { encoding: 'utf8' });
+  return probe.status === 0 && /Redis server v=/.test(probe.stdout);
+}
+
+/**
+ * True when the Redis tests must skip: the binary is missing and that is allowed here. Throws (the
+ * suite fails) when it is missing in CI without ALLOW_SKIP_REDIS=1. Prints the notice once.
+ */
+export function skipWithoutRedis(suite: string): boolean {
+  if (redisServerAvailable()) return false;
+  const notice = `${suite}: SKIPPED: redis-server not found. Install it with: apt-get install -y redis-server (.ci/run does).`;
+  if (process.env.CI && process.env.ALLOW_SKIP_REDIS !== '1') {
+    throw new Error(
+      `${notice} In CI it must be there: .ci/run installs it, or sets ALLOW_SKIP_REDIS=1 when it cannot.`,
+    );
+  }
+  process.stderr.write(`${notice}\n`);
+  return true;
+}
+
+/** A free TCP port on 127.0.0.1 (free when asked; the server binds it right after). */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const address = server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : 0;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** Sends PING until the server answers PONG, at most `tries` times 50 ms apart. */
+async function waitForPong(port: number, tries = 100): Promise<boolean> {
+  for (let i = 0; i < tries; i++) {
+    const pong = await new Promise<boolean>((resolve) => {
+      const socket = new Socket();
+      const done = (ok: boolean) => {
+        socket.destroy();
+        resolve(ok);
+      };
+      socket.setTimeout(500, () => done(false));
+      socket.once('error', () => done(false));
+      socket.once('data', (data) => done(data.toString().startsWith('+PONG')));
+      socket.connect(port, '127.0.0.1', () => socket.write('PING\r\n'));
+    });
+    if (pong) return true;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return false;
+}
+
+export interface RedisServer {
+  /** `redis://127.0.0.1:<port>` */
+  readonly url: string;
+  readonly port: number;
+  /** Stops the server (SIGTERM) and waits for it to exit. Idempotent. */
+  stop(): Promise<void>;
+  /** Kills it at once (SIGKILL), as a crash would. */
+  kill(): Promise<void>;
+  /** Starts it again on the same port (after stop or kill). */
+  restart(): Promise<void>;
+}
+
+/** Starts `redis-server` on a free loopback port, in memory only (no RDB, no AOF). */
+export async function startRedisServer(): Promise<RedisServer> {
+  const port = await freePort();
+  let child: ChildProcess | undefined;
+
+  const start = async () => {
+    const proc = spawn(
+      REDIS_SERVER_BIN,
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--protected-mode',
+        'yes',
+      ],
+      { stdio: 'ignore' },
+    );
+    child = proc;
+    const ready = await Promise.race([waitForPong(port), once(proc, 'exit').then(() => false)]);
+    if (!ready) {
+      proc.kill('SIGKILL');
+      throw new Error(`redis-server did not start on port ${port}`);
+    }
+  };
+
+  const end = async (signal: NodeJS.Signals) => {
+    const proc = child;
+    child = undefined;
+    if (proc === undefined || proc.exitCode !== null || proc.signalCode !== null) return;
+    const exited = once(proc, 'exit');
+    proc.kill(signal);
+    await exited;
+  };
+
+  await start();
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    stop: () => end('SIGTERM'),
+    kill: () => end('SIGKILL'),
+    restart: async () => {
+      await end('SIGTERM');
+      await start();
+    },
+  };
+}
