@@ -1,0 +1,181 @@
+/**
+ * Redis going away (killed, paused, never there) never fails nor stalls a call: the shared state
+ * falls back to memory, says so once, and rejoins by itself.
+ */
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { Registry } from 'prom-client';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createSharedState, type SharedState } from '../../src/gateway/shared-state/index.js';
+import { freePort, type RedisServer, skipWithoutRedis, startRedisServer } from '../support/redis-server.js';
+import {
+  capturedLogger,
+  count,
+  INFO,
+  LATE,
+  metricValue,
+  until,
+  WARN,
+  within,
+} from '../support/shared-state-helpers.js';
+
+const skip = skipWithoutRedis('shared-state-redis-failure');
+const DOWN = 'redis unavailable; using in-memory state';
+const BACK = 'redis back; sharing state again';
+
+/** One of every call, each bounded: its outcome or LATE. */
+async function everyCall(state: SharedState, key: string) {
+  const now = Date.now();
+  state.cache.set(key, { at: now }, 5000);
+  state.budgets.add(key, 0.01, now);
+  state.flights.settle(`${key}-settled`, 1, 1000);
+  return Promise.all([
+    within(state.cache.get(key)),
+    within(state.cache.get(`${key}-missing`)),
+    within(state.flights.claim(key, 5000)),
+    within(state.flights.await(`${key}-other`, 200)),
+    within(state.budgets.window(key, now)),
+  ]);
+}
+
+describe.skipIf(skip)('shared state when Redis fails', () => {
+  const servers: RedisServer[] = [];
+  const states: SharedState[] = [];
+  afterAll(async () => {
+    for (const state of states) await state.close();
+    for (const server of servers) await server.stop();
+  });
+
+  function replica(url: string, prefix: string) {
+    const log = capturedLogger();
+    const registry = new Registry();
+    // The default command timeout (25 ms): the one production uses.
+    const state = createSharedState({
+      redisUrl: url,
+      keyPrefix: prefix,
+      timeoutMs: 25,
+      logger: log.logger,
+      registry,
+    });
+    states.push(state);
+    return { state, registry, ...log };
+  }
+
+  it('keeps answering through a kill, warns once, and rejoins after a restart', async () => {
+    const server = await startRedisServer();
+    servers.push(server);
+    const prefix = `kill-${randomUUID().slice(0, 8)}:`;
+    const a = replica(server.url, prefix);
+    const b = replica(server.url, prefix);
+    expect(await until(() => a.state.status() === 'redis' && b.state.status() === 'redis')).toBe(true);
+
+    // B follows a flight A leads, then Redis dies under both.
+    expect(await a.state.flights.claim('held', 60_000)).toBe('lead');
+    expect(await b.state.flights.claim('held', 60_000)).toBe('follow');
+    const following = within(b.state.flights.await('held', 60_000), 2000);
+    const calls = [0, 1, 2].map((i) => everyCall(a.state, `before-${i}`));
+    // kill() sends SIGKILL at once and resolves when the process is gone: these calls race its death.
+    const killed = server.kill();
+    calls.push(...[0, 1, 2].map((i) => everyCall(a.state, `during-${i}`)));
+    await killed;
+    calls.push(everyCall(a.state, 'after'), everyCall(b.state, 'after'));
+    const outcomes = (await Promise.all(calls)).flat(1);
+    expect(outcomes).toHaveLength(8 * 5);
+    expect(outcomes).not.toContain(LATE);
+    // The follower stopped waiting (no answer), well before its 60 s.
+    expect(await following).toBeUndefined();
+
+    expect(await until(() => a.state.status() === 'fallback' && b.state.status() === 'fallback')).toBe(true);
+    // In fallback the stores answer from memory, synchronously.
+    a.state.cache.set('local', 'v', 5000);
+    expect(a.state.cache.get('local')).toBe('v');
+    expect(await a.state.flights.claim('held', 60_000)).toBe('lead');
+    const spentAt = Date.now();
+    a.state.budgets.add('outage-spend', 2, spentAt);
+    expect(a.state.budgets.window('outage-spend', spentAt)).toEqual([
+      [Math.floor(spentAt / 60_000) * 60_000, 2],
+    ]);
+    expect(await metricValue(a.registry, 'gateway_redis_up')).toBe(0);
+
+    // Several failed reconnections later, still one warning per replica.
+    expect(
+      await until(
+        async () =>
+          (await metricValue(a.registry, 'gateway_redis_errors_total', { operation: 'connection' })) >= 3,
+      ),
+    ).toBe(true);
+    expect(count(a.lines, WARN, DOWN)).toBe(1);
+    expect(count(b.lines, WARN, DOWN)).toBe(1);
+
+    await server.restart();
+    expect(await until(() => a.state.status() === 'redis' && b.state.status() === 'redis', 200)).toBe(true);
+    expect(count(a.lines, INFO, BACK)).toBe(1);
+    expect(count(b.lines, INFO, BACK)).toBe(1);
+    expect(count(a.lines, WARN, DOWN)).toBe(1);
+    expect(await metricValue(a.registry, 'gateway_redis_up')).toBe(1);
+
+    // Sharing works again (the restarted Redis is empty: its scripts are loaded anew).
+    a.state.cache.set('again', { shared: true }, 5000);
+    expect(await a.state.flights.claim('again', 5000)).toBe('lead'); // A's SET is in before this reply
+    expect(await b.state.cache.get('again')).toEqual({ shared: true });
+    // Spend A saw during the outage still counts in A's window, merged with Redis' (empty) one.
+    const window = await a.state.budgets.window('outage-spend', spentAt);
+    expect(window).toEqual([[Math.floor(spentAt / 60_000) * 60_000, 2]]);
+  });
+
+  it('treats a run of timed-out commands on an open socket as an outage, and rejoins', async () => {
+    const server = await startRedisServer();
+    servers.push(server);
+    const a = replica(server.url, `pause-${randomUUID().slice(0, 8)}:`);
+    expect(await until(() => a.state.status() === 'redis')).toBe(true);
+    const admin = new Redis(server.url, { lazyConnect: true, maxRetriesPerRequest: 0 });
+    await admin.connect();
+    try {
+      // Redis stops answering every client for 1.5 s; the sockets stay open.
+      await admin.client('PAUSE', 1500, 'ALL');
+      const outcomes: unknown[] = [];
+      for (let i = 0; i < 5 && a.state.status() === 'redis'; i++)
+        outcomes.push(...(await everyCall(a.state, `slow-${i}`)));
+      expect(outcomes).not.toContain(LATE);
+      expect(a.state.status()).toBe('fallback');
+      expect(count(a.lines, WARN, DOWN)).toBe(1);
+      expect(String(a.lines.find((line) => line.msg === DOWN)?.reason)).toContain('timed out');
+      expect(
+        await metricValue(a.registry, 'gateway_redis_errors_total', { operation: 'cache_get' }),
+      ).toBeGreaterThan(0);
+      // While in fallback nothing is sent: a local miss is a synchronous undefined.
+      expect(a.state.cache.get('slow-missing')).toBeUndefined();
+      expect(await until(() => a.state.status() === 'redis', 200)).toBe(true);
+      expect(count(a.lines, INFO, BACK)).toBe(1);
+      expect(count(a.lines, WARN, DOWN)).toBe(1);
+    } finally {
+      admin.disconnect();
+    }
+  });
+
+  it('starts in fallback when nothing listens, never logs the password, and joins once Redis is there', async () => {
+    const closed = replica(`redis://gateway:s3cret-pw@127.0.0.1:${await freePort()}`, 'closed:');
+    expect(closed.state.status()).toBe('fallback');
+    closed.state.cache.set('k', 'v', 1000);
+    expect(closed.state.cache.get('k')).toBe('v');
+    expect(closed.state.cache.get('missing')).toBeUndefined();
+    expect(await within(closed.state.flights.claim('k', 1000))).toBe('lead');
+    expect(closed.state.budgets.window('k', Date.now())).toEqual([]);
+    expect(await until(() => count(closed.lines, WARN, DOWN) === 1)).toBe(true);
+    expect(closed.raw.join('')).not.toContain('s3cret-pw');
+    // The address is logged without user or password.
+    expect(closed.lines.find((line) => line.msg === DOWN)?.redis).toMatch(/^redis:\/\/127\.0\.0\.1:\d+$/);
+
+    // A Redis that is down when the gateway starts, and comes up later.
+    const server = await startRedisServer();
+    servers.push(server);
+    await server.stop();
+    const late = replica(server.url, 'late:');
+    expect(late.state.status()).toBe('fallback');
+    expect(await until(() => count(late.lines, WARN, DOWN) === 1)).toBe(true);
+    await server.restart();
+    expect(await until(() => late.state.status() === 'redis', 200)).toBe(true);
+    expect(count(late.lines, INFO, BACK)).toBe(1);
+    expect(count(late.lines, WARN, DOWN)).toBe(1);
+  });
+});

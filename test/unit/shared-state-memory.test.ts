@@ -1,0 +1,133 @@
+import { pino } from 'pino';
+import { Registry } from 'prom-client';
+import { describe, expect, it } from 'vitest';
+import { createSharedState } from '../../src/gateway/shared-state/index.js';
+
+const silent = pino({ level: 'silent' });
+const HOUR = 3_600_000;
+const MINUTE = 60_000;
+
+function memoryState(options: { localMaxEntries?: number; localMaxBytes?: number } = {}) {
+  let time = 1_000_000;
+  const state = createSharedState({ logger: silent, now: () => time, ...options });
+  return {
+    state,
+    advance: (ms: number) => {
+      time += ms;
+    },
+  };
+}
+
+describe('shared state in memory (no REDIS_URL)', () => {
+  it('says so and registers no Redis metrics', async () => {
+    const registry = new Registry();
+    const state = createSharedState({ logger: silent, registry });
+    expect(state.status()).toBe('memory');
+    expect(await registry.getMetricsAsJSON()).toEqual([]);
+    await state.close();
+    expect(state.status()).toBe('memory');
+  });
+
+  it('answers a cache get synchronously, hit or miss: no promise on the hit path', () => {
+    const { state } = memoryState();
+    const value = { answer: { kind: 'boolean', value: true } };
+    state.cache.set('k', value, 1000);
+    const hit = state.cache.get('k');
+    expect(hit).not.toBeInstanceOf(Promise);
+    expect(hit).toBe(value);
+    const miss = state.cache.get('other');
+    expect(miss).not.toBeInstanceOf(Promise);
+    expect(miss).toBeUndefined();
+  });
+
+  it('forgets an answer when its TTL has passed (injected clock)', () => {
+    const { state, advance } = memoryState();
+    state.cache.set('k', 'v', 1000);
+    advance(999);
+    expect(state.cache.get('k')).toBe('v');
+    advance(1);
+    expect(state.cache.get('k')).toBeUndefined();
+    expect(state.cache.size).toBe(0);
+  });
+
+  it('keeps at most localMaxEntries answers, least recently used out first', () => {
+    const { state } = memoryState({ localMaxEntries: 2 });
+    state.cache.set('a', 1, 10_000);
+    state.cache.set('b', 2, 10_000);
+    expect(state.cache.get('a')).toBe(1); // a is now more recent than b
+    state.cache.set('c', 3, 10_000);
+    expect(state.cache.size).toBe(2);
+    expect(state.cache.get('b')).toBeUndefined();
+    expect(state.cache.get('a')).toBe(1);
+    expect(state.cache.get('c')).toBe(3);
+  });
+
+  it('keeps at most localMaxBytes of answers, by the sizes given to set', () => {
+    const { state } = memoryState({ localMaxBytes: 1000 });
+    state.cache.set('big', 'x', 10_000, 600);
+    state.cache.set('bigger', 'y', 10_000, 600);
+    expect(state.cache.get('big')).toBeUndefined();
+    expect(state.cache.get('bigger')).toBe('y');
+    state.cache.set('huge', 'z', 10_000, 5000);
+    expect(state.cache.get('huge')).toBeUndefined();
+  });
+
+  it('stores neither undefined nor answers without a positive TTL; clear forgets all', () => {
+    const { state } = memoryState();
+    state.cache.set('u', undefined, 1000);
+    state.cache.set('zero', 'v', 0);
+    expect(state.cache.size).toBe(0);
+    state.cache.set('a', null, 1000);
+    expect(state.cache.get('a')).toBeNull();
+    state.cache.clear();
+    expect(state.cache.size).toBe(0);
+    expect(state.cache.get('a')).toBeUndefined();
+  });
+
+  it('always leads a flight, and a follower gets nothing (in-process sharing is elsewhere)', async () => {
+    const { state } = memoryState();
+    expect(await state.flights.claim('f', 1000)).toBe('lead');
+    expect(await state.flights.claim('f', 1000)).toBe('lead');
+    expect(() => state.flights.settle('f', { x: 1 }, 1000)).not.toThrow();
+    expect(await state.flights.await('f', 1000)).toBeUndefined();
+  });
+
+  it('sums spend per minute bucket, synchronously, oldest first', () => {
+    const { state } = memoryState();
+    const t0 = 100 * HOUR; // a bucket boundary
+    state.budgets.add('key', 0.5, t0 + 1000);
+    state.budgets.add('key', 0.25, t0 + 59_000);
+    state.budgets.add('key', 1, t0 + MINUTE);
+    state.budgets.add('other', 7, t0);
+    const window = state.budgets.window('key', t0 + MINUTE + 1);
+    expect(window).not.toBeInstanceOf(Promise);
+    expect(window).toEqual([
+      [t0, 0.75],
+      [t0 + MINUTE, 1],
+    ]);
+    expect(state.budgets.window('nobody', t0)).toEqual([]);
+  });
+
+  it('slides the hour: a bucket drops out once its start is an hour old', () => {
+    const { state } = memoryState();
+    const t0 = 100 * HOUR;
+    state.budgets.add('key', 1, t0);
+    state.budgets.add('key', 2, t0 + 30 * MINUTE);
+    expect(state.budgets.window('key', t0 + HOUR - 1)).toEqual([
+      [t0, 1],
+      [t0 + 30 * MINUTE, 2],
+    ]);
+    expect(state.budgets.window('key', t0 + HOUR)).toEqual([[t0 + 30 * MINUTE, 2]]);
+    expect(state.budgets.window('key', t0 + 90 * MINUTE)).toEqual([]);
+  });
+
+  it('ignores spend that is not a positive finite amount', () => {
+    const { state } = memoryState();
+    const t0 = 100 * HOUR;
+    state.budgets.add('key', -1, t0);
+    state.budgets.add('key', 0, t0);
+    state.budgets.add('key', Number.NaN, t0);
+    state.budgets.add('key', Number.POSITIVE_INFINITY, t0);
+    expect(state.budgets.window('key', t0)).toEqual([]);
+  });
+});
