@@ -1,6 +1,15 @@
+import { createRequire } from 'node:module';
 import { defineConfig } from 'vitest/config';
 
+const require = createRequire(import.meta.url);
+
 export default defineConfig({
+  resolve: {
+    // graphql 16 has no "exports" map: Node loads its CommonJS main for every importer, while Vite
+    // would give the project's own files its "module" build. Two copies of graphql-js break its
+    // `instanceof` checks, so tests resolve it as Node does in production: one copy.
+    alias: [{ find: /^graphql$/, replacement: require.resolve('graphql') }],
+  },
   test: {
     include: ['test/**/*.test.ts'],
     exclude: ['test/bench/**', 'node_modules/**'],

@@ -37,6 +37,9 @@ export { DigitsRangeError } from './digits-range-error.js';
 
 export type Constant = 'pi' | 'e';
 
+/** The most decimals an engine serves unless told otherwise (the shared engine's limit). */
+export const DEFAULT_MAX_DIGITS = 1_000_000;
+
 /** Where a computation ran; reported to `onCompute`. */
 export type ComputeLocation = 'inline' | 'worker';
 
@@ -48,7 +51,7 @@ export interface ComputeEvent {
 }
 
 export interface DigitEngineOptions {
-  /** Largest number of decimals served; larger requests reject with a RangeError. @default 1_000_000 */
+  /** Largest number of decimals served; larger requests reject with a RangeError. @default DEFAULT_MAX_DIGITS */
   maxDigits?: number;
   /** Run big computations in a worker thread. @default true */
   useWorker?: boolean;
@@ -198,7 +201,7 @@ function defaultWorkerUrl(): URL {
 }
 
 export function createDigitEngine(options: DigitEngineOptions = {}): DigitEngine {
-  const maxDigits = options.maxDigits ?? 1_000_000;
+  const maxDigits = options.maxDigits ?? DEFAULT_MAX_DIGITS;
   const useWorker = options.useWorker ?? true;
   const inlineBelow = options.inlineBelow ?? 5000;
   const onCompute = options.onCompute;

@@ -78,6 +78,24 @@ export const upstreamSettings = settingsGroup('upstreams', {
     '1000',
     'Timeout of each upstream health call made by the health query and /ready.',
   ),
+  nullApiVersion: setting(
+    'NULL_API_VERSION',
+    z.enum(['auto', 'v1', 'v2']).default('auto'),
+    'auto',
+    'API of the null-check service: v1 (POST /api/v1/check), v2 (POST /api/v2/null-or-not, with a philosophical analysis), or auto: v2 when the service lists it in its /openapi.json, and a switch at run time when an endpoint answers 404 or 410, with no client-visible error.',
+  ),
+  piApiVersion: setting(
+    'PI_API_VERSION',
+    z.enum(['auto', 'v1', 'v2']).default('auto'),
+    'auto',
+    'API of the pi-digits service for the pi query: v1 (GET /api/v1/pi), v2 (POST /api/v1/inference, needs PI_WAIVER_ACCEPTED), or auto: v1 while it is served, v2 once it answers 404 or 410.',
+  ),
+  piWaiverAccepted: setting(
+    'PI_WAIVER_ACCEPTED',
+    bool().default(false),
+    'false',
+    "The operator accepts the pi-digits service's liability waiver on behalf of pi callers, so that pi can be served by the v2 inference endpoint (correctDigits keeps every answer honest). Without it, pi over v2 fails with WAIVER_REQUIRED and no upstream call.",
+  ),
 });
 
 export const resilienceSettings = settingsGroup('resilience', {
@@ -170,6 +188,15 @@ export const cacheSettings = settingsGroup('cache', {
   ),
 });
 
+export const costSettings = settingsGroup('cost', {
+  costBudgetUsdPerHour: setting(
+    'COST_BUDGET_USD_PER_HOUR',
+    z.coerce.number().positive().finite().max(1_000_000).optional(),
+    '(unset: no budget)',
+    'Most US dollars one API key (or the free tier as a whole) may spend through the gateway in any sliding hour, counted from what the upstreams report; past it, operations fail with BUDGET_EXCEEDED and retryAfterSeconds. Shared by every replica with REDIS_URL.',
+  ),
+});
+
 export const observabilitySettings = settingsGroup('observability', {
   sponsorLogIntervalMs: setting(
     'SPONSOR_LOG_INTERVAL_MS',
@@ -192,5 +219,6 @@ export const gatewaySettings = {
   resilience: resilienceSettings,
   limits: limitSettings,
   cache: cacheSettings,
+  cost: costSettings,
   observability: observabilitySettings,
 };

@@ -1,41 +1,33 @@
 /**
- * GET /ready, the readiness probe (contract §6): 200 when each upstream is usable, 503 otherwise.
+ * GET /ready, the readiness probe, on Yoga's own `useReadinessCheck`: 200 when each upstream is
+ * usable, 503 otherwise, with a JSON body an operator can act on.
  *
  * An upstream counts as usable when its circuit breaker is closed (live traffic is not failing, so no
  * network call is needed) or, when the breaker is open, half-open or disabled, when a health probe
- * reaches it. So a fresh gateway is ready at once, an upstream that keeps failing makes it unready as
- * soon as its breaker opens, and it is ready again as soon as the upstream answers its health endpoint,
- * even before live traffic has closed the breaker.
+ * reaches it. A fresh gateway is ready at once; an upstream that keeps failing makes it unready as
+ * soon as its breaker opens, and ready again as soon as the upstream answers its health endpoint.
+ * Redis is reported but never makes the gateway unready: without it each replica runs on memory.
  *
- * Why probe results are shared and reused for a short while: /ready is public; without it, every hit
- * would make two upstream calls, an amplifier for anyone who can reach the gateway.
+ * Probe results are shared and reused for a short while: /ready is public, and without that every
+ * hit would make two upstream calls, an amplifier for anyone who can reach the gateway.
  *
  * Liveness is Yoga's own `/health` (always 200, never touches an upstream): an upstream outage must
  * not make an orchestrator restart a healthy gateway.
  */
-import type { Plugin } from 'graphql-yoga';
-import type { HealthProbe, UpstreamClients } from '../upstream/types.js';
+import { type Plugin, useReadinessCheck } from 'graphql-yoga';
+import type { UpstreamName } from '../errors.js';
+import type { BreakerState } from '../upstream/interceptors/circuit-breaker.js';
 
-type BreakerState = HealthProbe<unknown>['breaker'];
-
-/** The HTTP clients expose their breaker state; other clients (test doubles) may not. */
-interface MaybeWithBreaker {
-  breakerState?: () => BreakerState;
-  health(): Promise<HealthProbe<unknown>>;
-}
-
-export interface ReadinessOptions {
-  /** The gateway's upstream clients (health probes and, when they have it, `breakerState()`). */
-  clients: UpstreamClients;
-  /**
-   * Path of the readiness endpoint (GET and HEAD).
-   * @default '/ready'
-   */
+export interface ReadinessPluginOptions {
+  /** The breaker state of an upstream. */
+  breaker(upstream: UpstreamName): BreakerState;
+  /** Whether an upstream's health endpoint answers (called only when its breaker is not closed). */
+  reachable(upstream: UpstreamName): Promise<boolean>;
+  /** Where shared state lives now: memory (no REDIS_URL), redis, or fallback (Redis unreachable). */
+  sharedState?: (() => 'memory' | 'redis' | 'fallback') | undefined;
+  /** @default '/ready' */
   path?: string;
-  /**
-   * How long one health probe result is reused by later /ready requests, in ms.
-   * @default 1000
-   */
+  /** How long one probe result is reused, in ms. @default 1000 */
   probeCacheMs?: number;
 }
 
@@ -50,69 +42,48 @@ export interface UpstreamReadiness {
 export interface ReadinessReport {
   status: 'ready' | 'unready';
   upstreams: { nullCheck: UpstreamReadiness; piDigits: UpstreamReadiness };
+  redis?: 'memory' | 'redis' | 'fallback';
 }
 
-/** Probes one upstream at most once per `cacheMs`; concurrent callers share the probe in flight. */
-function sharedProbe(client: MaybeWithBreaker, cacheMs: number): () => Promise<boolean> {
-  let last: { at: number; result: Promise<boolean> } | undefined;
-  return () => {
-    const now = Date.now();
-    if (last === undefined || now - last.at >= cacheMs) {
-      // health() never throws by contract; the catch keeps /ready answering even if one did.
-      const result = client.health().then(
-        (probe) => probe.reachable,
-        () => false,
-      );
-      last = { at: now, result };
-    }
-    return last.result;
-  };
-}
-
-async function upstreamReadiness(
-  client: MaybeWithBreaker,
-  probe: () => Promise<boolean>,
-): Promise<UpstreamReadiness> {
-  const breaker = typeof client.breakerState === 'function' ? client.breakerState() : 'disabled';
-  if (breaker === 'closed') return { ready: true, breaker, reachable: null };
-  const reachable = await probe();
-  return { ready: reachable, breaker, reachable };
-}
-
-/** Computes the readiness of both upstreams (what GET /ready answers). */
-export function createReadinessCheck(options: ReadinessOptions): () => Promise<ReadinessReport> {
+export function createReadinessCheck(options: ReadinessPluginOptions): () => Promise<ReadinessReport> {
   const cacheMs = options.probeCacheMs ?? 1000;
-  const nullCheck = options.clients.nullCheck as MaybeWithBreaker;
-  const piDigits = options.clients.piDigits as MaybeWithBreaker;
-  const probeNull = sharedProbe(nullCheck, cacheMs);
-  const probePi = sharedProbe(piDigits, cacheMs);
+  const last = new Map<UpstreamName, { at: number; result: Promise<boolean> }>();
+  const probe = (upstream: UpstreamName) => {
+    const now = Date.now();
+    const cached = last.get(upstream);
+    if (cached !== undefined && now - cached.at < cacheMs) return cached.result;
+    const result = options.reachable(upstream).catch(() => false);
+    last.set(upstream, { at: now, result });
+    return result;
+  };
+  const readiness = async (upstream: UpstreamName): Promise<UpstreamReadiness> => {
+    const breaker = options.breaker(upstream);
+    if (breaker === 'closed') return { ready: true, breaker, reachable: null };
+    const reachable = await probe(upstream);
+    return { ready: reachable, breaker, reachable };
+  };
   return async () => {
-    const [nullReady, piReady] = await Promise.all([
-      upstreamReadiness(nullCheck, probeNull),
-      upstreamReadiness(piDigits, probePi),
-    ]);
-    return {
-      status: nullReady.ready && piReady.ready ? 'ready' : 'unready',
-      upstreams: { nullCheck: nullReady, piDigits: piReady },
+    const [nullCheck, piDigits] = await Promise.all([readiness('null-check'), readiness('pi-digits')]);
+    const report: ReadinessReport = {
+      status: nullCheck.ready && piDigits.ready ? 'ready' : 'unready',
+      upstreams: { nullCheck, piDigits },
     };
+    const redis = options.sharedState?.();
+    if (redis !== undefined) report.redis = redis;
+    return report;
   };
 }
 
-/** The Yoga plugin serving GET/HEAD `/ready` (see the module comment for the rule). */
-export function useReadiness(options: ReadinessOptions): Plugin {
-  const path = options.path ?? '/ready';
+export function useReadiness(options: ReadinessPluginOptions): Plugin {
   const check = createReadinessCheck(options);
-  return {
-    onRequest({ request, url, endResponse, fetchAPI }) {
-      if ((request.method !== 'GET' && request.method !== 'HEAD') || url.pathname !== path) return;
-      return check().then((report) => {
-        endResponse(
-          new fetchAPI.Response(request.method === 'HEAD' ? null : JSON.stringify(report), {
-            status: report.status === 'ready' ? 200 : 503,
-            headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' },
-          }),
-        );
+  return useReadinessCheck({
+    endpoint: options.path ?? '/ready',
+    check: async ({ request, fetchAPI }) => {
+      const report = await check();
+      return new fetchAPI.Response(request.method === 'HEAD' ? null : JSON.stringify(report), {
+        status: report.status === 'ready' ? 200 : 503,
+        headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' },
       });
     },
-  };
+  });
 }

@@ -1,23 +1,22 @@
 /**
- * Field errors the schema raises: argument checks (before any upstream call) and the mapping of
- * upstream failures to contract §2 codes.
+ * Field errors the schema raises: argument checks (before any upstream call) and upstream failures
+ * turned into the field's coded error. Codes come from the one table in ../errors.ts.
  *
- * Why createGraphQLError without `originalError`: Yoga masks any error whose original is not a
- * GraphQLError. The UpstreamError stays out of the answer (its body and cause go to the log only); its
- * message is client-safe by the errors.ts contract.
+ * Upstream failures are rethrown without their original error: Yoga masks any error whose original is
+ * not a GraphQLError, and the upstream's body and cause belong in the log only (the clients logged
+ * them already). Anything else is rethrown untouched, so Yoga masks it as "Unexpected error.".
  */
 import type { GraphQLError } from 'graphql';
-import { createGraphQLError } from 'graphql-yoga';
-import { isUpstreamError } from '../upstream/errors.js';
+import { fieldErrorOf, gatewayError } from '../errors.js';
 
 export function badUserInput(message: string): GraphQLError {
-  return createGraphQLError(message, { extensions: { code: 'BAD_USER_INPUT' } });
+  return gatewayError('BAD_USER_INPUT', message);
 }
 
 export function waiverRequired(): GraphQLError {
-  return createGraphQLError(
+  return gatewayError(
+    'WAIVER_REQUIRED',
     'inference needs liabilityWaiverSigned: true (generated digits may not match the real constant)',
-    { extensions: { code: 'WAIVER_REQUIRED' } },
   );
 }
 
@@ -37,13 +36,7 @@ export function checkDigits(name: string, digits: number, max: number): number {
   return digits;
 }
 
-/**
- * Rethrows an upstream failure as the field's GraphQL error (code, upstream, upstreamStatus,
- * retryAfterSeconds). Anything else is rethrown untouched, so Yoga masks it ("Unexpected error.") and
- * logs it.
- */
+/** Rethrows an upstream failure as the field's error (code, upstream, upstreamStatus, retryAfterSeconds). */
 export function rethrowAsFieldError(error: unknown): never {
-  // The upstream clients already logged the failure with its raw body (never the key).
-  if (isUpstreamError(error)) throw createGraphQLError(error.message, { extensions: error.toExtensions() });
-  throw error;
+  throw fieldErrorOf(error);
 }

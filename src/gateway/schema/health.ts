@@ -3,6 +3,7 @@
  * DOWN. Never fails as a whole: an unreachable upstream is data here, not an error.
  */
 
+import type { UpstreamFieldExtension } from '../operation-plan.js';
 import type { HealthProbe, NullHealthBody, PiHealthBody } from '../upstream/types.js';
 import { builder } from './builder.js';
 import { floatOrNull, intOrNull } from './numbers.js';
@@ -78,6 +79,20 @@ export const UpstreamHealth = builder
         nullable: true,
         description: 'Overall status as the service reports it (upstream `status`).',
         resolve: (p) => p.body?.status ?? null,
+      }),
+      apiVersion: t.string({
+        description:
+          'The API version the gateway calls this upstream with now: v1 or v2. It moves to v2 by itself when the upstream retires v1.',
+        resolve: (p) => p.apiVersion,
+      }),
+      deprecated: t.boolean({
+        description: 'Whether the upstream marked the endpoint the gateway uses as deprecated (Deprecation header).',
+        resolve: (p) => p.deprecated,
+      }),
+      sunset: t.string({
+        nullable: true,
+        description: 'When the upstream says that deprecated endpoint goes away (its Sunset header, an HTTP date).',
+        resolve: (p) => p.sunset,
       }),
     }),
   });
@@ -155,6 +170,8 @@ builder.queryField('health', (t) =>
     type: Health,
     description:
       'Probes both upstream health endpoints concurrently. Never fails: unreachable is reported as data.',
+    // One health call per upstream; health costs nothing.
+    extensions: { upstream: { calls: 2 } satisfies UpstreamFieldExtension },
     resolve: async (_root, _args, context) => {
       const [nullCheck, pi] = await context.loaders.health();
       return { status: healthStatusOf(nullCheck, pi), nullCheck, pi };

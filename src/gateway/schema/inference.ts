@@ -4,6 +4,7 @@
  * upstream call.
  */
 
+import type { UpstreamFieldExtension } from '../operation-plan.js';
 import type { InferenceRequest, InferenceResponse } from '../upstream/types.js';
 import { builder } from './builder.js';
 import { checkDigits, checkTemperature, rethrowAsFieldError, waiverRequired } from './errors.js';
@@ -116,6 +117,22 @@ builder.queryField('inference', (t) =>
       'The beta inference endpoint of the pi-digits service (labelled v2). Needs liabilityWaiverSigned: true ' +
       '(else WAIVER_REQUIRED). Fails with BAD_USER_INPUT for negative or too many digits or temperature ' +
       'outside 0..1; TIER_FORBIDDEN, RATE_LIMITED, UPSTREAM_* codes as `pi`.',
+    extensions: {
+      upstream: {
+        calls: 1,
+        models: (args) => {
+          const input = (args.input ?? {}) as { model?: unknown; desiredDigits?: unknown };
+          return [
+            {
+              upstream: 'pi-digits',
+              kind: 'inference',
+              model: typeof input.model === 'string' ? input.model : 'pi-x-4o',
+              digits: typeof input.desiredDigits === 'number' ? input.desiredDigits : undefined,
+            },
+          ];
+        },
+      } satisfies UpstreamFieldExtension,
+    },
     args: {
       input: t.arg({
         type: InferenceInput,

@@ -6,6 +6,7 @@
  * `args`, and an explicit `null` in. `'value' in args` keeps the two apart all the way to the upstream.
  */
 
+import type { UpstreamFieldExtension } from '../operation-plan.js';
 import type { NullCheckRequest, NullCheckResponse } from '../upstream/types.js';
 import { builder } from './builder.js';
 import { badUserInput, checkTemperature, rethrowAsFieldError } from './errors.js';
@@ -37,7 +38,8 @@ export const NullCheck = builder.interfaceRef<NullCheckShape>('NullCheck').imple
       resolve: (p) => nullModelOf(p.response.model),
     }),
     modelName: t.string({
-      description: 'The model variant exactly as the service named it (upstream `model`).',
+      nullable: true,
+      description: 'The model variant exactly as the service named it (upstream `model`); null when it did not say.',
       resolve: (p) => p.response.model,
     }),
     inferenceTimeMs: t.int({
@@ -165,6 +167,14 @@ builder.queryField('isNull', (t) =>
       'Asks the null-check service whether `value` is null. Omit `value` to ask about undefined (the ' +
       'service answers 400: UNDEFINED_VALUE); pass `null` for null. Fails with TIER_FORBIDDEN for ' +
       "strictMode beyond your tier, RATE_LIMITED, NULL_PARADOX (the service's 500), UPSTREAM_* codes.",
+    extensions: {
+      upstream: {
+        calls: 1,
+        models: (args) => [
+          { upstream: 'null-check', kind: 'check', model: typeof args.model === 'string' ? args.model : 'null-x-4o' },
+        ],
+      } satisfies UpstreamFieldExtension,
+    },
     args: {
       value: t.arg({
         type: JsonScalar,

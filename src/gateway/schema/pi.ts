@@ -5,15 +5,14 @@
  * `correctDigits` is checked against the true constant by the digit engine, only when selected.
  */
 
+import type { UpstreamFieldExtension } from '../operation-plan.js';
+import { DEFAULT_PI_DIGITS } from '../upstream/pi-digits-client.js';
 import type { PiRequest, PiResponse } from '../upstream/types.js';
 import { builder } from './builder.js';
 import { checkDigits, checkTemperature, rethrowAsFieldError } from './errors.js';
 import { PiModel, piModelOf } from './models.js';
 import { floatOrNull, intOrNull } from './numbers.js';
 import { type Constant, classifyDigits, correctDigits, splitDigits } from './truth.js';
-
-/** The upstream default of `digits` (pi-digits spec §4.1). */
-export const DEFAULT_PI_DIGITS = 3;
 
 export interface PiShape {
   response: PiResponse;
@@ -63,7 +62,8 @@ export const ConstantDigits = builder.interfaceRef<PiShape>('ConstantDigits').im
       resolve: (p) => piModelOf(p.response.model),
     }),
     modelName: t.string({
-      description: 'The model variant exactly as the service named it (upstream `model`).',
+      nullable: true,
+      description: 'The model variant exactly as the service named it (upstream `model`); null when it did not say.',
       resolve: (p) => p.response.model,
     }),
     inferenceTimeMs: t.int({
@@ -120,6 +120,19 @@ builder.queryField('pi', (t) =>
       'Asks the pi-digits service for digits of pi. Free tier: at most 3 digits and sponsored: true (else ' +
       'TIER_FORBIDDEN, or a clamp visible as precision < requestedDigits). Fails with BAD_USER_INPUT for ' +
       'negative digits, more than MAX_DIGITS, or temperature outside 0..1; RATE_LIMITED; UPSTREAM_* codes.',
+    extensions: {
+      upstream: {
+        calls: 1,
+        models: (args) => [
+          {
+            upstream: 'pi-digits',
+            kind: 'pi',
+            model: typeof args.model === 'string' ? args.model : 'pi-x-4o',
+            digits: typeof args.digits === 'number' ? args.digits : DEFAULT_PI_DIGITS,
+          },
+        ],
+      } satisfies UpstreamFieldExtension,
+    },
     args: {
       digits: t.arg.int({
         description: 'Decimal places wanted, 0 or more. Omitted: 3 (the service default).',

@@ -5,24 +5,7 @@
  * camelCase shapes. The schema never sees HTTP; the clients never see GraphQL.
  */
 
-/** Which upstream a call or an error belongs to (also `extensions.upstream`). */
-export type UpstreamName = 'null-check' | 'pi-digits';
-
-/** Per-call facts taken from the incoming GraphQL request. */
-export interface CallOptions {
-  /** The caller's API key, forwarded as-is; undefined = no key (free tier). Never logged. */
-  apiKey?: string | undefined;
-  /** Propagated to the upstream as `x-request-id`. */
-  requestId?: string | undefined;
-  /** Aborts the upstream request (client gone, operation deadline passed). */
-  signal?: AbortSignal | undefined;
-  /**
-   * Absolute deadline of the whole call, retries and backoff included, in `Date.now()` ms. Bounds
-   * each attempt's timeout and decides whether a 429's `Retry-After` can be waited out. Optional:
-   * without it each attempt gets the full upstream timeout.
-   */
-  deadline?: number | undefined;
-}
+export type { UpstreamName } from '../errors.js';
 
 // --- null-check ----------------------------------------------------------------------------------
 
@@ -57,6 +40,13 @@ export interface NullCheckResponse {
   disclaimer: string | null;
   /** The untouched upstream body, for `ExistentialVerdict.raw` (nothing is lost). */
   raw: unknown;
+  /** Over v2 (`/api/v2/null-or-not`): the service's philosophical analysis; null over v1. */
+  philosophicalAnalysis?: PhilosophicalAnalysis | null;
+}
+
+/** `philosophical_analysis` of a v2 null-check answer: its typed fields, and the untouched object. */
+export interface PhilosophicalAnalysis {
+  raw: Record<string, unknown>;
 }
 
 /** GET /api/v1/health of the null-check service, every field of the spec. */
@@ -79,14 +69,16 @@ export interface PiRequest {
   sponsored?: boolean | undefined;
 }
 
-/** A validated answer of GET /api/v1/pi. */
+/** A validated answer of GET /api/v1/pi (or of the inference endpoint serving pi, over v2). */
 export interface PiResponse {
   digits: string;
   precision: number;
-  confidence: number;
-  model: string;
-  inferenceTimeMs: number;
-  gpuCostUsd: number;
+  confidence: number | null;
+  model: string | null;
+  inferenceTimeMs: number | null;
+  gpuCostUsd: number | null;
+  /** The inference endpoint's `cost`, parsed (v2 only; null over v1). */
+  costUsd?: number | null;
   sponsoredBy: string | null;
   disclaimer: string | null;
   /** The explicit marker when the upstream sent one (`constant`, `is_e`, ...), else null. */
@@ -140,25 +132,9 @@ export interface HealthProbe<Body> {
   error: string | null;
   /** Circuit breaker state of this upstream. */
   breaker: 'closed' | 'open' | 'half-open' | 'disabled';
-}
-
-// --- the clients ---------------------------------------------------------------------------------
-
-/** Every method rejects with an `UpstreamError` (src/upstream/errors.ts) on failure. */
-export interface NullCheckClient {
-  check(request: NullCheckRequest, options?: CallOptions): Promise<NullCheckResponse>;
-  health(options?: CallOptions): Promise<HealthProbe<NullHealthBody>>;
-  close(): Promise<void>;
-}
-
-export interface PiDigitsClient {
-  pi(request: PiRequest, options?: CallOptions): Promise<PiResponse>;
-  inference(request: InferenceRequest, options?: CallOptions): Promise<InferenceResponse>;
-  health(options?: CallOptions): Promise<HealthProbe<PiHealthBody>>;
-  close(): Promise<void>;
-}
-
-export interface UpstreamClients {
-  nullCheck: NullCheckClient;
-  piDigits: PiDigitsClient;
+  /** The API version the gateway calls this upstream with now. */
+  apiVersion: 'v1' | 'v2';
+  /** Whether the upstream marked the endpoint the gateway uses deprecated, and its Sunset date. */
+  deprecated: boolean;
+  sunset: string | null;
 }

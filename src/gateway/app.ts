@@ -1,0 +1,229 @@
+/**
+ * The composition root: `createApp(config)` builds the whole gateway from its settings (embedded
+ * reference services when no upstream URLs are given, shared state, observability, the upstream
+ * clients and their layers, the schema's context, Yoga, the fast path and the HTTP server) and returns
+ * it ready to listen. `src/main.ts`, each cluster worker and the tests' fixture all use it; nothing
+ * else wires components together.
+ */
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import type { AppConfig } from '../config.js';
+import { DEFAULT_MAX_DIGITS, type DigitEngine, sharedDigitEngine } from '../digits/digit-engine.js';
+import { servicesOptionsFromSettings } from '../services/settings.js';
+import { type RunningServices, startServices } from '../services/start-services.js';
+import { createContextFactory } from './context.js';
+import { createCostBudget } from './cost/cost-budget.js';
+import { createCostControl } from './cost/cost-control.js';
+import { createCostModel } from './cost/cost-model.js';
+import { createFastPath, type FastPath } from './fast-path/fast-path.js';
+import { createPreparedOperations } from './fast-path/prepared-operations.js';
+import { createGatewayMetrics, type GatewayMetrics } from './observability/metrics.js';
+import { createOperationReporter } from './observability/operation-report.js';
+import { createSponsorLog } from './observability/sponsor-log.js';
+import { createTracer, type TracingOptions } from './observability/tracing.js';
+import { createUpstreamObserver } from './observability/upstream-observer.js';
+import { yogaLogger } from './observability/yoga-logger.js';
+import { createPlanner } from './operation-plan.js';
+import { schema } from './schema/index.js';
+import { createGatewayServer, type GatewayServer } from './server.js';
+import { createSharedState, type SharedState } from './shared-state/index.js';
+import { createUpstreamClients, type UpstreamClients } from './upstream/clients.js';
+import { createGatewayYoga, type GatewayYoga } from './yoga.js';
+
+export interface AppOptions {
+  /** Where logs go (main.ts makes it from the `logs` settings). */
+  logger: Logger;
+  /** @default sharedDigitEngine() */
+  digits?: DigitEngine;
+  /** @default a new Registry */
+  registry?: Registry;
+  /** Collect prom-client's default process metrics. @default true */
+  defaultMetrics?: boolean;
+  /** Where the tracer comes from when OTEL_TRACING is on. @default the host SDK's global provider */
+  tracerProvider?: TracingOptions['tracerProvider'];
+  /** Clock of the hourly cost budgets (tests move it). @default Date.now */
+  now?: () => number;
+  /** Backoff of upstream retries, in ms (tests shorten it). @default { baseMs: 50, capMs: 1000 } */
+  backoff?: { baseMs: number; capMs: number };
+}
+
+export interface App {
+  readonly server: GatewayServer['server'];
+  readonly yoga: GatewayYoga;
+  readonly fastPath: FastPath;
+  readonly clients: UpstreamClients;
+  readonly metrics: GatewayMetrics;
+  readonly sharedState: SharedState;
+  /** The upstream base URLs in use (the embedded services' when they were started). */
+  readonly upstreams: { nullBaseUrl: string; piBaseUrl: string; embedded: boolean };
+  /** Listens on `port` and `host` (default: PORT and HOST); resolves with the GraphQL URL. */
+  listen(port?: number, host?: string): Promise<string>;
+  /**
+   * Graceful stop: no new connections, accepted requests answered (for at most SHUTDOWN_TIMEOUT_MS),
+   * then the upstream pools, shared state and embedded services closed. Idempotent.
+   */
+  close(): Promise<{ timedOut: boolean; inFlight: number }>;
+}
+
+export async function createApp(config: AppConfig, options: AppOptions): Promise<App> {
+  const { logger } = options;
+  const digits = options.digits ?? sharedDigitEngine();
+
+  // The embedded default: the reference services in this process, on free loopback ports.
+  let services: RunningServices | undefined;
+  const { nullBaseUrl, piBaseUrl } = config.upstreams;
+  if (nullBaseUrl === undefined || piBaseUrl === undefined) {
+    services = await startServices({
+      ...servicesOptionsFromSettings(config),
+      host: '127.0.0.1',
+      nullPort: 0,
+      piPort: 0,
+      digitEngine: digits,
+    });
+    logger.info(
+      { nullCheck: nullBaseUrl ? 'external' : 'embedded', piDigits: piBaseUrl ? 'external' : 'embedded' },
+      'embedded reference services started',
+    );
+  }
+  const upstreams = {
+    nullBaseUrl: nullBaseUrl ?? (services as RunningServices).nullCheckUrl,
+    piBaseUrl: piBaseUrl ?? (services as RunningServices).piDigitsUrl,
+    embedded: services !== undefined,
+  };
+
+  const metrics = createGatewayMetrics({ registry: options.registry, defaultMetrics: options.defaultMetrics });
+  const sharedState = createSharedState({
+    redisUrl: config.redis.redisUrl,
+    keyPrefix: config.redis.redisKeyPrefix,
+    timeoutMs: config.redis.redisTimeoutMs,
+    logger,
+    registry: metrics.registry,
+    localMaxEntries: config.cache.responseCacheMaxEntries,
+  });
+  const tracer = createTracer({ enabled: config.observability.tracing, tracerProvider: options.tracerProvider });
+  const budgetUsd = config.cost.costBudgetUsdPerHour;
+  const costControl = createCostControl({
+    model: createCostModel(),
+    budget:
+      budgetUsd === undefined
+        ? undefined
+        : createCostBudget({ store: sharedState.budgets, usdPerHour: budgetUsd, now: options.now }),
+    onRefusal: (reason) => metrics.recordBudgetRefusal(reason),
+  });
+  const observer = createUpstreamObserver({
+    logger,
+    metrics,
+    sponsorLog: createSponsorLog({ logger, intervalMs: config.observability.sponsorLogIntervalMs }),
+    tracer,
+    onSpent: costControl.spent,
+  });
+  const responseCache = config.cache.responseCache;
+  if (responseCache) metrics.setCacheSizeSource(() => sharedState.cache.size);
+  const clients = createUpstreamClients({
+    upstreams: { ...config.upstreams, ...upstreams },
+    resilience: config.resilience,
+    observer,
+    metrics,
+    logger,
+    cache: responseCache ? { store: sharedState.cache, ttlMs: config.cache.responseCacheTtlMs } : undefined,
+    flights: config.redis.redisUrl === undefined ? undefined : sharedState.flights,
+    backoff: options.backoff,
+  });
+
+  const reporter = createOperationReporter({ metrics, logger, tracer, responseCache });
+  const plan = createPlanner(schema);
+  const context = createContextFactory({
+    clients,
+    digits,
+    limits: {
+      maxDigits: config.limits.maxDigits,
+      maxCompareDigits: Math.min(config.limits.maxDigits, DEFAULT_MAX_DIGITS),
+      maxJsonDepth: config.limits.maxJsonDepth,
+      maxJsonBytes: config.limits.maxJsonBytes,
+    },
+    onDedup: (upstream) => metrics.recordDedupHit(upstream, 'dataloader'),
+  });
+  const yoga = createGatewayYoga({
+    schema,
+    server: config.server,
+    limits: config.limits,
+    production: config.process.nodeEnv === 'production',
+    deadlineMs: config.resilience.operationDeadlineMs,
+    logger,
+    metrics,
+    reporter,
+    costControl,
+    plan,
+    context,
+    readiness: {
+      breaker: (upstream) => clients.state(upstream).breaker,
+      reachable: (upstream) =>
+        (upstream === 'null-check' ? clients.health.nullCheck() : clients.health.piDigits()).then((p) => p.reachable),
+      sharedState: () => sharedState.status(),
+    },
+  });
+  const enveloped = yoga.getEnveloped({});
+  const fastPath = createFastPath({
+    yoga,
+    schema,
+    prepared: createPreparedOperations({
+      schema,
+      validate: (document) => enveloped.validate(enveloped.schema, document),
+      plan,
+      maxTokens: config.limits.maxTokens,
+      maxUpstreamCalls: config.limits.maxUpstreamCalls,
+    }),
+    reporter,
+    costControl,
+    context,
+    logger: yogaLogger(logger),
+    maxBodyBytes: config.limits.maxRequestBodyBytes,
+    deadlineMs: config.resilience.operationDeadlineMs,
+    // CORS answers depend on each request's Origin; the fast path does not replicate them.
+    enabled: config.server.httpFastPath && config.server.corsOrigins === undefined,
+  });
+  const http = createGatewayServer(yoga, fastPath);
+
+  let closing: Promise<{ timedOut: boolean; inFlight: number }> | undefined;
+  return {
+    server: http.server,
+    yoga,
+    fastPath,
+    clients,
+    metrics,
+    sharedState,
+    upstreams,
+    async listen(port = config.server.port, host = config.process.host) {
+      const server = http.server;
+      const bind = (on: string) =>
+        new Promise<void>((resolve, reject) => {
+          server.once('error', reject);
+          server.listen(port, on, () => {
+            server.off('error', reject);
+            resolve();
+          });
+        });
+      try {
+        await bind(host);
+      } catch (error) {
+        // '::' (the default) needs IPv6; a host without it still gets a gateway on every IPv4 address.
+        if (host !== '::' || (error as NodeJS.ErrnoException).code !== 'EAFNOSUPPORT') throw error;
+        await bind('0.0.0.0');
+      }
+      const address = server.address() as AddressInfo;
+      const shown = host === '::' || host === '0.0.0.0' ? 'localhost' : host;
+      return `http://${shown.includes(':') ? `[${shown}]` : shown}:${address.port}/graphql`;
+    },
+    close() {
+      closing ??= (async () => {
+        const drained = http.server.listening
+          ? await http.drain(config.process.shutdownTimeoutMs)
+          : { timedOut: false, inFlight: 0 };
+        await Promise.allSettled([clients.close(), sharedState.close(), services?.close()]);
+        return drained;
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,122 @@
+/**
+ * WORKERS > 1: the primary process of a node:cluster gateway. It starts the embedded reference
+ * services once (when NULL_BASE_URL / PI_BASE_URL are not set) and forks WORKERS gateway processes
+ * that share the port, each given the upstream URLs through its environment, so no worker starts
+ * services of its own. Each worker is a complete gateway (its own pools, breakers, cache, metrics).
+ *
+ * Lifecycle: the primary reports the gateway listening once every worker listens; a worker that
+ * fails before listening (a bad port, say) stops the whole start with exit code 1; a worker that dies
+ * later is replaced (at most once a second). SIGTERM/SIGINT: every worker is asked to shut down (each
+ * drains its own in-flight requests, SHUTDOWN_TIMEOUT_MS), then the services stop and the primary
+ * exits. A signal sent to the whole process group reaches the workers too; their shutdown is
+ * idempotent.
+ */
+import cluster, { type Worker } from 'node:cluster';
+import type { AppConfig } from '../config.js';
+import { servicesOptionsFromSettings } from '../services/settings.js';
+import { type RunningServices, startServices } from '../services/start-services.js';
+import type { Logger } from '../shared/logger.js';
+
+/** How long after a worker's death it is replaced, at the earliest. */
+const RESPAWN_DELAY_MS = 1000;
+
+/**
+ * Runs the primary until it is told to stop. Resolves with the process exit code.
+ * Call only when `cluster.isPrimary` and `config.server.workers > 1`.
+ */
+export async function runClusterPrimary(config: AppConfig, logger: Logger): Promise<number> {
+  let services: RunningServices | undefined;
+  const env: Record<string, string> = {};
+  if (config.upstreams.nullBaseUrl === undefined || config.upstreams.piBaseUrl === undefined) {
+    services = await startServices({
+      ...servicesOptionsFromSettings(config),
+      host: '127.0.0.1',
+      nullPort: 0,
+      piPort: 0,
+    });
+    logger.info(
+      { workers: config.server.workers },
+      'embedded reference services started (once, in the primary)',
+    );
+  }
+  env.NULL_BASE_URL = config.upstreams.nullBaseUrl ?? (services as RunningServices).nullCheckUrl;
+  env.PI_BASE_URL = config.upstreams.piBaseUrl ?? (services as RunningServices).piDigitsUrl;
+
+  let stopping = false;
+  let started = false;
+  const workers = new Set<Worker>();
+  let resolveExit!: (code: number) => void;
+  const exited = new Promise<number>((resolve) => {
+    resolveExit = resolve;
+  });
+
+  const fork = (): Worker => {
+    const worker = cluster.fork(env);
+    workers.add(worker);
+    worker.once('exit', (code, signal) => {
+      workers.delete(worker);
+      if (stopping) {
+        if (workers.size === 0) resolveExit(0);
+        return;
+      }
+      if (!started) {
+        // A worker that cannot start (bad port, bad setting) will not start on a retry either.
+        logger.fatal({ code, signal }, 'a gateway worker failed to start; stopping');
+        void stop('worker failed to start', 1);
+        return;
+      }
+      logger.error({ pid: worker.process.pid, code, signal }, 'gateway worker died; replacing it');
+      setTimeout(() => {
+        if (!stopping) fork();
+      }, RESPAWN_DELAY_MS).unref();
+    });
+    return worker;
+  };
+
+  let resolveFinished!: (code: number) => void;
+  const finished = new Promise<number>((resolve) => {
+    resolveFinished = resolve;
+  });
+  const stop = async (reason: string, code = 0): Promise<void> => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ reason, workers: workers.size }, 'stopping gateway workers');
+    if (workers.size === 0) resolveExit(code);
+    for (const worker of workers) worker.process.kill('SIGTERM');
+    // Each worker bounds its own drain; this bounds the wait for all of them.
+    const force = setTimeout(() => {
+      for (const worker of workers) worker.process.kill('SIGKILL');
+    }, config.process.shutdownTimeoutMs + 5000);
+    force.unref();
+    await exited;
+    clearTimeout(force);
+    if (services) await services.close();
+    logger.info('shutdown complete');
+    resolveFinished(code);
+  };
+
+  const onSignal = (signal: NodeJS.Signals) => {
+    void stop(signal);
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+
+  const listening = Array.from(
+    { length: config.server.workers },
+    () => new Promise<void>((resolve) => fork().once('listening', () => resolve())),
+  );
+  await Promise.race([Promise.all(listening), exited]);
+  if (!stopping) {
+    started = true;
+    logger.info(
+      { workers: config.server.workers, port: config.server.port },
+      `gateway listening with ${config.server.workers} workers`,
+    );
+  }
+  return finished;
+}
+
+/** True in a process that should run the cluster primary instead of a gateway. */
+export function isClusterPrimary(config: Pick<AppConfig, 'server'>): boolean {
+  return config.server.workers > 1 && cluster.isPrimary;
+}

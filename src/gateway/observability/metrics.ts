@@ -1,0 +1,282 @@
+/**
+ * The gateway's Prometheus metrics (prom-client), on a registry of their own.
+ *
+ * Why a registry per gateway: tests (and a host embedding several gateways) create many instances;
+ * prom-client's global registry would reject the second registration of every metric name.
+ *
+ * Why tallies behind the hot counters: prom-client hashes the label values on every `inc()`. The hot
+ * path (one operation, one upstream attempt) bumps a plain number on a label set bound once and does
+ * one histogram `observe()` on a bound child; the counters read the numbers when /metrics is scraped.
+ */
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { UpstreamName } from '../errors.js';
+import type { BreakerState } from '../upstream/interceptors/circuit-breaker.js';
+
+/** How an operation ended (label `outcome`). */
+export type OperationOutcome = 'ok' | 'partial' | 'error' | 'invalid' | 'cancelled';
+
+const BREAKER_STATES: readonly BreakerState[] = ['closed', 'open', 'half-open', 'disabled'];
+const UPSTREAMS: readonly UpstreamName[] = ['null-check', 'pi-digits'];
+
+/** Where a saved upstream call was served from (label `source`). */
+export type DedupSource = 'dataloader' | 'inflight' | 'replicas' | 'cache';
+
+export interface GatewayMetricsOptions {
+  /** The registry the metrics are registered on. @default a new Registry (never prom-client's global one) */
+  registry?: Registry;
+  /** Also collect prom-client's default process metrics (CPU, memory, event loop lag, GC). @default true */
+  defaultMetrics?: boolean;
+  /**
+   * Most distinct operation names kept as label values; later names are counted as `(other)`.
+   * Operation names are chosen by clients: without a cap, a client could grow /metrics without bound.
+   * @default 200
+   */
+  maxOperationNames?: number;
+}
+
+/** Histogram buckets in seconds: a cached pi answer is sub-millisecond, a million digits is seconds. */
+const OPERATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+const UPSTREAM_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+/** Label value of operations without a name. */
+export const ANONYMOUS_OPERATION = '(anonymous)';
+/** Label value of operation names beyond `maxOperationNames`, and of unknown model names. */
+export const OTHER_OPERATION = '(other)';
+const MAX_LABEL_LENGTH = 100;
+
+interface Tally<L extends string> {
+  labels: Record<L, string>;
+  n: number;
+  duration: Histogram.Internal<string>;
+}
+
+/** A counter whose values come from `tallies` at each scrape. */
+function tallyCounter<L extends string>(
+  config: { name: string; help: string; labelNames: readonly L[]; registers: Registry[] },
+  tallies: Map<string, Tally<L>>,
+): Counter<L> {
+  return new Counter<L>({
+    ...config,
+    collect() {
+      this.reset();
+      for (const tally of tallies.values()) this.inc(tally.labels as Partial<Record<L, string>>, tally.n);
+    },
+  });
+}
+
+/** A bounded set of label values chosen by others (clients' operation names, upstreams' model names). */
+function boundedLabel(max: number, empty: string): (value: string | null) => string {
+  const known = new Set<string>();
+  return (value) => {
+    if (value === null || value === '') return empty;
+    if (known.has(value)) return value;
+    if (known.size >= max || value.length > MAX_LABEL_LENGTH) return OTHER_OPERATION;
+    known.add(value);
+    return value;
+  };
+}
+
+export interface GatewayMetrics {
+  readonly registry: Registry;
+  /** One finished GraphQL operation. */
+  recordOperation(name: string | null, type: string, outcome: OperationOutcome, durationMs: number): void;
+  /** One HTTP attempt to an upstream. */
+  recordUpstreamCall(
+    upstream: string,
+    endpoint: string,
+    statusCode: number | null,
+    outcome: string,
+    durationMs: number,
+  ): void;
+  /** Dollars an upstream reported for one of its answers (validated by the caller). */
+  recordGpuCost(upstream: UpstreamName, model: string | null, usd: number): void;
+  /** An answer carried a sponsor message. */
+  recordSponsorMessage(upstream: UpstreamName): void;
+  /** An upstream call not made because an identical one was shared or cached. */
+  recordDedupHit(upstream: UpstreamName, source: DedupSource): void;
+  /** A cacheable call looked up in the response cache. */
+  recordCacheLookup(upstream: UpstreamName, result: 'hit' | 'miss'): void;
+  /** An upstream answer marked its endpoint deprecated. */
+  recordDeprecated(upstream: UpstreamName, endpoint: string): void;
+  /** An operation refused by a cost cap or budget. */
+  recordBudgetRefusal(reason: 'max-cost' | 'hourly-budget'): void;
+  /** Where the breaker state of an upstream is read at each scrape. */
+  addBreakerSource(upstream: UpstreamName, read: () => BreakerState): void;
+  /** Where the number of cached answers is read at each scrape. */
+  setCacheSizeSource(read: () => number): void;
+  /** Text exposition of every metric of this gateway. */
+  render(): Promise<string>;
+  readonly contentType: string;
+}
+
+export function createGatewayMetrics(options: GatewayMetricsOptions = {}): GatewayMetrics {
+  const registry = options.registry ?? new Registry();
+  if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry });
+  const registers = [registry];
+  const operationLabel = boundedLabel(options.maxOperationNames ?? 200, ANONYMOUS_OPERATION);
+  const modelLabel = boundedLabel(50, 'unknown');
+
+  const operationTallies = new Map<string, Tally<'operation' | 'type' | 'outcome'>>();
+  tallyCounter(
+    {
+      name: 'gateway_operations_total',
+      help: 'GraphQL operations by operation name, type and outcome (ok, partial, error, invalid, cancelled).',
+      labelNames: ['operation', 'type', 'outcome'] as const,
+      registers,
+    },
+    operationTallies,
+  );
+  const operationDuration = new Histogram({
+    name: 'gateway_operation_duration_seconds',
+    help: 'GraphQL operation latency from parameters parsed to result ready, by operation name, type and outcome.',
+    labelNames: ['operation', 'type', 'outcome'] as const,
+    buckets: OPERATION_BUCKETS,
+    registers,
+  });
+  const upstreamTallies = new Map<string, Tally<'upstream' | 'endpoint' | 'status' | 'outcome'>>();
+  tallyCounter(
+    {
+      name: 'gateway_upstream_requests_total',
+      help: 'HTTP requests (attempts, retries included) to the upstream services by upstream, endpoint, status and outcome.',
+      labelNames: ['upstream', 'endpoint', 'status', 'outcome'] as const,
+      registers,
+    },
+    upstreamTallies,
+  );
+  const upstreamDuration = new Histogram({
+    name: 'gateway_upstream_request_duration_seconds',
+    help: 'Latency of HTTP requests to the upstream services by upstream and endpoint.',
+    labelNames: ['upstream', 'endpoint'] as const,
+    buckets: UPSTREAM_BUCKETS,
+    registers,
+  });
+  const gpuCost = new Counter({
+    name: 'gateway_gpu_cost_usd_total',
+    help: 'US dollars the upstreams reported for the answers the gateway received (gpu_cost_usd, or the inference cost), by upstream and model. Cache hits and shared calls add nothing.',
+    labelNames: ['upstream', 'model'] as const,
+    registers,
+  });
+  const sponsorMessages = new Counter({
+    name: 'gateway_sponsor_messages_total',
+    help: 'Upstream answers that carried a sponsor message (sponsored_by), by upstream.',
+    labelNames: ['upstream'] as const,
+    registers,
+  });
+  const dedupHits = new Counter({
+    name: 'gateway_dedup_hits_total',
+    help: 'Upstream calls saved because an identical call was shared (dataloader: same operation; inflight: same process; replicas: another replica via Redis) or cached.',
+    labelNames: ['upstream', 'source'] as const,
+    registers,
+  });
+  const cacheLookups = new Counter({
+    name: 'gateway_response_cache_requests_total',
+    help: 'Cacheable upstream calls by how the response cache served them: hit (stored answer) or miss (called the upstream).',
+    labelNames: ['upstream', 'result'] as const,
+    registers,
+  });
+  let cacheSize: () => number = () => 0;
+  new Gauge({
+    name: 'gateway_response_cache_entries',
+    help: 'Answers kept by the response cache in this process (0 when RESPONSE_CACHE is off).',
+    registers,
+    collect() {
+      this.set(cacheSize());
+    },
+  });
+  const deprecated = new Counter({
+    name: 'gateway_upstream_deprecated_total',
+    help: 'Upstream answers that marked their endpoint deprecated (Deprecation header), by upstream and endpoint.',
+    labelNames: ['upstream', 'endpoint'] as const,
+    registers,
+  });
+  const budgetRefusals = new Counter({
+    name: 'gateway_budget_refusals_total',
+    help: 'Operations refused with BUDGET_EXCEEDED before any upstream call, by reason (max-cost: X-Max-Cost-Usd; hourly-budget: COST_BUDGET_USD_PER_HOUR).',
+    labelNames: ['reason'] as const,
+    registers,
+  });
+  const breakerSources = new Map<UpstreamName, () => BreakerState>();
+  new Gauge({
+    name: 'gateway_upstream_breaker_state',
+    help: 'Circuit breaker state per upstream: 1 for the current state, 0 for the others.',
+    labelNames: ['upstream', 'state'] as const,
+    registers,
+    // Read at scrape time, so the gauge is never stale between upstream calls.
+    collect() {
+      for (const upstream of UPSTREAMS) {
+        const state = breakerSources.get(upstream)?.() ?? 'closed';
+        for (const s of BREAKER_STATES) this.labels(upstream, s).set(s === state ? 1 : 0);
+      }
+    },
+  });
+
+  // Known label sets start at 0, so dashboards and alerts see the series before the first event.
+  for (const upstream of UPSTREAMS) {
+    sponsorMessages.labels(upstream).inc(0);
+    for (const source of ['dataloader', 'inflight', 'replicas', 'cache'] as const)
+      dedupHits.labels(upstream, source).inc(0);
+    for (const result of ['hit', 'miss'] as const) cacheLookups.labels(upstream, result).inc(0);
+  }
+  for (const reason of ['max-cost', 'hourly-budget'] as const) budgetRefusals.labels(reason).inc(0);
+
+  return {
+    registry,
+    contentType: registry.contentType,
+    recordOperation(name, type, outcome, durationMs) {
+      const label = operationLabel(name);
+      const key = `${label}\n${type}\n${outcome}`;
+      let tally = operationTallies.get(key);
+      if (tally === undefined) {
+        tally = {
+          labels: { operation: label, type, outcome },
+          n: 0,
+          duration: operationDuration.labels(label, type, outcome),
+        };
+        operationTallies.set(key, tally);
+      }
+      tally.n++;
+      tally.duration.observe(durationMs / 1000);
+    },
+    recordUpstreamCall(upstream, endpoint, statusCode, outcome, durationMs) {
+      const status = statusCode === null ? 'none' : String(statusCode);
+      const key = `${upstream}\n${endpoint}\n${status}\n${outcome}`;
+      let tally = upstreamTallies.get(key);
+      if (tally === undefined) {
+        tally = {
+          labels: { upstream, endpoint, status, outcome },
+          n: 0,
+          duration: upstreamDuration.labels(upstream, endpoint),
+        };
+        upstreamTallies.set(key, tally);
+      }
+      tally.n++;
+      tally.duration.observe(durationMs / 1000);
+    },
+    recordGpuCost(upstream, model, usd) {
+      // A counter throws on a negative value; the caller validates, this guards.
+      if (usd > 0 && Number.isFinite(usd)) gpuCost.labels(upstream, modelLabel(model)).inc(usd);
+    },
+    recordSponsorMessage(upstream) {
+      sponsorMessages.labels(upstream).inc();
+    },
+    recordDedupHit(upstream, source) {
+      dedupHits.labels(upstream, source).inc();
+    },
+    recordCacheLookup(upstream, result) {
+      cacheLookups.labels(upstream, result).inc();
+    },
+    recordDeprecated(upstream, endpoint) {
+      deprecated.labels(upstream, endpoint).inc();
+    },
+    recordBudgetRefusal(reason) {
+      budgetRefusals.labels(reason).inc();
+    },
+    addBreakerSource(upstream, read) {
+      breakerSources.set(upstream, read);
+    },
+    setCacheSizeSource(read) {
+      cacheSize = read;
+    },
+    render: () => registry.metrics(),
+  };
+}

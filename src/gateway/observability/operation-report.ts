@@ -1,0 +1,151 @@
+/**
+ * How one operation ends, the same on the fast path and on Yoga's path: its result extensions
+ * (`sponsoredBy`, `cache`, `cost`), one log line, one counter increment and one histogram
+ * observation, and the end of its span.
+ *
+ * The figures come from the operation's own state (operation.ts), which only its own upstream calls
+ * wrote: a log line, a metric and the extensions always carry the same numbers.
+ */
+import { context as otelContext, trace } from '@opentelemetry/api';
+import type { DocumentNode, ExecutionResult } from 'graphql';
+import { getOperationAST } from 'graphql';
+import type { Logger } from 'pino';
+import type { Operation } from '../operation.js';
+import type { GatewayMetrics, OperationOutcome } from './metrics.js';
+import { SpanKind, SpanStatusCode, type Tracer } from './tracing.js';
+
+export interface OperationReporterOptions {
+  metrics: GatewayMetrics;
+  logger: Logger;
+  tracer: Tracer | undefined;
+  /** Whether the response cache is on (RESPONSE_CACHE): `extensions.cache` is shown then. */
+  responseCache: boolean;
+}
+
+/** Result extensions the gateway adds (contract: fields may be added, none renamed). */
+export interface OperationExtensions {
+  /** Distinct sponsor messages of the answers this operation used, in arrival order. */
+  sponsoredBy?: string[];
+  /** Response cache use, when RESPONSE_CACHE is on and a cacheable call was made. */
+  cache?: { hits: number; misses: number };
+  /** What this operation cost, when it touched an upstream (contract §8). */
+  cost?: { gpuCostUsd: number; upstreamCalls: number; cacheHits: number };
+}
+
+export interface OperationReporter {
+  /** The operation's span, when tracing is on. */
+  start(operation: Operation): void;
+  /** Execution starts: the operation's type and name are known. */
+  executing(operation: Operation, document: DocumentNode, operationName: string | null | undefined): void;
+  /** Adds the extensions, writes the log line and the metrics. Returns the result to send. */
+  finish(operation: Operation, result: ExecutionResult): ExecutionResult;
+}
+
+/** Dollars summed from binary fractions, rounded to a millionth of a cent. */
+export const roundUsd = (usd: number) => Math.round(usd * 1e8) / 1e8;
+
+function outcomeOf(operation: Operation, result: ExecutionResult): OperationOutcome {
+  if (operation.cancelled) return 'cancelled';
+  const errors = result.errors;
+  if (errors === undefined || errors.length === 0) return 'ok';
+  if (!operation.executed) return 'invalid';
+  const data = result.data;
+  if (data == null) return 'error';
+  // The model-backed root fields are nullable: some answered while others failed is a partial success.
+  for (const key in data) if (data[key] !== null) return 'partial';
+  return 'error';
+}
+
+function errorCodesOf(result: ExecutionResult): string[] | undefined {
+  const errors = result.errors;
+  if (errors === undefined || errors.length === 0) return undefined;
+  const codes: string[] = [];
+  for (const error of errors) {
+    const code = error.extensions?.code;
+    const text = typeof code === 'string' ? code : 'INTERNAL_SERVER_ERROR';
+    if (!codes.includes(text)) codes.push(text);
+  }
+  return codes;
+}
+
+export function createOperationReporter(options: OperationReporterOptions): OperationReporter {
+  const { metrics, tracer, responseCache } = options;
+  // The line is built from fixed fields only (no headers, no keys), so the root logger's redaction,
+  // whose wildcard paths cost more than the rest of the line, has nothing to find in it.
+  const logger = options.logger.child({}, { redact: { paths: [] } });
+
+  return {
+    start(operation) {
+      if (tracer === undefined) return;
+      const parent = otelContext.active();
+      // The entry span of the process unless a host HTTP instrumentation already opened one.
+      const kind = trace.getSpan(parent) === undefined ? SpanKind.SERVER : SpanKind.INTERNAL;
+      operation.span = tracer.startSpan('graphql.operation', { kind }, parent);
+      operation.span.setAttribute('gateway.request_id', operation.requestId);
+    },
+
+    executing(operation, document, operationName) {
+      operation.executed = true;
+      const ast = getOperationAST(document, operationName);
+      if (ast != null) {
+        operation.type = ast.operation;
+        operation.name = ast.name?.value ?? operation.name;
+      }
+      const span = operation.span;
+      if (span !== undefined) {
+        span.updateName(operation.name === null ? operation.type : `${operation.type} ${operation.name}`);
+        span.setAttribute('graphql.operation.type', operation.type);
+        if (operation.name !== null) span.setAttribute('graphql.operation.name', operation.name);
+      }
+    },
+
+    finish(operation, result) {
+      const durationMs = performance.now() - operation.startedAt;
+      const outcome = outcomeOf(operation, result);
+      metrics.recordOperation(operation.name, operation.type, outcome, durationMs);
+      const costUsd = roundUsd(operation.costUsd);
+
+      let extensions: OperationExtensions | undefined;
+      if (operation.sponsors !== undefined) extensions = { sponsoredBy: operation.sponsors };
+      if (responseCache && operation.cacheHits + operation.cacheMisses > 0)
+        (extensions ??= {}).cache = { hits: operation.cacheHits, misses: operation.cacheMisses };
+      if (operation.touchedUpstream) {
+        (extensions ??= {}).cost = {
+          gpuCostUsd: costUsd,
+          upstreamCalls: operation.upstreamCalls,
+          cacheHits: operation.cacheHits,
+        };
+      }
+
+      const level = outcome === 'error' ? 'warn' : 'info';
+      if (logger.isLevelEnabled(level)) {
+        const line: Record<string, unknown> = {
+          requestId: operation.requestId,
+          operation: operation.name,
+          operationType: operation.type,
+          outcome,
+          durationMs: Math.round(durationMs * 100) / 100,
+          upstreamCalls: operation.upstreamCalls,
+        };
+        if (operation.touchedUpstream) {
+          line.costUsd = costUsd;
+          line.cacheHits = operation.cacheHits;
+        }
+        const codes = errorCodesOf(result);
+        if (codes !== undefined) line.errorCodes = codes;
+        // Each call in full (status, duration, source, code) is for debugging.
+        if (operation.calls !== undefined && logger.isLevelEnabled('debug')) line.calls = operation.calls;
+        logger[level](line, 'graphql operation');
+      }
+
+      const span = operation.span;
+      if (span !== undefined) {
+        span.setAttribute('gateway.outcome', outcome);
+        if (outcome === 'error' || outcome === 'invalid') span.setStatus({ code: SpanStatusCode.ERROR, message: outcome });
+        span.end();
+      }
+      if (extensions === undefined) return result;
+      return { ...result, extensions: { ...result.extensions, ...extensions } };
+    },
+  };
+}

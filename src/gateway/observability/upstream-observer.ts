@@ -1,0 +1,183 @@
+/**
+ * What the gateway records of its upstream calls, at two levels:
+ *
+ * - every HTTP attempt (`onExchange`, given to the transport): the request metrics, the operation's
+ *   count of answered attempts (contract §8 `upstreamCalls`), and one log line per failed attempt
+ *   with the upstream's raw body (key scrubbed): warn for upstream trouble, debug for what the caller
+ *   caused (4xx) or a cancellation (the client went away: no upstream failure);
+ * - every logical call (`interceptor`, the outermost layer, so it sees cache hits and shared calls
+ *   too): the operation's call list, sponsor messages and cost, the sponsor log, the cost metric and
+ *   the call's span.
+ *
+ * Cost is counted only for answers that came from the upstream for this operation: a cache hit or a
+ * shared call costs nothing. A negative, non-finite or absurd cost is counted as 0 and logged: an
+ * upstream is never trusted to lower a budget.
+ */
+import { context, trace } from '@opentelemetry/api';
+import type { Logger } from 'pino';
+import { type ErrorCode, UpstreamCallError } from '../errors.js';
+import type { Operation } from '../operation.js';
+import type { Dispatch, EndpointName, Interceptor, UpstreamAnswer, UpstreamRequest } from '../upstream/dispatch.js';
+import { type ExchangeEvent, scrub } from '../upstream/transport.js';
+import type { GatewayMetrics } from './metrics.js';
+import type { SponsorLog } from './sponsor-log.js';
+import { type Span, SpanKind, SpanStatusCode, type Tracer } from './tracing.js';
+
+/** No single upstream call costs more than this; a larger figure is a broken upstream, not a bill. */
+export const MAX_PLAUSIBLE_COST_USD = 1000;
+
+const LOG_BODY_CHARS = 2048;
+
+/** Codes of failures the caller caused: logged at debug, they say nothing about the upstream. */
+const CALLER_CAUSED = new Set<ErrorCode>([
+  'UNDEFINED_VALUE',
+  'TIER_FORBIDDEN',
+  'RATE_LIMITED',
+  'UNAUTHENTICATED',
+  'WAIVER_REQUIRED',
+  'BAD_USER_INPUT',
+]);
+
+export interface UpstreamObserverOptions {
+  logger: Logger;
+  metrics: GatewayMetrics;
+  sponsorLog: SponsorLog;
+  /** Undefined when tracing is off: then no tracer call is made at all. */
+  tracer: Tracer | undefined;
+  /** Told of every cost actually spent (the hourly budgets and the running mean per model). */
+  onSpent?:
+    | ((operation: Operation | undefined, endpoint: EndpointName, model: string | null, usd: number) => void)
+    | undefined;
+}
+
+export interface UpstreamObserver {
+  onExchange(event: ExchangeEvent): void;
+  readonly interceptor: Interceptor;
+}
+
+export function createUpstreamObserver(options: UpstreamObserverOptions): UpstreamObserver {
+  const { logger, metrics, sponsorLog, tracer } = options;
+
+  const onExchange = (event: ExchangeEvent): void => {
+    const { error, request } = event;
+    const operation = request.operation;
+    if (event.statusCode !== null && operation !== undefined) operation.upstreamCalls++;
+    const outcome = error === undefined ? 'ok' : error.kind === 'cancelled' ? 'cancelled' : error.code;
+    metrics.recordUpstreamCall(event.upstream, event.endpoint, event.statusCode, outcome, event.durationMs);
+    if (error === undefined) return;
+    const quiet = error.kind === 'cancelled' || CALLER_CAUSED.has(error.code);
+    const level = quiet ? 'debug' : 'warn';
+    if (!logger.isLevelEnabled(level)) return;
+    const apiKey = operation?.apiKey;
+    const cause = error.cause instanceof Error ? error.cause.message : undefined;
+    logger[level](
+      {
+        upstream: event.upstream,
+        endpoint: event.endpoint,
+        attempt: event.attempt,
+        code: error.kind === 'cancelled' ? 'CANCELLED' : error.code,
+        kind: error.kind,
+        upstreamStatus: error.statusCode,
+        durationMs: Math.round(event.durationMs),
+        requestId: operation?.requestId,
+        upstreamBody: scrub(error.body?.slice(0, LOG_BODY_CHARS), apiKey),
+        cause: scrub(cause, apiKey),
+      },
+      error.kind === 'cancelled' ? 'upstream call cancelled' : 'upstream call failed',
+    );
+  };
+
+  const spent = (request: UpstreamRequest, answer: UpstreamAnswer): number => {
+    const usd = answer.facts.costUsd;
+    if (usd === null || usd === 0) return 0;
+    if (!Number.isFinite(usd) || usd < 0 || usd > MAX_PLAUSIBLE_COST_USD) {
+      logger.warn(
+        { upstream: request.upstream, endpoint: answer.endpoint, reportedCostUsd: String(usd) },
+        'upstream reported an implausible cost; counted as 0',
+      );
+      return 0;
+    }
+    return usd;
+  };
+
+  const settled = (
+    request: UpstreamRequest,
+    started: number,
+    span: Span | undefined,
+    answer: UpstreamAnswer | undefined,
+    error: unknown,
+  ) => {
+    const operation = request.operation;
+    const endpoint = answer?.endpoint ?? request.form.endpoint;
+    if (answer !== undefined) {
+      const sponsor = answer.facts.sponsor;
+      if (sponsor !== null && sponsor !== '') {
+        operation?.addSponsor(sponsor);
+        if (answer.source === 'upstream') {
+          metrics.recordSponsorMessage(request.upstream);
+          sponsorLog.record(request.upstream, sponsor);
+        }
+      }
+      if (answer.source === 'upstream') {
+        const usd = spent(request, answer);
+        if (usd > 0) {
+          if (operation !== undefined) operation.costUsd += usd;
+          metrics.recordGpuCost(request.upstream, answer.facts.model, usd);
+          options.onSpent?.(operation, answer.endpoint, answer.facts.model, usd);
+        }
+      }
+    }
+    const failure = error instanceof UpstreamCallError ? error : undefined;
+    const status = answer?.statusCode ?? failure?.statusCode ?? null;
+    const code = answer !== undefined ? undefined : (failure?.code ?? 'INTERNAL_SERVER_ERROR');
+    if (operation !== undefined) {
+      const durationMs = Math.round((performance.now() - started) * 100) / 100;
+      const source = answer?.source ?? 'upstream';
+      operation.addCall(
+        code === undefined
+          ? { upstream: request.upstream, endpoint, status, durationMs, source }
+          : { upstream: request.upstream, endpoint, status, durationMs, source, code },
+      );
+    }
+    if (span !== undefined) {
+      if (status !== null) span.setAttribute('http.response.status_code', status);
+      if (answer !== undefined) span.setAttribute('gateway.answer.source', answer.source);
+      if (code !== undefined) {
+        span.setAttribute('error.type', code);
+        span.setStatus({ code: SpanStatusCode.ERROR, message: code });
+      }
+      span.end();
+    }
+  };
+
+  const interceptor: Interceptor = (next: Dispatch) =>
+    async function observed<T>(request: UpstreamRequest<T>): Promise<UpstreamAnswer<T>> {
+      const started = performance.now();
+      let span: Span | undefined;
+      let answer: UpstreamAnswer<T>;
+      try {
+        if (tracer === undefined) {
+          answer = await next(request);
+        } else {
+          const parent = request.operation?.span;
+          span = tracer.startSpan(
+            `${request.upstream} ${request.form.endpoint}`,
+            {
+              kind: SpanKind.CLIENT,
+              attributes: { 'gateway.upstream': request.upstream, 'gateway.upstream.endpoint': request.form.endpoint },
+            },
+            parent === undefined ? context.active() : trace.setSpan(context.active(), parent),
+          );
+          // In the span's context, a host's HTTP instrumentation nests under it and propagates the trace.
+          answer = await context.with(trace.setSpan(context.active(), span), () => next(request));
+        }
+      } catch (error) {
+        settled(request, started, span, undefined, error);
+        throw error;
+      }
+      settled(request, started, span, answer, undefined);
+      return answer;
+    };
+
+  return { onExchange, interceptor };
+}

@@ -1,0 +1,160 @@
+/**
+ * What an operation will ask of the upstreams, read from its document before anything runs: the
+ * distinct upstream calls (MAX_UPSTREAM_CALLS) and, with the variables, which models they use (the
+ * cost estimate of X-Max-Cost-Usd). Both count the same way.
+ *
+ * The knowledge of which root fields call an upstream lives on the fields themselves, as the Pothos
+ * field extension `upstream` (schema/*.ts): a new field that calls an upstream declares it there and
+ * cannot escape the limits.
+ */
+import {
+  type DocumentNode,
+  type FieldNode,
+  type GraphQLField,
+  getArgumentValues,
+  type GraphQLSchema,
+  Kind,
+  type OperationDefinitionNode,
+  print,
+  type SelectionSetNode,
+} from 'graphql';
+import type { UpstreamName } from './errors.js';
+
+/** One upstream call a root field makes, for the cost estimate. */
+export interface ModelCall {
+  upstream: UpstreamName;
+  /** Which call: the null check, pi, or inference (priced per token). */
+  kind: 'check' | 'pi' | 'inference';
+  model: string;
+  /** Digits asked for (pi and inference), which drive their price. */
+  digits?: number | undefined;
+}
+
+/** The `upstream` extension of a root field (Pothos `extensions: { upstream: ... }`). */
+export interface UpstreamFieldExtension {
+  /** Upstream calls one distinct use of the field makes (health: one per upstream). */
+  calls: number;
+  /** The calls' models, from the field's coerced arguments; absent: free (health). */
+  models?: (args: Record<string, unknown>) => ModelCall[];
+}
+
+export interface PlannedField {
+  node: FieldNode;
+  field: GraphQLField<unknown, unknown>;
+  extension: UpstreamFieldExtension;
+}
+
+export interface OperationPlan {
+  /** Distinct upstream calls: root fields counted once per distinct (name, printed arguments). */
+  calls: number;
+  /** The distinct upstream-calling fields. */
+  fields: PlannedField[];
+}
+
+const EMPTY: OperationPlan = { calls: 0, fields: [] };
+
+function upstreamExtension(field: GraphQLField<unknown, unknown> | undefined): UpstreamFieldExtension | undefined {
+  return (field?.extensions as { upstream?: UpstreamFieldExtension } | undefined)?.upstream;
+}
+
+function operationOf(document: DocumentNode, operationName: string | null | undefined): OperationDefinitionNode | undefined {
+  let found: OperationDefinitionNode | undefined;
+  for (const definition of document.definitions) {
+    if (definition.kind !== Kind.OPERATION_DEFINITION) continue;
+    if (operationName ? definition.name?.value === operationName : found === undefined) found = definition;
+  }
+  return found;
+}
+
+/**
+ * The upstream calls of the operation. Variables count by name, not value: an upper bound that never
+ * needs to look at (possibly huge) variable values.
+ */
+export function planOperation(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operationName?: string | null,
+): OperationPlan {
+  const operation = operationOf(document, operationName);
+  const root = schema.getQueryType();
+  if (operation?.operation !== 'query' || root == null) return EMPTY;
+  const rootFields = root.getFields();
+  const fragments = new Map<string, SelectionSetNode>();
+  for (const definition of document.definitions)
+    if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition.selectionSet);
+
+  const keys = new Set<string>();
+  const fields: PlannedField[] = [];
+  let calls = 0;
+  const pending: SelectionSetNode[] = [operation.selectionSet];
+  const seenFragments = new Set<string>();
+  while (pending.length > 0) {
+    for (const selection of (pending.pop() as SelectionSetNode).selections) {
+      if (selection.kind === Kind.FIELD) {
+        const field = rootFields[selection.name.value];
+        const extension = upstreamExtension(field);
+        if (field === undefined || extension === undefined) continue;
+        const args = (selection.arguments ?? [])
+          .map((a) => `${a.name.value}:${print(a.value)}`)
+          .sort()
+          .join(',');
+        const key = `${selection.name.value}(${args})`;
+        if (keys.has(key)) continue;
+        keys.add(key);
+        calls += extension.calls;
+        fields.push({ node: selection, field, extension });
+      } else if (selection.kind === Kind.INLINE_FRAGMENT) {
+        pending.push(selection.selectionSet);
+      } else {
+        const name = selection.name.value;
+        const fragment = fragments.get(name);
+        if (fragment !== undefined && !seenFragments.has(name)) {
+          seenFragments.add(name);
+          pending.push(fragment);
+        }
+      }
+    }
+  }
+  return { calls, fields };
+}
+
+/** The models the planned calls use with these variables (defaults where arguments cannot be read). */
+export function modelCalls(plan: OperationPlan, variables: Record<string, unknown> | undefined): ModelCall[] {
+  const out: ModelCall[] = [];
+  for (const { node, field, extension } of plan.fields) {
+    if (extension.models === undefined) continue;
+    let args: Record<string, unknown>;
+    try {
+      args = getArgumentValues(field, node, variables ?? {});
+    } catch {
+      // Bad variables fail the operation anyway; estimate it with the fields' defaults.
+      args = {};
+    }
+    out.push(...extension.models(args));
+  }
+  return out;
+}
+
+/**
+ * `planOperation` memoized per parsed document and operation name. Parsed documents come from a
+ * parse cache (Yoga's, or the fast path's), so the same object repeats.
+ */
+export function createPlanner(
+  schema: GraphQLSchema,
+): (document: DocumentNode, operationName: string | null | undefined) => OperationPlan {
+  const plans = new WeakMap<DocumentNode, Map<string, OperationPlan>>();
+  return (document, operationName) => {
+    let byName = plans.get(document);
+    if (byName === undefined) {
+      byName = new Map();
+      plans.set(document, byName);
+    }
+    const name = operationName ?? '';
+    let plan = byName.get(name);
+    if (plan === undefined) {
+      plan = planOperation(schema, document, operationName);
+      byName.set(name, plan);
+    }
+    return plan;
+  };
+}

@@ -1,0 +1,62 @@
+/**
+ * The operation's life on Yoga's path: its state (`Operation`) is created with its parameters, put
+ * on the GraphQL context, and reported when its result is ready (extensions, log line, metrics,
+ * span), through the same reporter the fast path uses.
+ */
+import type { ExecutionResult } from 'graphql';
+import type { Plugin } from 'graphql-yoga';
+import type { OperationReporter } from '../observability/operation-report.js';
+import { Operation } from '../operation.js';
+import { apiKeyOf, MAX_COST_HEADER, maxCostOf, requestIdOf } from '../request-facts.js';
+
+export interface OperationPluginOptions {
+  /** Request ids, as decided by useRequestId. */
+  ids: WeakMap<Request, string>;
+  /** OPERATION_DEADLINE_MS. */
+  deadlineMs: number;
+  reporter: OperationReporter;
+}
+
+/** The part of the GraphQL context this plugin owns. */
+interface WithOperation {
+  operation?: Operation;
+}
+
+const isAsyncIterable = (value: unknown): value is AsyncIterable<unknown> =>
+  typeof value === 'object' && value !== null && Symbol.asyncIterator in value;
+
+export function useOperation(options: OperationPluginOptions): Plugin {
+  const { ids, deadlineMs, reporter } = options;
+  return {
+    onParams({ params, request, context, setResult }) {
+      const headers = request.headers;
+      const maxCost = maxCostOf(headers.get(MAX_COST_HEADER));
+      const operation = new Operation({
+        apiKey: apiKeyOf(headers.get('authorization'), headers.get('x-api-key')),
+        requestId: ids.get(request) ?? requestIdOf(headers.get('x-request-id')),
+        deadlineMs,
+        name: typeof params.operationName === 'string' ? params.operationName : null,
+        maxCostUsd: typeof maxCost === 'number' ? maxCost : undefined,
+      });
+      reporter.start(operation);
+      (context as WithOperation).operation = operation;
+      // The client went away: its upstream calls are cancelled.
+      const signal = request.signal;
+      if (signal.aborted) operation.cancel(signal.reason);
+      else signal.addEventListener('abort', () => operation.cancel(signal.reason), { once: true });
+      if (maxCost !== undefined && typeof maxCost !== 'number') setResult({ errors: [maxCost] });
+    },
+
+    onExecute({ args }) {
+      const operation = (args.contextValue as WithOperation).operation;
+      if (operation !== undefined) reporter.executing(operation, args.document, args.operationName);
+    },
+
+    onExecutionResult({ result, setResult, context }) {
+      const operation = (context as WithOperation).operation;
+      if (operation === undefined || result === undefined || isAsyncIterable(result)) return;
+      if (Array.isArray(result)) return;
+      setResult(reporter.finish(operation, result as ExecutionResult));
+    },
+  };
+}

@@ -1,0 +1,51 @@
+/**
+ * What the gateway reads from a request's headers, the same way on the fast path (node's headers)
+ * and on Yoga's path (Fetch headers): the request id, the caller's API key and the cost cap.
+ */
+import { randomUUID } from 'node:crypto';
+import { gatewayError } from './errors.js';
+
+const SANE_REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
+
+/** The caller's `x-request-id` when sane (1 to 128 of [A-Za-z0-9._-]), else a new UUID. */
+export function requestIdOf(given: string | null | undefined): string {
+  return given != null && SANE_REQUEST_ID.test(given) ? given : randomUUID();
+}
+
+/**
+ * The caller's API key: `Authorization: Bearer <key>` first, else `X-API-Key: <key>`. No key (or an
+ * empty one) is undefined: the free tier. Other Authorization schemes are not API keys and are ignored.
+ */
+export function apiKeyOf(authorization: string | null | undefined, xApiKey: string | null | undefined): string | undefined {
+  if (authorization != null) {
+    const match = /^\s*bearer\s+(\S+)\s*$/i.exec(authorization);
+    if (match?.[1]) return match[1];
+  }
+  const key = xApiKey?.trim();
+  return key ? key : undefined;
+}
+
+/** The largest cap X-Max-Cost-Usd accepts, in dollars: a larger one is a mistake, not a budget. */
+export const MAX_COST_CAP_USD = 1_000_000;
+const DOLLARS = /^\d{1,7}(\.\d{1,12})?$/;
+
+/** The header's name, as clients send it. */
+export const MAX_COST_HEADER = 'x-max-cost-usd';
+
+/**
+ * The caller's cost cap from `X-Max-Cost-Usd: <dollars>`: undefined when absent; a GraphQL error
+ * (BAD_USER_INPUT) when it is not a plain non-negative decimal number up to MAX_COST_CAP_USD.
+ */
+export function maxCostOf(header: string | null | undefined): number | undefined | ReturnType<typeof gatewayError> {
+  if (header == null) return undefined;
+  const text = header.trim();
+  const value = DOLLARS.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isFinite(value) || value < 0 || value > MAX_COST_CAP_USD) {
+    return gatewayError(
+      'BAD_USER_INPUT',
+      `X-Max-Cost-Usd must be a number of US dollars from 0 to ${MAX_COST_CAP_USD}, such as 0.05.`,
+      { http: { status: 400 } },
+    );
+  }
+  return value;
+}

@@ -1,0 +1,87 @@
+/**
+ * The gateway's HTTP server: node:http, the fast path first, Yoga's handler for everything else;
+ * keep-alive timeouts suited to sitting behind a load balancer; and a graceful drain for shutdown
+ * (stop accepting, answer what was accepted, then close whatever is left).
+ */
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { FastPath } from './fast-path/fast-path.js';
+import type { GatewayYoga } from './yoga.js';
+
+export interface GatewayServer {
+  readonly server: Server;
+  /**
+   * Stops accepting, lets accepted requests finish for at most `timeoutMs`, then closes every
+   * connection. Resolves once the server is closed; `timedOut` says whether requests were cut.
+   */
+  drain(timeoutMs: number): Promise<{ timedOut: boolean; inFlight: number }>;
+  /** Requests being answered right now. */
+  readonly inFlight: number;
+}
+
+export function createGatewayServer(yoga: GatewayYoga, fastPath: FastPath): GatewayServer {
+  const server = createServer((req, res) => {
+    if (!fastPath.handle(req, res)) yoga(req, res);
+  });
+  // Keep-alive longer than typical load balancers' idle timeout, so they close first (no resets).
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  server.requestTimeout = 60_000;
+
+  const sockets = new Set<Socket>();
+  const unanswered = new Set<ServerResponse>();
+  let inFlight = 0;
+  let closing = false;
+  let drained: (() => void) | undefined;
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  server.on('request', (_req, res) => {
+    inFlight++;
+    // While draining, every answer closes its connection (Node does not, after close()): the
+    // client's next request then opens a new connection, which is refused, instead of keeping a
+    // kept-alive socket, and so the drain, busy until the timeout.
+    if (closing) res.setHeader('connection', 'close');
+    else unanswered.add(res);
+    res.once('close', () => {
+      unanswered.delete(res);
+      inFlight--;
+      if (inFlight === 0) drained?.();
+    });
+  });
+
+  let draining: Promise<{ timedOut: boolean; inFlight: number }> | undefined;
+  return {
+    server,
+    get inFlight() {
+      return inFlight;
+    },
+    drain(timeoutMs) {
+      draining ??= (async () => {
+        closing = true;
+        const inFlightAtStart = inFlight;
+        for (const res of unanswered) if (!res.headersSent) res.setHeader('connection', 'close');
+        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeIdleConnections();
+        // Sockets that become idle between requests are closed by the sweep.
+        const idleSweep = setInterval(() => server.closeIdleConnections(), 100);
+        const allDone = inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => (drained = resolve));
+        let timer: NodeJS.Timeout | undefined;
+        const timedOut = await Promise.race([
+          allDone.then(() => false),
+          new Promise<boolean>((resolve) => {
+            timer = setTimeout(() => resolve(true), timeoutMs);
+          }),
+        ]);
+        clearTimeout(timer);
+        clearInterval(idleSweep);
+        server.closeAllConnections();
+        for (const socket of sockets) socket.destroy();
+        await closed;
+        return { timedOut, inFlight: inFlightAtStart };
+      })();
+      return draining;
+    },
+  };
+}

@@ -1,0 +1,96 @@
+/**
+ * The one interface every upstream layer implements: `Dispatch`, a function from a logical upstream
+ * request to its answer. The transport is a Dispatch; retry, circuit breaker, API versions, single
+ * flight, response cache and observation are interceptors `(next) => Dispatch` stacked on it, in the
+ * style of undici's own interceptors. No layer knows another; each sees only `next`.
+ */
+import type { UpstreamName } from '../errors.js';
+import type { Operation } from '../operation.js';
+
+export type EndpointName = 'check' | 'null-or-not' | 'pi' | 'inference' | 'health';
+export type ApiVersion = 'v1' | 'v2';
+
+/**
+ * Which failures may be retried: 'idempotent' (a read), 'unsent-only' (a paid call: only a refused
+ * connection, which proves nothing reached the service), 'none'.
+ */
+export type RetryMode = 'idempotent' | 'unsent-only' | 'none';
+
+/** What the status mapping needs to know about the request that was sent (error path only). */
+export interface StatusHints {
+  /** null-check: whether the request carried a `value`. */
+  hadValue?: boolean;
+  /** inference: whether the request said the waiver was signed. */
+  waiverSigned?: boolean;
+}
+
+/** Cost, sponsor and model of a decoded answer. */
+export interface AnswerFacts {
+  /** US dollars the upstream reported for this answer; null when it did not say (or it did not parse). */
+  costUsd: number | null;
+  sponsor: string | null;
+  model: string | null;
+}
+
+/** One HTTP form of a logical call: what goes on the wire and how its answer is read. */
+export interface HttpForm<T = unknown> {
+  endpoint: EndpointName;
+  version: ApiVersion;
+  method: 'GET' | 'POST';
+  /** Path from the base URL, with its query string, e.g. `/api/v1/pi?digits=3`. */
+  path: string;
+  /** JSON text, serialized once. */
+  body?: string | undefined;
+  retry: RetryMode;
+  /** Validates the JSON answer into the seam shape (throws `ResponseShapeError`). */
+  decode(json: unknown): T;
+  facts(value: T): AnswerFacts;
+  hints?: StatusHints | undefined;
+}
+
+/** A logical upstream call: the same whatever API version ends up serving it. */
+export interface UpstreamRequest<T = unknown> {
+  upstream: UpstreamName;
+  /** The forms this call can take; `form` is the one to send (the API-versions layer picks it). */
+  forms: { v1: HttpForm<T>; v2?: HttpForm<T> | undefined };
+  form: HttpForm<T>;
+  /**
+   * Identical calls have the same key (the arguments as sent, without the API key, which the
+   * sharing layers add); undefined: never shared with another operation.
+   */
+  shareKey?: string | undefined;
+  /** Whether the response cache may keep this answer (deterministic calls only). */
+  cacheable?(value: T): boolean;
+  /** The operation the call belongs to (its key, id, cancellation, deadline and report). */
+  operation: Operation | undefined;
+  /** 1 for the first attempt (set by the retry layer). */
+  attempt?: number;
+  /** This call's own per-attempt timeout (health probes); default: the upstream's UPSTREAM_TIMEOUT_MS. */
+  timeoutMs?: number | undefined;
+  /** Send no API key (health is not tier-dependent, and a caller's bad key must not make an upstream look down). */
+  anonymous?: boolean | undefined;
+}
+
+/** Where an answer came from. */
+export type AnswerSource = 'upstream' | 'cache' | 'shared';
+
+export interface UpstreamAnswer<T = unknown> {
+  value: T;
+  source: AnswerSource;
+  /** The endpoint that produced it (after any version switch). */
+  endpoint: EndpointName;
+  statusCode: number;
+  facts: AnswerFacts;
+  /** Present when the upstream marked the endpoint deprecated (RFC 9745 / RFC 8594 headers). */
+  deprecation?: { sunset: string | null } | undefined;
+}
+
+export type Dispatch = <T>(request: UpstreamRequest<T>) => Promise<UpstreamAnswer<T>>;
+export type Interceptor = (next: Dispatch) => Dispatch;
+
+/** `transport` wrapped by `interceptors`, the first one outermost. */
+export function compose(transport: Dispatch, ...interceptors: Interceptor[]): Dispatch {
+  let dispatch = transport;
+  for (let i = interceptors.length - 1; i >= 0; i--) dispatch = (interceptors[i] as Interceptor)(dispatch);
+  return dispatch;
+}

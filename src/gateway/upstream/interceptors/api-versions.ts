@@ -1,0 +1,148 @@
+/**
+ * Which API version of an upstream serves a call, learnt at run time, so that clients never notice a
+ * migration (NULL_API_VERSION, PI_API_VERSION: auto | v1 | v2).
+ *
+ * - A call carries its v1 form and, where the upstream has one, its v2 form; this layer sends the one
+ *   of the upstream's current version.
+ * - `auto`: the start version comes from `initial` (null-check: v2 when the upstream's /openapi.json
+ *   lists it; pi-digits: v1 while it is served). A call answered 404 or 410 is retried once over the
+ *   other version within the same call; when that one answers anything but 404/410 the upstream has
+ *   moved, and every later call goes there (one log line). When both answer 404/410 it was not a
+ *   retirement and nothing changes. `v1`/`v2`: fixed, never switched.
+ * - A version may be refused before any network (`refuse`): pi over v2 needs the operator's waiver.
+ * - Deprecation headers on any real answer are counted and logged once per endpoint with the Sunset
+ *   date (`onDeprecated`), and kept for the `health` query.
+ */
+import type { Logger } from 'pino';
+import { UpstreamCallError, type UpstreamName } from '../../errors.js';
+import type { ApiVersion, Dispatch, EndpointName, Interceptor, UpstreamAnswer, UpstreamRequest } from '../dispatch.js';
+
+export type VersionSetting = 'auto' | ApiVersion;
+
+export interface ApiVersionsOptions {
+  upstream: UpstreamName;
+  setting: VersionSetting;
+  /**
+   * Under `auto`, how to pick the start version (e.g. read the upstream's /openapi.json); called once
+   * with the dispatch below this layer. Resolving undefined keeps v1. A rejection keeps v1 and is
+   * retried after `rediscoverAfterMs`.
+   */
+  initial?: ((dispatch: Dispatch) => Promise<ApiVersion | undefined>) | undefined;
+  /** @default 30000 */
+  rediscoverAfterMs?: number;
+  /** An error when calls may not use `version` (answered without any network), else undefined. */
+  refuse?: ((version: ApiVersion) => UpstreamCallError | undefined) | undefined;
+  logger?: Logger | undefined;
+  /** Told of each real answer marked deprecated (metrics). */
+  onDeprecated?: ((endpoint: EndpointName, sunset: string | null) => void) | undefined;
+}
+
+export interface ApiVersionsState {
+  /** The version calls go to now. */
+  readonly apiVersion: ApiVersion;
+  /** Whether the endpoint of the last answer was marked deprecated, and its Sunset date. */
+  readonly deprecated: boolean;
+  readonly sunset: string | null;
+}
+
+export interface ApiVersions {
+  readonly interceptor: Interceptor;
+  state(): ApiVersionsState;
+}
+
+const other = (version: ApiVersion): ApiVersion => (version === 'v1' ? 'v2' : 'v1');
+const isGone = (error: unknown): error is UpstreamCallError =>
+  error instanceof UpstreamCallError && error.kind === 'status' && (error.statusCode === 404 || error.statusCode === 410);
+
+export function createApiVersions(options: ApiVersionsOptions): ApiVersions {
+  const { upstream, setting, logger, refuse } = options;
+  let version: ApiVersion = setting === 'auto' ? 'v1' : setting;
+  /** Endpoint → Sunset of every endpoint seen deprecated (logged once each). */
+  const deprecatedEndpoints = new Map<EndpointName, string | null>();
+  let lastEndpoint: EndpointName | undefined;
+
+  const observe = <T>(answer: UpstreamAnswer<T>): UpstreamAnswer<T> => {
+    lastEndpoint = answer.endpoint;
+    const deprecation = answer.deprecation;
+    if (deprecation !== undefined) {
+      options.onDeprecated?.(answer.endpoint, deprecation.sunset);
+      if (!deprecatedEndpoints.has(answer.endpoint)) {
+        deprecatedEndpoints.set(answer.endpoint, deprecation.sunset);
+        logger?.warn(
+          { upstream, endpoint: answer.endpoint, sunset: deprecation.sunset },
+          'upstream endpoint is deprecated',
+        );
+      }
+    }
+    return answer;
+  };
+
+  const send = <T>(next: Dispatch, request: UpstreamRequest<T>, to: ApiVersion): Promise<UpstreamAnswer<T>> => {
+    const refusal = refuse?.(to);
+    if (refusal !== undefined) return Promise.reject(refusal);
+    const form = to === 'v2' ? request.forms.v2 : request.forms.v1;
+    return next(form === request.form ? request : { ...request, form: form ?? request.forms.v1 }).then(observe);
+  };
+
+  const moveTo = (to: ApiVersion, because: number | undefined) => {
+    if (version === to) return;
+    logger?.warn(
+      { upstream, from: version, to, upstreamStatus: because },
+      `upstream ${upstream} moved to ${to}: its ${version} endpoint answered ${because}`,
+    );
+    version = to;
+  };
+
+  const interceptor: Interceptor = (next: Dispatch) => {
+    if (setting === 'auto' && options.initial !== undefined) {
+      const discover = (): void => {
+        options.initial?.(next).then(
+          (found) => {
+            if (found !== undefined && found !== version) {
+              logger?.info({ upstream, version: found }, `upstream ${upstream}: using API ${found}`);
+              version = found;
+            }
+          },
+          (error: unknown) => {
+            logger?.info(
+              { upstream, err: error instanceof Error ? error.message : String(error) },
+              `upstream ${upstream}: API version discovery failed; using ${version}, trying again later`,
+            );
+            setTimeout(discover, options.rediscoverAfterMs ?? 30_000).unref();
+          },
+        );
+      };
+      discover();
+    }
+
+    return async function versioned<T>(request: UpstreamRequest<T>): Promise<UpstreamAnswer<T>> {
+      if (request.forms.v2 === undefined) return next(request).then(observe);
+      const current = version;
+      if (setting !== 'auto') return send(next, request, current);
+      try {
+        return await send(next, request, current);
+      } catch (error) {
+        if (!isGone(error)) throw error;
+        const alternative = other(current);
+        try {
+          const answer = await send(next, request, alternative);
+          moveTo(alternative, error.statusCode);
+          return answer;
+        } catch (second) {
+          if (isGone(second)) throw error; // neither version is there: no retirement, nothing learnt
+          // The other version exists (it answered something else, or the gateway refused to call it).
+          moveTo(alternative, error.statusCode);
+          throw second;
+        }
+      }
+    };
+  };
+
+  return {
+    interceptor,
+    state() {
+      const sunset = lastEndpoint === undefined ? undefined : deprecatedEndpoints.get(lastEndpoint);
+      return { apiVersion: version, deprecated: sunset !== undefined, sunset: sunset ?? null };
+    },
+  };
+}

@@ -1,0 +1,145 @@
+/**
+ * The circuit breaker of one upstream: cockatiel's `CircuitBreakerPolicy` with a
+ * `ConsecutiveBreaker`, around every attempt (retries included).
+ *
+ * Consecutive failures (5xx, timeouts, refused or broken connections; not 4xx, not 429, not bad
+ * bodies, not cancellations) open it; while open, calls fail at once with UPSTREAM_UNAVAILABLE and
+ * no network. After `halfOpenAfterMs` the next call first probes the upstream's health endpoint:
+ * success closes the circuit and the call proceeds, failure re-opens it.
+ */
+import {
+  BrokenCircuitError,
+  type CircuitBreakerPolicy,
+  CircuitState,
+  ConsecutiveBreaker,
+  circuitBreaker as cockatielBreaker,
+  handleWhen,
+  IsolatedCircuitError,
+} from 'cockatiel';
+import { UpstreamCallError, type UpstreamName } from '../../errors.js';
+import type { Dispatch, Interceptor, UpstreamAnswer, UpstreamRequest } from '../dispatch.js';
+import { errorFromFailure } from '../status-mapping.js';
+
+export type BreakerState = 'closed' | 'open' | 'half-open' | 'disabled';
+
+export interface CircuitBreakerOptions {
+  upstream: UpstreamName;
+  /** Resolves true when the upstream's health endpoint answered 2xx (the half-open probe). */
+  probe: () => Promise<boolean>;
+  /** Consecutive failures that open the circuit; 0 disables the breaker. @default 5 */
+  threshold?: number;
+  /** @default 5000 */
+  halfOpenAfterMs?: number;
+  /** Told when the circuit opens, half-opens or closes. */
+  onStateChange?: ((state: BreakerState) => void) | undefined;
+}
+
+export interface CircuitBreaker {
+  readonly interceptor: Interceptor;
+  state(): BreakerState;
+}
+
+/** A failure that says the upstream itself is unwell (not the caller, not the body). */
+export function countsAgainstUpstream(error: unknown): boolean {
+  if (!(error instanceof UpstreamCallError)) return false;
+  switch (error.kind) {
+    case 'refused':
+    case 'connection':
+    case 'timeout':
+    case 'circuit-open': // only thrown inside the breaker by a failed half-open probe
+      return true;
+    case 'status':
+      return error.statusCode !== undefined && error.statusCode >= 500;
+    default:
+      return false;
+  }
+}
+
+const STATE_NAMES: Record<CircuitState, BreakerState> = {
+  [CircuitState.Closed]: 'closed',
+  [CircuitState.Open]: 'open',
+  [CircuitState.HalfOpen]: 'half-open',
+  [CircuitState.Isolated]: 'open',
+};
+
+/** Returned by the half-open test run when the probe succeeded: the real call still has to happen. */
+const PROBED = Symbol('probed');
+
+export function createCircuitBreaker(options: CircuitBreakerOptions): CircuitBreaker {
+  const { upstream } = options;
+  const threshold = options.threshold ?? 5;
+  if (threshold <= 0) return { interceptor: (next) => next, state: () => 'disabled' };
+
+  const breaker: CircuitBreakerPolicy = cockatielBreaker(handleWhen(countsAgainstUpstream), {
+    halfOpenAfter: options.halfOpenAfterMs ?? 5000,
+    breaker: new ConsecutiveBreaker(threshold),
+  });
+  /** Set by the half-open event (emitted synchronously right before the test run): probe first. */
+  let probeNext = false;
+  breaker.onHalfOpen(() => {
+    probeNext = true;
+  });
+  const onChange = options.onStateChange;
+  if (onChange !== undefined) breaker.onStateChange((state) => onChange(STATE_NAMES[state]));
+
+  const interceptor: Interceptor = (next: Dispatch) =>
+    async function breaking<T>(request: UpstreamRequest<T>): Promise<UpstreamAnswer<T>> {
+      // Failures that do not count against the upstream (a 418, a bad body) come back as values so
+      // that the breaker records a success (the upstream did answer), and are thrown below.
+      const run = async (): Promise<UpstreamAnswer<T> | UpstreamCallError | typeof PROBED> => {
+        if (probeNext) {
+          probeNext = false;
+          if (await options.probe().catch(() => false)) return PROBED;
+          throw errorFromFailure('circuit-open', upstream);
+        }
+        try {
+          return await next(request);
+        } catch (error) {
+          // A cancellation says nothing about the upstream: thrown as is, counted neither way.
+          if (error instanceof UpstreamCallError && error.kind !== 'cancelled' && !countsAgainstUpstream(error))
+            return error;
+          throw error;
+        }
+      };
+      let result: UpstreamAnswer<T> | UpstreamCallError | typeof PROBED;
+      try {
+        result =
+          breaker.state === CircuitState.Closed
+            ? await breaker.execute(run)
+            : await untilCancelled(breaker.execute(run), request);
+        if (result === PROBED) result = await breaker.execute(run);
+      } catch (error) {
+        if (error instanceof BrokenCircuitError || error instanceof IsolatedCircuitError)
+          throw errorFromFailure('circuit-open', upstream, { cause: error });
+        throw error;
+      }
+      if (result instanceof UpstreamCallError) throw result;
+      return result as UpstreamAnswer<T>;
+    };
+
+  return { interceptor, state: () => STATE_NAMES[breaker.state] };
+}
+
+/**
+ * While the circuit is not closed a call may wait for another call's half-open probe; its caller
+ * must still be able to walk away at once.
+ */
+function untilCancelled<T>(promise: Promise<T>, request: UpstreamRequest): Promise<T> {
+  const operation = request.operation;
+  if (operation === undefined) return promise;
+  return new Promise<T>((resolve, reject) => {
+    const unsubscribe = operation.onCancel((reason) =>
+      reject(errorFromFailure('cancelled', request.upstream, { cause: reason })),
+    );
+    promise.then(
+      (value) => {
+        unsubscribe();
+        resolve(value);
+      },
+      (error: unknown) => {
+        unsubscribe();
+        reject(error);
+      },
+    );
+  });
+}

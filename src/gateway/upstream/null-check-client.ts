@@ -1,0 +1,94 @@
+/**
+ * The null-check service's calls as logical upstream requests: `POST /api/v1/check` and its v2
+ * successor `POST /api/v2/null-or-not` (the same body; the answer adds a philosophical analysis).
+ *
+ * Undefined vs null: `hasValue: false` sends a body WITHOUT the `value` key, `value: null` sends
+ * `"value": null`. JSON.stringify drops `undefined` entries, which is exactly "key absent".
+ *
+ * Deterministic calls (a value sent, temperature 0, the default model, null-x-4o or null-x-opus: the
+ * reference services answer those by strict equality) get a share key, so identical calls in flight
+ * share one upstream call and, with RESPONSE_CACHE, plain boolean answers are reused.
+ */
+import type { Operation } from '../operation.js';
+import type { AnswerFacts, Dispatch, HttpForm } from './dispatch.js';
+import { parseNullCheckResponse } from './response-schemas.js';
+import { errorFromFailure } from './status-mapping.js';
+import type { NullCheckRequest, NullCheckResponse } from './types.js';
+import { parseNullCheckV2Response } from './v2-answers.js';
+
+const DETERMINISTIC_MODELS = new Set([undefined, 'null-x-4o', 'null-x-opus']);
+
+export interface NullCheckClient {
+  check(request: NullCheckRequest, operation: Operation | undefined): Promise<NullCheckResponse>;
+}
+
+/** A value of `undefined` under `hasValue: true` cannot be sent either: it counts as no value. */
+function sendsValue(request: NullCheckRequest): boolean {
+  return request.hasValue && request.value !== undefined;
+}
+
+const facts = (answer: NullCheckResponse): AnswerFacts => ({
+  costUsd: answer.gpuCostUsd,
+  sponsor: answer.sponsoredBy,
+  model: answer.model,
+});
+
+/** The share key of a deterministic check, or undefined. */
+export function nullCheckShareKey(request: NullCheckRequest): string | undefined {
+  const temperature = request.temperature;
+  if (!sendsValue(request) || !DETERMINISTIC_MODELS.has(request.model)) return undefined;
+  if (temperature !== undefined && temperature !== 0) return undefined;
+  // Omitted model/temperature/strictMode stay apart from explicit ones (never normalized to defaults).
+  return `check\n${JSON.stringify([request.value, request.model ?? null, temperature ?? null, request.strictMode ?? null])}`;
+}
+
+const keepBoolean = (answer: NullCheckResponse) => answer.answer.kind === 'boolean';
+
+export function createNullCheckClient(dispatch: Dispatch): NullCheckClient {
+  return {
+    async check(request, operation) {
+      let body: string;
+      try {
+        body = JSON.stringify({
+          value: sendsValue(request) ? request.value : undefined,
+          model: request.model,
+          temperature: request.temperature,
+          strict_mode: request.strictMode,
+        });
+      } catch (cause) {
+        // BigInt or a cycle: cannot come from a GraphQL JSON argument, but must not crash either.
+        throw errorFromFailure('invalid-request', 'null-check', { cause, detail: 'value is not JSON-serializable' });
+      }
+      const hints = { hadValue: sendsValue(request) };
+      const v1: HttpForm<NullCheckResponse> = {
+        endpoint: 'check',
+        version: 'v1',
+        method: 'POST',
+        path: '/api/v1/check',
+        body,
+        // A check is a pure read with no side effect on the service: safe to repeat.
+        retry: 'idempotent',
+        decode: parseNullCheckResponse,
+        facts,
+        hints,
+      };
+      const v2: HttpForm<NullCheckResponse> = {
+        ...v1,
+        endpoint: 'null-or-not',
+        version: 'v2',
+        path: '/api/v2/null-or-not',
+        decode: parseNullCheckV2Response,
+      };
+      const shareKey = nullCheckShareKey(request);
+      const answer = await dispatch({
+        upstream: 'null-check',
+        forms: { v1, v2 },
+        form: v1,
+        shareKey,
+        cacheable: shareKey === undefined ? undefined : keepBoolean,
+        operation,
+      });
+      return answer.value;
+    },
+  };
+}

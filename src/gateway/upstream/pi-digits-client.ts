@@ -1,0 +1,122 @@
+/**
+ * The pi-digits service's calls as logical upstream requests: `GET /api/v1/pi` (with its v2.0
+ * successor, `POST /api/v1/inference` with the operator's waiver) and `POST /api/v1/inference`.
+ *
+ * GET /pi is a read and is retried as such; POST /inference costs money per call, so it is retried
+ * only when the connection was refused (the request provably never reached the service).
+ * Deterministic pi calls (temperature 0, the default model or pi-x-4o: the true digits) get a share
+ * key, so identical calls in flight share one upstream call and, with RESPONSE_CACHE, are reused.
+ */
+import type { Operation } from '../operation.js';
+import type { AnswerFacts, Dispatch, HttpForm } from './dispatch.js';
+import { parseInferenceResponse, parsePiResponse } from './response-schemas.js';
+import type { InferenceRequest, InferenceResponse, PiRequest, PiResponse } from './types.js';
+import { parsePiFromInference } from './v2-answers.js';
+
+/** The service's default `digits` (pi-digits spec §4.1). */
+export const DEFAULT_PI_DIGITS = 3;
+
+const DETERMINISTIC_MODELS = new Set([undefined, 'pi-x-4o']);
+
+export interface PiDigitsClient {
+  pi(request: PiRequest, operation: Operation | undefined): Promise<PiResponse>;
+  inference(request: InferenceRequest, operation: Operation | undefined): Promise<InferenceResponse>;
+}
+
+const piFacts = (answer: PiResponse): AnswerFacts => ({
+  costUsd: answer.gpuCostUsd ?? answer.costUsd ?? null,
+  sponsor: answer.sponsoredBy,
+  model: answer.model,
+});
+
+const inferenceFacts = (answer: InferenceResponse): AnswerFacts => ({
+  costUsd: answer.costUsd,
+  sponsor: null,
+  model: answer.model,
+});
+
+/** `/api/v1/pi` plus the query of the fields that are set (omitted ones take the upstream defaults). */
+function piPath(request: PiRequest): string {
+  let query = '';
+  if (request.digits !== undefined) query += `&digits=${request.digits}`;
+  if (request.model !== undefined) query += `&model=${encodeURIComponent(request.model)}`;
+  if (request.temperature !== undefined) query += `&temperature=${request.temperature}`;
+  if (request.sponsored !== undefined) query += `&sponsored=${request.sponsored}`;
+  return query.length === 0 ? '/api/v1/pi' : `/api/v1/pi?${query.slice(1)}`;
+}
+
+/** The share key of a deterministic pi call, or undefined. */
+export function piShareKey(request: PiRequest): string | undefined {
+  const temperature = request.temperature;
+  if (!DETERMINISTIC_MODELS.has(request.model)) return undefined;
+  if (temperature !== undefined && temperature !== 0) return undefined;
+  return `pi\n${request.digits ?? ''}\n${request.model ?? ''}\n${temperature ?? ''}\n${request.sponsored ?? ''}`;
+}
+
+const keepAll = () => true;
+
+export function createPiDigitsClient(dispatch: Dispatch): PiDigitsClient {
+  return {
+    async pi(request, operation) {
+      const v1: HttpForm<PiResponse> = {
+        endpoint: 'pi',
+        version: 'v1',
+        method: 'GET',
+        path: piPath(request),
+        retry: 'idempotent',
+        decode: parsePiResponse,
+        facts: piFacts,
+      };
+      // Over v2 the caller's `digits`, model and temperature go to the inference endpoint; the
+      // waiver is the operator's (PI_WAIVER_ACCEPTED), checked before this form is ever sent.
+      const v2: HttpForm<PiResponse> = {
+        endpoint: 'inference',
+        version: 'v2',
+        method: 'POST',
+        path: '/api/v1/inference',
+        body: JSON.stringify({
+          desired_digits: request.digits ?? DEFAULT_PI_DIGITS,
+          model: request.model,
+          temperature: request.temperature,
+          liability_waiver_signed: true,
+        }),
+        retry: 'unsent-only',
+        decode: parsePiFromInference,
+        facts: piFacts,
+        hints: { waiverSigned: true },
+      };
+      const shareKey = piShareKey(request);
+      const answer = await dispatch({
+        upstream: 'pi-digits',
+        forms: { v1, v2 },
+        form: v1,
+        shareKey,
+        cacheable: shareKey === undefined ? undefined : keepAll,
+        operation,
+      });
+      return answer.value;
+    },
+
+    async inference(request, operation) {
+      const form: HttpForm<InferenceResponse> = {
+        endpoint: 'inference',
+        version: 'v1',
+        method: 'POST',
+        path: '/api/v1/inference',
+        body: JSON.stringify({
+          desired_digits: request.desiredDigits,
+          model: request.model,
+          temperature: request.temperature,
+          use_chain_of_thought: request.useChainOfThought,
+          liability_waiver_signed: request.liabilityWaiverSigned,
+        }),
+        retry: 'unsent-only',
+        decode: parseInferenceResponse,
+        facts: inferenceFacts,
+        hints: { waiverSigned: request.liabilityWaiverSigned },
+      };
+      const answer = await dispatch({ upstream: 'pi-digits', forms: { v1: form }, form, operation });
+      return answer.value;
+    },
+  };
+}

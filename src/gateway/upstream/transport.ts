@@ -1,0 +1,261 @@
+/**
+ * The innermost Dispatch: one HTTP exchange with one upstream over a keep-alive undici `Pool`.
+ * Sends the request's chosen form, reads the whole body as text, maps a non-2xx status to an
+ * `UpstreamCallError`, parses the JSON once and decodes it into the seam shape.
+ *
+ * Why `Pool.request` and not `fetch`: no WHATWG Request/Response/Headers per call, a response size
+ * cap enforced by the parser (`maxResponseSize`), and `body.text()` + `JSON.parse` (cheaper than
+ * `body.json()`). Every body is read to the end or destroyed, which undici needs to reuse or free
+ * the connection.
+ *
+ * Cancellation and time: each attempt ends at the earlier of its own timeout (UPSTREAM_TIMEOUT_MS)
+ * and the operation's absolute deadline, watched by one shared sweep (deadline-sweep.ts), and is
+ * aborted when the operation is cancelled (the client went away). The abort handle is an
+ * `AttemptSignal`, the EventEmitter shape undici accepts, not an AbortController.
+ *
+ * Each finished attempt, answered or not, is reported to `onExchange` (metrics, the operation's
+ * count of answered attempts, failure logs).
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import { Pool } from 'undici';
+import { UpstreamCallError, type UpstreamName } from '../errors.js';
+import { AttemptSignal } from './attempt-signal.js';
+import { unwatchDeadline, watchDeadline } from './deadline-sweep.js';
+import type { Dispatch, EndpointName, UpstreamAnswer, UpstreamRequest } from './dispatch.js';
+import { ResponseShapeError } from './response-schemas.js';
+import { errorFromFailure, errorFromStatus } from './status-mapping.js';
+
+/** One finished HTTP attempt. */
+export interface ExchangeEvent {
+  upstream: UpstreamName;
+  endpoint: EndpointName;
+  /** HTTP status; null when there was no answer (timeout, refused, reset, open circuit). */
+  statusCode: number | null;
+  durationMs: number;
+  /** 1 for a call's first attempt. */
+  attempt: number;
+  request: UpstreamRequest;
+  /** Undefined: answered 2xx with a body that fits. */
+  error?: UpstreamCallError | undefined;
+}
+
+export interface TransportOptions {
+  upstream: UpstreamName;
+  /** Base URL without /api/v1; may carry a path prefix (`http://host/prefix`). */
+  baseUrl: string;
+  /**
+   * 'authorization' sends `Bearer <key>`; another header name sends the bare key.
+   * @default 'authorization'
+   */
+  authHeader?: string;
+  /** @default 64 */
+  connections?: number;
+  /** Per-attempt time for headers and body. @default 5000 */
+  timeoutMs?: number;
+  /** Larger answers are UPSTREAM_BAD_RESPONSE (a million pi digits is ~1 MB). @default 16777216 */
+  maxResponseBytes?: number;
+  /** Idle keep-alive sockets are closed after this (or the server's shorter hint). @default 4000 */
+  keepAliveTimeoutMs?: number;
+  /** Told of every finished attempt. A throwing callback is ignored. */
+  onExchange?: ((event: ExchangeEvent) => void) | undefined;
+}
+
+export interface Transport {
+  readonly dispatch: Dispatch;
+  /** Closes the pool: in-flight exchanges finish, then every socket is freed. */
+  close(): Promise<void>;
+}
+
+/** Our own per-attempt timeout, recognized by identity. */
+const ATTEMPT_TIMEOUT = Object.freeze(new Error('upstream attempt timed out'));
+const DEADLINE_PASSED = Object.freeze(new Error('operation deadline passed'));
+const MAX_CONNECT_TIMEOUT_MS = 10_000;
+
+const TIMEOUT_CODES = new Set([
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'ETIMEDOUT',
+]);
+
+function errorCode(error: unknown): string | undefined {
+  if (error === null || typeof error !== 'object') return undefined;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string') return code;
+  // Happy-eyeballs connects (autoSelectFamily) fail with an AggregateError of per-address errors.
+  if (error instanceof AggregateError) {
+    for (const inner of error.errors) {
+      const innerCode = errorCode(inner);
+      if (innerCode !== undefined) return innerCode;
+    }
+  }
+  return undefined;
+}
+
+/** The API key must never be echoed into a log line, even when an upstream repeats it. */
+export function scrub(text: string | undefined, apiKey: string | undefined): string | undefined {
+  if (text === undefined || apiKey === undefined || apiKey.length === 0 || !text.includes(apiKey)) return text;
+  return text.replaceAll(apiKey, '[redacted]');
+}
+
+function header(headers: IncomingHttpHeaders, name: string): string | undefined {
+  const value = headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+export function createTransport(options: TransportOptions): Transport {
+  const { upstream, onExchange } = options;
+  const timeoutMs = options.timeoutMs ?? 5000;
+  const url = new URL(options.baseUrl);
+  const basePath = url.pathname.replace(/\/+$/, '');
+  const authHeader = (options.authHeader ?? 'authorization').toLowerCase();
+  const bearer = authHeader === 'authorization';
+  const pool = new Pool(url.origin, {
+    connections: options.connections ?? 64,
+    pipelining: 1,
+    connectTimeout: Math.min(timeoutMs, MAX_CONNECT_TIMEOUT_MS),
+    // Backstops only: the sweep enforces the real, total deadline (undici's are inactivity timers).
+    headersTimeout: Math.min(timeoutMs + 1000, 300_000),
+    bodyTimeout: Math.min(timeoutMs + 1000, 300_000),
+    keepAliveTimeout: options.keepAliveTimeoutMs ?? 4000,
+    maxResponseSize: options.maxResponseBytes ?? 16 * 1024 * 1024,
+  });
+
+  const report = (event: ExchangeEvent) => {
+    if (onExchange === undefined) return;
+    try {
+      onExchange(event);
+    } catch {
+      // A metrics callback must not turn an answer into a failure.
+    }
+  };
+
+  const classify = (error: unknown, signal: AttemptSignal, statusCode: number | undefined) => {
+    if (error instanceof UpstreamCallError) return error;
+    if (signal.aborted) {
+      if (signal.reason === ATTEMPT_TIMEOUT) return errorFromFailure('timeout', upstream, { statusCode });
+      if (signal.reason === DEADLINE_PASSED)
+        return errorFromFailure('timeout', upstream, { statusCode, detail: 'deadline' });
+      return errorFromFailure('cancelled', upstream, { statusCode, cause: signal.reason });
+    }
+    const code = errorCode(error);
+    if (code !== undefined && TIMEOUT_CODES.has(code))
+      return errorFromFailure('timeout', upstream, { statusCode, cause: error });
+    if (code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE')
+      return errorFromFailure('bad-response', upstream, { statusCode, cause: error, detail: 'body too large' });
+    if (code === 'UND_ERR_INVALID_ARG')
+      // Only the header values we add can be invalid (a key or request id with control characters).
+      return errorFromFailure('invalid-request', upstream, { cause: error, detail: 'invalid header value' });
+    if (statusCode !== undefined)
+      // The headers arrived, then the body broke off: a truncated answer.
+      return errorFromFailure('bad-response', upstream, { statusCode, cause: error, detail: 'body cut off' });
+    if (code === 'ECONNREFUSED') return errorFromFailure('refused', upstream, { cause: error });
+    return errorFromFailure('connection', upstream, { cause: error });
+  };
+
+  async function exchange<T>(request: UpstreamRequest<T>): Promise<UpstreamAnswer<T>> {
+    const { form, operation } = request;
+    const attempt = request.attempt ?? 1;
+    const start = performance.now();
+    const fail = (error: UpstreamCallError, statusCode: number | null): never => {
+      report({
+        upstream,
+        endpoint: form.endpoint,
+        statusCode,
+        durationMs: performance.now() - start,
+        attempt,
+        request,
+        error,
+      });
+      throw error;
+    };
+    if (operation?.cancelled) fail(errorFromFailure('cancelled', upstream, { cause: operation.reason }), null);
+    const now = Date.now();
+    const deadline = operation === undefined ? Number.POSITIVE_INFINITY : operation.deadline;
+    if (deadline <= now) fail(errorFromFailure('timeout', upstream, { detail: 'deadline' }), null);
+
+    const signal = new AttemptSignal();
+    const attemptEnd = now + (request.timeoutMs ?? timeoutMs);
+    const ownTimeout = attemptEnd <= deadline;
+    const watched = watchDeadline(ownTimeout ? attemptEnd : deadline, () =>
+      signal.abort(ownTimeout ? ATTEMPT_TIMEOUT : DEADLINE_PASSED),
+    );
+    const unsubscribe = operation?.onCancel((reason) => signal.abort(reason));
+
+    const headers: Record<string, string> = {};
+    if (form.body !== undefined) headers['content-type'] = 'application/json';
+    if (operation !== undefined) {
+      headers['x-request-id'] = operation.requestId;
+      if (operation.apiKey !== undefined && request.anonymous !== true)
+        headers[authHeader] = bearer ? `Bearer ${operation.apiKey}` : operation.apiKey;
+    }
+
+    let statusCode: number | undefined;
+    let responseHeaders: IncomingHttpHeaders | undefined;
+    let text: string | undefined;
+    try {
+      const response = await pool.request({
+        method: form.method,
+        path: basePath + form.path,
+        headers,
+        body: form.body,
+        // undici documents EventEmitter-shaped signals; see attempt-signal.ts for why not AbortSignal.
+        signal: signal as unknown as NonNullable<Parameters<Pool['request']>[0]['signal']>,
+      });
+      statusCode = response.statusCode;
+      responseHeaders = response.headers;
+      try {
+        text = await response.body.text();
+      } catch (error) {
+        // A non-2xx answer whose body broke off still has a meaningful status, unless we gave up
+        // waiting (timeout, cancellation), which the outer handler reports as such.
+        if ((statusCode >= 200 && statusCode < 300) || signal.aborted) throw error;
+      }
+    } catch (error) {
+      return fail(classify(error, signal, statusCode), statusCode ?? null);
+    } finally {
+      unwatchDeadline(watched);
+      unsubscribe?.();
+    }
+
+    const apiKey = operation?.apiKey;
+    if (statusCode < 200 || statusCode >= 300) {
+      const error = errorFromStatus({
+        upstream,
+        endpoint: form.endpoint,
+        statusCode,
+        text: scrub(text, apiKey),
+        retryAfter: responseHeaders['retry-after'],
+        ...form.hints,
+      });
+      return fail(error, statusCode);
+    }
+    let value: T;
+    try {
+      value = form.decode(JSON.parse(text as string));
+    } catch (error) {
+      const detail =
+        error instanceof ResponseShapeError ? error.detail : error instanceof SyntaxError ? 'not JSON' : 'invalid body';
+      return fail(
+        errorFromFailure('bad-response', upstream, { statusCode, body: scrub(text, apiKey), cause: error, detail }),
+        statusCode,
+      );
+    }
+    report({ upstream, endpoint: form.endpoint, statusCode, durationMs: performance.now() - start, attempt, request });
+    const deprecation = header(responseHeaders, 'deprecation');
+    return {
+      value,
+      source: 'upstream',
+      endpoint: form.endpoint,
+      statusCode,
+      facts: form.facts(value),
+      deprecation:
+        deprecation === undefined ? undefined : { sunset: header(responseHeaders, 'sunset') ?? null },
+    };
+  }
+
+  return {
+    dispatch: exchange as Dispatch,
+    close: () => pool.close(),
+  };
+}
