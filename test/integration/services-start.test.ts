@@ -60,6 +60,13 @@ describe('servicesOptionsFromSettings', () => {
       PI_FAULT_LATENCY_MS: '2',
       PI_FAULT_500_RATE: '0.3',
       PI_FAULT_503_RATE: '0.4',
+      NULL_V1: 'deprecated',
+      PI_V1_PI: 'off',
+      V1_DEPRECATED_SINCE: '2026-01-15',
+      V1_SUNSET_DAYS: '30',
+      REDIS_URL: 'redis://127.0.0.1:1',
+      REDIS_KEY_PREFIX: 'p:',
+      REDIS_TIMEOUT_MS: '40',
     });
     expect(servicesOptionsFromSettings(config)).toEqual({
       apiKeys: 'k1:pro',
@@ -77,7 +84,38 @@ describe('servicesOptionsFromSettings', () => {
       piFaultLatencyMs: 2,
       piFault500Rate: 0.3,
       piFault503Rate: 0.4,
+      nullV1: 'deprecated',
+      piV1Pi: 'off',
+      v1DeprecatedSince: new Date('2026-01-15T00:00:00Z'),
+      v1SunsetDays: 30,
+      redisUrl: 'redis://127.0.0.1:1',
+      redisKeyPrefix: 'p:',
+      redisTimeoutMs: 40,
     });
+  });
+
+  it('defaults: both v1 endpoints on, sunset 90 days after the start, no Redis', () => {
+    const options = servicesOptionsFromSettings(loadConfig({}));
+    expect(options).toMatchObject({ nullV1: 'on', piV1Pi: 'on', v1SunsetDays: 90, redisTimeoutMs: 25 });
+    expect(options.v1DeprecatedSince).toBeUndefined();
+    expect(options.redisUrl).toBeUndefined();
+  });
+
+  it('refuses a bad stage or date with one line naming the variable', () => {
+    for (const [env, name] of [
+      [{ NULL_V1: 'retired' }, 'NULL_V1'],
+      [{ PI_V1_PI: 'true' }, 'PI_V1_PI'],
+      [{ V1_DEPRECATED_SINCE: '2026-02-30' }, 'V1_DEPRECATED_SINCE'],
+      [{ V1_DEPRECATED_SINCE: 'yesterday' }, 'V1_DEPRECATED_SINCE'],
+      [{ V1_DEPRECATED_SINCE: '2026-01-15T10:00:00' }, 'V1_DEPRECATED_SINCE'],
+      [{ V1_SUNSET_DAYS: '0' }, 'V1_SUNSET_DAYS'],
+    ] as const) {
+      expect(() => loadConfig(env), name).toThrow(new RegExp(`^invalid configuration: ${name}=`));
+    }
+    expect(
+      servicesOptionsFromSettings(loadConfig({ V1_DEPRECATED_SINCE: '2026-01-15T10:00:00+02:00' }))
+        .v1DeprecatedSince,
+    ).toEqual(new Date('2026-01-15T08:00:00Z'));
   });
 
   it('the mapped options drive the services', async () => {
