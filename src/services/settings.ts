@@ -118,7 +118,7 @@ export const apiVersionSettings = settingsGroup('api versions', {
     'V1_DEPRECATED_SINCE',
     isoDate().optional(),
     '(unset: the moment the service started)',
-    'Date a deprecated v1 endpoint announces in its Deprecation header, as an ISO 8601 date or date-time. Set it so that every replica and every restart announce the same dates.',
+    'Date a deprecated v1 endpoint announces in its Deprecation header: an ISO 8601 date (2026-01-15, midnight UTC) or date-time with its offset (2026-01-15T12:00:00Z). Set it so that every replica and every restart announce the same dates.',
   ),
   v1SunsetDays: setting(
     'V1_SUNSET_DAYS',

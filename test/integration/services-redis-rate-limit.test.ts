@@ -9,6 +9,7 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
+  createServices,
   type RunningServices,
   type ServicesOptions,
   startServices,
@@ -120,6 +121,23 @@ describe('Redis unreachable from the start (no redis-server needed)', () => {
     expect(warns).toHaveLength(1);
     expect(warns[0]?.redis).toBe(`redis://alice:***@127.0.0.1:${port}/0`);
     expect(capture.raw.join('\n')).not.toContain('s3cret-pw');
+  });
+
+  it('both services share one connection, closed once both are closed', async () => {
+    const port = await freePort();
+    const { nullCheck, piDigits, redis } = createServices({
+      redisUrl: `redis://127.0.0.1:${port}`,
+      redisMaxReconnectDelayMs: 100,
+    });
+    expect(redis).toBeDefined();
+    await nullCheck.close();
+    expect(redis?.client.status).not.toBe('end');
+    await piDigits.close();
+    await eventually(() => redis?.client.status === 'end', 'the connection ends');
+    // Without REDIS_URL there is none.
+    const plain = createServices();
+    expect(plain.redis).toBeUndefined();
+    await Promise.all([plain.nullCheck.close(), plain.piDigits.close()]);
   });
 });
 

@@ -8,6 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { servicesOptionsFromSettings } from '../../src/services/settings.js';
 import { type RunningServices, startServices } from '../../src/services/start-services.js';
+import { freePort } from '../support/redis-server.js';
 import { bearer, call, expectErrorShape } from './services-test-helpers.js';
 
 const running: RunningServices[] = [];
@@ -172,12 +173,16 @@ async function waitFor(condition: () => boolean, timeoutMs: number): Promise<voi
 
 describe('npm run services (src/services/main.ts)', () => {
   it('logs both URLs, serves, and exits by itself on SIGTERM', async () => {
+    // A Redis that is not there, and v1 of null-check deprecated: the settings reach the services.
+    const redisPort = await freePort();
     const run = runMain({
       NULL_PORT: '0',
       PI_PORT: '0',
       HOST: '127.0.0.1',
       LOG_FORMAT: 'json',
       API_KEYS: 'main-key:pro',
+      REDIS_URL: `redis://:redis-pw-42@127.0.0.1:${redisPort}`,
+      NULL_V1: 'deprecated',
     });
     await waitFor(() => /pi-digits service listening/.test(run.stdout()), 20_000);
     const urls = [...run.stdout().matchAll(/listening on (http:\/\/127\.0\.0\.1:\d+)/g)].map((m) => m[1]!);
@@ -189,9 +194,20 @@ describe('npm run services (src/services/main.ts)', () => {
       body: '{"value": null}',
     });
     expect(check.body.is_null).toBe(true);
+    expect(check.headers.get('deprecation')).toMatch(/^@\d+$/);
     expect((await call<{ digits: string }>(`${piUrl}/api/v1/pi`)).body.digits).toBe('3.141');
-    // The key never reaches the log.
+    // The key never reaches the log; Redis being away is one warn line, without its password.
     expect(run.stdout()).not.toContain('main-key');
+    const redisWarnings = run
+      .stdout()
+      .split('\n')
+      .filter((line) => line.includes('Redis unavailable'));
+    expect(redisWarnings).toHaveLength(1);
+    expect(JSON.parse(redisWarnings[0] ?? '{}')).toMatchObject({
+      level: 40,
+      redis: `redis://***@127.0.0.1:${redisPort}`,
+    });
+    expect(run.stdout()).not.toContain('redis-pw-42');
     run.child.kill('SIGTERM');
     const [code] = (await once(run.child, 'exit')) as [number | null];
     expect(code).toBe(0);
