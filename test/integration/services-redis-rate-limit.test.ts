@@ -258,7 +258,7 @@ describe.skipIf(skip)('rate limits in a real Redis', () => {
     // CLIENT PAUSE holds every client's commands (this one's too) for the given milliseconds.
     const pauser = new Redis(server.url, { lazyConnect: true, maxRetriesPerRequest: 0 });
     await pauser.connect();
-    expect(await pauser.call('CLIENT', 'PAUSE', '1500', 'ALL')).toBe('OK');
+    expect(await pauser.call('CLIENT', 'PAUSE', '2500', 'ALL')).toBe('OK');
     pauser.disconnect();
     const during = await alternate(5, [() => check(services.nullCheckUrl)]);
     expect(during.map((x) => x.status)).toEqual([200, 200, 200, 200, 200]);

@@ -66,6 +66,9 @@ export function createRateLimitRedis(options: RateLimitRedisOptions): RateLimitR
     maxRetriesPerRequest: 0,
     autoResendUnfulfilledCommands: false,
     connectTimeout: Math.max(1000, timeoutMs),
+    // On close, ioredis waits this long for a socket that may already be gone, holding the process
+    // open; nothing is left to flush here (every count is sent or lost already).
+    disconnectTimeout: 100,
     retryStrategy: (attempt) => Math.min(50 * 2 ** Math.min(attempt, 16), maxDelay),
   });
 
