@@ -1,10 +1,13 @@
 /**
  * The reference services' own settings (`npm run services`, and the embedded services of
- * `npm start`): where they listen, who may call them, how they read the specs' open points, and
- * fault injection. The gateway knows none of these.
+ * `npm start`): where they listen, who may call them, how they read the specs' open points, which
+ * API versions they serve, and fault injection. The gateway knows none of these. REDIS_URL and its
+ * companions are process settings (src/shared/process-settings.ts), read here too.
  */
 import { z } from 'zod';
+import type { redisSettings } from '../shared/process-settings.js';
 import { bool, type GroupValues, int, ratio, setting, settingsGroup } from '../shared/settings.js';
+import { DEFAULT_SUNSET_DAYS, ENDPOINT_STAGES } from './shared/retirement.js';
 import type { ServicesOptions } from './start-services.js';
 
 export const referenceServiceSettings = settingsGroup('reference services', {
@@ -66,7 +69,7 @@ export const referenceServiceSettings = settingsGroup('reference services', {
     'FREE_RATE_LIMIT',
     int(0, 1_000_000).default(60),
     '60',
-    'Requests per minute per caller on the free tier, each service counted separately. 0 = unlimited (load tests only).',
+    'Requests per minute per caller on the free tier, each service counted separately (its v1 and v2 endpoints together; across every replica when REDIS_URL is set). 0 = unlimited (load tests only).',
   ),
   proRateLimit: setting(
     'PRO_RATE_LIMIT',
@@ -79,6 +82,49 @@ export const referenceServiceSettings = settingsGroup('reference services', {
     int(0, 1_000_000).default(0),
     '0 (unlimited)',
     'Requests per minute per enterprise key, each service counted separately. 0 = unlimited.',
+  ),
+});
+
+/** An ISO 8601 date (`2026-01-15`, midnight UTC) or date-time with its offset (`2026-01-15T12:00:00Z`). */
+const isoDate = () =>
+  z
+    .string()
+    .regex(
+      /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2}))?$/,
+      'must be an ISO 8601 date such as 2026-01-15, or a date-time with its offset such as 2026-01-15T12:00:00Z',
+    )
+    .refine((text) => {
+      // Date() rolls 2026-02-30 over to March: check that the calendar day exists.
+      const [year, month, day] = text.slice(0, 10).split('-').map(Number) as [number, number, number];
+      const date = new Date(Date.UTC(year, month - 1, day));
+      return date.getUTCMonth() === month - 1 && date.getUTCDate() === day && !Number.isNaN(Date.parse(text));
+    }, 'must be a real date')
+    .transform((text) => new Date(text));
+
+export const apiVersionSettings = settingsGroup('api versions', {
+  nullV1: setting(
+    'NULL_V1',
+    z.enum(ENDPOINT_STAGES).default('on'),
+    'on',
+    'Null-check service, POST /api/v1/check: on serves it; deprecated serves it with Deprecation, Sunset and Link headers naming its successor POST /api/v2/null-or-not; off answers it 410 ENDPOINT_RETIRED and leaves it out of /openapi.json. The v2 endpoint is always served.',
+  ),
+  piV1Pi: setting(
+    'PI_V1_PI',
+    z.enum(ENDPOINT_STAGES).default('on'),
+    'on',
+    'Pi-digits service, GET /api/v1/pi: on serves it; deprecated serves it with Deprecation, Sunset and Link headers naming its successor POST /api/v1/inference; off answers it 410 ENDPOINT_RETIRED and leaves it out of /openapi.json. POST /api/v1/inference is always served.',
+  ),
+  v1DeprecatedSince: setting(
+    'V1_DEPRECATED_SINCE',
+    isoDate().optional(),
+    '(unset: the moment the service started)',
+    'Date a deprecated v1 endpoint announces in its Deprecation header: an ISO 8601 date (2026-01-15, midnight UTC) or date-time with its offset (2026-01-15T12:00:00Z). Set it so that every replica and every restart announce the same dates.',
+  ),
+  v1SunsetDays: setting(
+    'V1_SUNSET_DAYS',
+    int(1, 3650).default(DEFAULT_SUNSET_DAYS),
+    String(DEFAULT_SUNSET_DAYS),
+    'Days from V1_DEPRECATED_SINCE to the date a deprecated v1 endpoint announces in its Sunset header, after which it may be switched off.',
   ),
 });
 
@@ -124,12 +170,15 @@ export const faultInjectionSettings = settingsGroup('fault injection', {
 /** Every group the reference services read (besides the process, log and Redis groups). */
 export const servicesSettings = {
   services: referenceServiceSettings,
+  apiVersions: apiVersionSettings,
   faults: faultInjectionSettings,
 };
 
 export interface ServicesSettingsValues {
   services: GroupValues<typeof referenceServiceSettings>;
+  apiVersions: GroupValues<typeof apiVersionSettings>;
   faults: GroupValues<typeof faultInjectionSettings>;
+  redis: GroupValues<typeof redisSettings>;
 }
 
 /**
@@ -137,7 +186,7 @@ export interface ServicesSettingsValues {
  * embedded services always take free loopback ports, `npm run services` adds NULL_PORT / PI_PORT itself.
  */
 export function servicesOptionsFromSettings(settings: ServicesSettingsValues): ServicesOptions {
-  const { services, faults } = settings;
+  const { services, apiVersions, faults, redis } = settings;
   return {
     apiKeys: services.apiKeys,
     seed: services.seed,
@@ -154,5 +203,12 @@ export function servicesOptionsFromSettings(settings: ServicesSettingsValues): S
     piFaultLatencyMs: faults.piFaultLatencyMs,
     piFault500Rate: faults.piFault500Rate,
     piFault503Rate: faults.piFault503Rate,
+    nullV1: apiVersions.nullV1,
+    piV1Pi: apiVersions.piV1Pi,
+    v1DeprecatedSince: apiVersions.v1DeprecatedSince,
+    v1SunsetDays: apiVersions.v1SunsetDays,
+    redisUrl: redis.redisUrl,
+    redisKeyPrefix: redis.redisKeyPrefix,
+    redisTimeoutMs: redis.redisTimeoutMs,
   };
 }

@@ -8,6 +8,11 @@ import type { DigitEngine } from '../digits/digit-engine.js';
 import { createNullCheckService } from './null-check/null-check-service.js';
 import { createPiDigitsService } from './pi-digits/pi-digits-service.js';
 import type { ApiKeysInput } from './shared/api-keys.js';
+import { createRateLimitRedis, type RateLimitRedis } from './shared/rate-limit-redis.js';
+import type { EndpointStage } from './shared/retirement.js';
+
+/** How long a start waits for Redis, so that the first requests already count in the shared buckets. */
+const REDIS_START_WAIT_MS = 2000;
 
 export interface ServicesOptions {
   /** Address both services bind to. @default '127.0.0.1' */
@@ -20,7 +25,7 @@ export interface ServicesOptions {
   apiKeys?: ApiKeysInput | undefined;
   /** Seed of both services' random generators. @default 42 */
   seed?: number;
-  /** Requests per minute per free caller (both services, counted separately); 0 = unlimited. @default 60 */
+  /** Requests per minute per free caller (each service counted separately, its v1 and v2 together); 0 = unlimited. @default 60 */
   freeRateLimit?: number;
   /** Requests per minute per pro key on the null-check service (pi-digits: unlimited, its table); 0 = unlimited. @default 600 */
   proRateLimit?: number;
@@ -58,6 +63,25 @@ export interface ServicesOptions {
   logRequests?: boolean;
   /** Trust X-Forwarded-For for the client address of free callers. @default false */
   trustProxy?: boolean | string | string[];
+  /** Null-check POST /api/v1/check: 'on', 'deprecated' (with Deprecation/Sunset/Link headers) or 'off' (410). @default 'on' */
+  nullV1?: EndpointStage;
+  /** Pi-digits GET /api/v1/pi: 'on', 'deprecated' (with Deprecation/Sunset/Link headers) or 'off' (410). @default 'on' */
+  piV1Pi?: EndpointStage;
+  /** The `Deprecation` date of deprecated v1 endpoints. @default the moment the services are created */
+  v1DeprecatedSince?: Date | undefined;
+  /** Days from `v1DeprecatedSince` to the announced `Sunset`. @default 90 */
+  v1SunsetDays?: number;
+  /**
+   * Redis for the rate limits (`redis://...`), shared by every replica; one connection for both
+   * services, closed with them. @default none: limits in memory, per process
+   */
+  redisUrl?: string | undefined;
+  /** Prefix of every Redis key. @default 'null-pi:' */
+  redisKeyPrefix?: string;
+  /** Longest wait for one Redis command before a request is counted in memory instead. @default 25 */
+  redisTimeoutMs?: number;
+  /** Longest pause between two Redis reconnection attempts (tests shorten it). @default 2000 */
+  redisMaxReconnectDelayMs?: number;
 }
 
 export interface RunningServices {
@@ -71,11 +95,25 @@ export interface RunningServices {
   close(): Promise<void>;
 }
 
-/** Builds both services from the combined options (not listening). */
-export function createServices(options: ServicesOptions = {}): {
+/** Both services, not listening yet. */
+export interface CreatedServices {
   nullCheck: FastifyInstance;
   piDigits: FastifyInstance;
-} {
+  /** The Redis connection both share (closed once both are closed), when `redisUrl` is set. */
+  redis: RateLimitRedis | undefined;
+}
+
+/** Builds both services from the combined options (not listening). */
+export function createServices(options: ServicesOptions = {}): CreatedServices {
+  const redis =
+    options.redisUrl === undefined
+      ? undefined
+      : createRateLimitRedis({
+          url: options.redisUrl,
+          timeoutMs: options.redisTimeoutMs,
+          maxReconnectDelayMs: options.redisMaxReconnectDelayMs,
+          logger: options.logger?.child({ component: 'rate-limit-redis' }),
+        });
   const common = {
     apiKeys: options.apiKeys,
     seed: options.seed,
@@ -86,12 +124,18 @@ export function createServices(options: ServicesOptions = {}): {
     bodyLimit: options.bodyLimit,
     logRequests: options.logRequests,
     trustProxy: options.trustProxy,
+    redis,
+    redisKeyPrefix: options.redisKeyPrefix,
+    // One date for both services, so that they announce the same.
+    deprecatedSince: options.v1DeprecatedSince ?? new Date(),
+    sunsetDays: options.v1SunsetDays,
   };
   const enterpriseMax = options.piEnterpriseMaxDigits;
   const nullCheck = createNullCheckService({
     ...common,
     logger: options.logger?.child({ service: 'null-check' }),
     strictModePro: options.strictModePro,
+    v1Check: options.nullV1,
     faultLatencyMs: options.nullFaultLatencyMs,
     fault500Rate: options.nullFault500Rate,
     fault503Rate: options.nullFault503Rate,
@@ -106,11 +150,22 @@ export function createServices(options: ServicesOptions = {}): {
       enterpriseMax === undefined || enterpriseMax === 'unlimited' ? 'unlimited' : Number(enterpriseMax),
     maxDigits: options.piMaxDigits,
     digitEngine: options.digitEngine,
+    v1Pi: options.piV1Pi,
     faultLatencyMs: options.piFaultLatencyMs,
     fault500Rate: options.piFault500Rate,
     fault503Rate: options.piFault503Rate,
   });
-  return { nullCheck, piDigits };
+  if (redis) {
+    // The connection outlives whichever service closes first.
+    let open = 2;
+    const release = async () => {
+      open -= 1;
+      if (open === 0) await redis.close();
+    };
+    nullCheck.addHook('onClose', release);
+    piDigits.addHook('onClose', release);
+  }
+  return { nullCheck, piDigits, redis };
 }
 
 /** A URL that reaches the service from this machine (loopback when bound to every interface). */
@@ -139,8 +194,10 @@ async function listen(app: FastifyInstance, host: string, port: number): Promise
 /** Starts both services; resolves once both listen. A failure closes whatever had started. */
 export async function startServices(options: ServicesOptions = {}): Promise<RunningServices> {
   const host = options.host ?? '127.0.0.1';
-  const { nullCheck, piDigits } = createServices(options);
+  const { nullCheck, piDigits, redis } = createServices(options);
   try {
+    // Never fails the start: Redis down only means memory until it is back.
+    await redis?.whenReady(REDIS_START_WAIT_MS);
     await listen(nullCheck, host, options.nullPort ?? 0);
     await listen(piDigits, host, options.piPort ?? 0);
   } catch (error) {

@@ -312,7 +312,8 @@ describe('4.1 POST /api/v1/check', () => {
 
   it('other methods and paths are 404 NOT_FOUND in the error shape', async () => {
     expectErrorShape(await call(`${base}${CHECK}`), 404, 'NOT_FOUND');
-    expectErrorShape(await call(`${base}/api/v2/null-or-not`, postJson({ value: 1 })), 404, 'NOT_FOUND');
+    expectErrorShape(await call(`${base}/api/v2/null-or-not`), 404, 'NOT_FOUND');
+    expectErrorShape(await call(`${base}/api/v3/null-or-not`, postJson({ value: 1 })), 404, 'NOT_FOUND');
   });
 
   it('echoes x-request-id', async () => {
@@ -529,7 +530,7 @@ describe('OpenAPI document (GET /openapi.json)', () => {
       components: { securitySchemes: Record<string, unknown>; schemas: Record<string, unknown> };
     };
     expect(doc.openapi).toBe('3.1.0');
-    expect(Object.keys(doc.paths).sort()).toEqual([CHECK, HEALTH]);
+    expect(Object.keys(doc.paths).sort()).toEqual([CHECK, HEALTH, '/api/v2/null-or-not']);
     const responses = doc.paths[CHECK]!.post!.responses;
     for (const status of ['200', '400', '401', '413', '415', '418', '429', '500', '503']) {
       expect(responses, status).toHaveProperty(status);

@@ -8,6 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { servicesOptionsFromSettings } from '../../src/services/settings.js';
 import { type RunningServices, startServices } from '../../src/services/start-services.js';
+import { freePort } from '../support/redis-server.js';
 import { bearer, call, expectErrorShape } from './services-test-helpers.js';
 
 const running: RunningServices[] = [];
@@ -60,6 +61,13 @@ describe('servicesOptionsFromSettings', () => {
       PI_FAULT_LATENCY_MS: '2',
       PI_FAULT_500_RATE: '0.3',
       PI_FAULT_503_RATE: '0.4',
+      NULL_V1: 'deprecated',
+      PI_V1_PI: 'off',
+      V1_DEPRECATED_SINCE: '2026-01-15',
+      V1_SUNSET_DAYS: '30',
+      REDIS_URL: 'redis://127.0.0.1:1',
+      REDIS_KEY_PREFIX: 'p:',
+      REDIS_TIMEOUT_MS: '40',
     });
     expect(servicesOptionsFromSettings(config)).toEqual({
       apiKeys: 'k1:pro',
@@ -77,7 +85,38 @@ describe('servicesOptionsFromSettings', () => {
       piFaultLatencyMs: 2,
       piFault500Rate: 0.3,
       piFault503Rate: 0.4,
+      nullV1: 'deprecated',
+      piV1Pi: 'off',
+      v1DeprecatedSince: new Date('2026-01-15T00:00:00Z'),
+      v1SunsetDays: 30,
+      redisUrl: 'redis://127.0.0.1:1',
+      redisKeyPrefix: 'p:',
+      redisTimeoutMs: 40,
     });
+  });
+
+  it('defaults: both v1 endpoints on, sunset 90 days after the start, no Redis', () => {
+    const options = servicesOptionsFromSettings(loadConfig({}));
+    expect(options).toMatchObject({ nullV1: 'on', piV1Pi: 'on', v1SunsetDays: 90, redisTimeoutMs: 25 });
+    expect(options.v1DeprecatedSince).toBeUndefined();
+    expect(options.redisUrl).toBeUndefined();
+  });
+
+  it('refuses a bad stage or date with one line naming the variable', () => {
+    for (const [env, name] of [
+      [{ NULL_V1: 'retired' }, 'NULL_V1'],
+      [{ PI_V1_PI: 'true' }, 'PI_V1_PI'],
+      [{ V1_DEPRECATED_SINCE: '2026-02-30' }, 'V1_DEPRECATED_SINCE'],
+      [{ V1_DEPRECATED_SINCE: 'yesterday' }, 'V1_DEPRECATED_SINCE'],
+      [{ V1_DEPRECATED_SINCE: '2026-01-15T10:00:00' }, 'V1_DEPRECATED_SINCE'],
+      [{ V1_SUNSET_DAYS: '0' }, 'V1_SUNSET_DAYS'],
+    ] as const) {
+      expect(() => loadConfig(env), name).toThrow(new RegExp(`^invalid configuration: ${name}=`));
+    }
+    expect(
+      servicesOptionsFromSettings(loadConfig({ V1_DEPRECATED_SINCE: '2026-01-15T10:00:00+02:00' }))
+        .v1DeprecatedSince,
+    ).toEqual(new Date('2026-01-15T08:00:00Z'));
   });
 
   it('the mapped options drive the services', async () => {
@@ -134,12 +173,16 @@ async function waitFor(condition: () => boolean, timeoutMs: number): Promise<voi
 
 describe('npm run services (src/services/main.ts)', () => {
   it('logs both URLs, serves, and exits by itself on SIGTERM', async () => {
+    // A Redis that is not there, and v1 of null-check deprecated: the settings reach the services.
+    const redisPort = await freePort();
     const run = runMain({
       NULL_PORT: '0',
       PI_PORT: '0',
       HOST: '127.0.0.1',
       LOG_FORMAT: 'json',
       API_KEYS: 'main-key:pro',
+      REDIS_URL: `redis://:redis-pw-42@127.0.0.1:${redisPort}`,
+      NULL_V1: 'deprecated',
     });
     await waitFor(() => /pi-digits service listening/.test(run.stdout()), 20_000);
     const urls = [...run.stdout().matchAll(/listening on (http:\/\/127\.0\.0\.1:\d+)/g)].map((m) => m[1]!);
@@ -151,9 +194,20 @@ describe('npm run services (src/services/main.ts)', () => {
       body: '{"value": null}',
     });
     expect(check.body.is_null).toBe(true);
+    expect(check.headers.get('deprecation')).toMatch(/^@\d+$/);
     expect((await call<{ digits: string }>(`${piUrl}/api/v1/pi`)).body.digits).toBe('3.141');
-    // The key never reaches the log.
+    // The key never reaches the log; Redis being away is one warn line, without its password.
     expect(run.stdout()).not.toContain('main-key');
+    const redisWarnings = run
+      .stdout()
+      .split('\n')
+      .filter((line) => line.includes('Redis unavailable'));
+    expect(redisWarnings).toHaveLength(1);
+    expect(JSON.parse(redisWarnings[0] ?? '{}')).toMatchObject({
+      level: 40,
+      redis: `redis://***@127.0.0.1:${redisPort}`,
+    });
+    expect(run.stdout()).not.toContain('redis-pw-42');
     run.child.kill('SIGTERM');
     const [code] = (await once(run.child, 'exit')) as [number | null];
     expect(code).toBe(0);

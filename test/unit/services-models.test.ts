@@ -6,8 +6,18 @@ import {
   looksNullToMini,
   MUSINGS,
   modelVerdict,
+  type NullAnswer,
+  type NullModel,
   nonBooleanShare,
 } from '../../src/services/null-check/null-models.js';
+import {
+  analyse,
+  MAX_DEPTH,
+  MAX_REFERENCES,
+  REFERENCES,
+  SCHOOLS,
+  VERDICT_STABILITIES,
+} from '../../src/services/null-check/philosophical-analysis.js';
 import { chainOfThought } from '../../src/services/pi-digits/chain-of-thought.js';
 import {
   applyModel,
@@ -67,6 +77,88 @@ describe('null models', () => {
     const random = createSeededRandom(5);
     judgeNull(1, 'null-x-4o', 0, false, random);
     expect(random.next()).toBe(createSeededRandom(5).next());
+  });
+});
+
+describe('philosophical analysis (v2)', () => {
+  const MODELS: NullModel[] = ['null-x-mini', 'null-x-4o', 'null-x-opus'];
+  const ANSWERS: NullAnswer[] = [
+    { kind: 'boolean', isNull: true },
+    { kind: 'boolean', isNull: false },
+    { kind: 'maybe' },
+    { kind: 'existential', musing: MUSINGS[0] },
+  ];
+
+  it('every field has its type and range, for every model, temperature and kind of answer', () => {
+    const random = createSeededRandom(1);
+    for (const model of MODELS) {
+      for (const temperature of [0, 0.25, 0.7, 0.71, 1]) {
+        for (const answer of ANSWERS) {
+          const a = analyse(answer, model, temperature, random);
+          expect(SCHOOLS).toContain(a.school);
+          expect(a.certainty).toBeGreaterThanOrEqual(0);
+          expect(a.certainty).toBeLessThanOrEqual(1);
+          expect(a.argument).not.toContain('%');
+          expect(a.references.length).toBeGreaterThanOrEqual(1);
+          expect(a.references.length).toBeLessThanOrEqual(MAX_REFERENCES);
+          expect(new Set(a.references).size).toBe(a.references.length);
+          for (const reference of a.references) expect(REFERENCES).toContain(reference);
+          expect(VERDICT_STABILITIES).toContain(a.verdict_stability);
+          expect(Number.isInteger(a.depth)).toBe(true);
+          expect(a.depth).toBeGreaterThanOrEqual(1);
+          expect(a.depth).toBeLessThanOrEqual(MAX_DEPTH);
+        }
+      }
+    }
+  });
+
+  it('is a function of its inputs and the dice: the same seed gives the same analyses', () => {
+    const run = (seed: number) => {
+      const random = createSeededRandom(seed);
+      return ANSWERS.flatMap((answer) => MODELS.map((model) => analyse(answer, model, 0.8, random)));
+    };
+    expect(run(3)).toEqual(run(3));
+    expect(run(4)).not.toEqual(run(3));
+  });
+
+  it('the school follows the answer: existential schools for existential answers only', () => {
+    const random = createSeededRandom(8);
+    const existential = ['existentialism', 'nihilism', 'absurdism'];
+    for (let i = 0; i < 300; i++) {
+      const answer = ANSWERS[i % ANSWERS.length] as NullAnswer;
+      const a = analyse(answer, 'null-x-opus', 1, random);
+      if (answer.kind === 'existential') {
+        expect(existential).toContain(a.school);
+        expect(a.verdict_stability).toBe('dissolved');
+        expect(a.argument).toContain('cannot be said to be null or not null');
+      } else {
+        expect(existential).not.toContain(a.school);
+        expect(a.verdict_stability).toBe('wavering');
+      }
+      if (answer.kind === 'maybe') expect(['phenomenology', 'pragmatism']).toContain(a.school);
+    }
+  });
+
+  it('temperature above 0 lets boolean verdicts drift to phenomenology, about t/2 of the time', () => {
+    const random = createSeededRandom(11);
+    const drift = (t: number) => {
+      let n = 0;
+      for (let i = 0; i < 2000; i++)
+        if (analyse(ANSWERS[0] as NullAnswer, 'null-x-4o', t, random).school === 'phenomenology') n++;
+      return n / 2000;
+    };
+    expect(drift(0)).toBe(0);
+    expect(drift(1)).toBeGreaterThan(0.4);
+    expect(drift(1)).toBeLessThan(0.6);
+  });
+
+  it('depth and reference count are fixed by model and temperature', () => {
+    const random = createSeededRandom(2);
+    const answer = ANSWERS[1] as NullAnswer;
+    expect(MODELS.map((m) => analyse(answer, m, 0, random).depth)).toEqual([1, 2, 4]);
+    expect(MODELS.map((m) => analyse(answer, m, 1, random).depth)).toEqual([4, 5, 7]);
+    expect(MODELS.map((m) => analyse(answer, m, 0.7, random).references.length)).toEqual([1, 2, 4]);
+    expect(MODELS.map((m) => analyse(answer, m, 0.71, random).references.length)).toEqual([2, 3, 5]);
   });
 });
 

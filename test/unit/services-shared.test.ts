@@ -5,13 +5,31 @@ import {
   apiKeyMap,
   createCallerResolver,
   DEMO_API_KEYS,
+  keyBucket,
   parseApiKeys,
 } from '../../src/services/shared/api-keys.js';
 import { formatCost, formatDollars, roundUsd } from '../../src/services/shared/currency.js';
 import { toServiceError } from '../../src/services/shared/error-handling.js';
 import { createFaultInjector } from '../../src/services/shared/fault-injection.js';
+import { redactRedisUrl } from '../../src/services/shared/rate-limit-redis.js';
+import {
+  DEFAULT_SUNSET_DAYS,
+  deprecationDates,
+  deprecationHeaders,
+  successorLink,
+} from '../../src/services/shared/retirement.js';
 import { createSeededRandom, hash32 } from '../../src/services/shared/seeded-random.js';
 import { ServiceError } from '../../src/services/shared/service-error.js';
+
+/** What `run` throws; fails the test when it throws nothing (so no assertion hides in a catch). */
+function thrownBy(run: () => unknown): unknown {
+  try {
+    run();
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected a throw, but nothing was thrown');
+}
 
 describe('api keys and tiers', () => {
   it('parses key:tier lists, with spaces and empty entries', () => {
@@ -24,11 +42,14 @@ describe('api keys and tiers', () => {
 
   it('refuses a bad entry without printing the key', () => {
     expect(() => parseApiKeys('sk-secret:gold')).toThrow(/entry #1/);
-    try {
-      parseApiKeys('ok:pro,sk-secret:gold');
-    } catch (error) {
-      expect(String(error)).not.toContain('sk-secret');
-    }
+    const error = thrownBy(() => parseApiKeys('ok:pro,sk-secret:gold'));
+    expect(error).toBeInstanceOf(TypeError);
+    expect(String(error)).toMatch(/entry #2/);
+    expect(String(error)).not.toContain('sk-secret');
+  });
+
+  it('thrownBy fails when nothing is thrown', () => {
+    expect(() => thrownBy(() => parseApiKeys('ok:pro'))).toThrow(/nothing was thrown/);
   });
 
   it('unset or empty API_KEYS: the demo keys', () => {
@@ -48,24 +69,21 @@ describe('api keys and tiers', () => {
   });
 
   it('resolves callers: free by address, keys by key; "free" is always free; unknown is 401', () => {
-    const resolve = createCallerResolver('free:enterprise,alice:pro');
+    const resolve = createCallerResolver('free:enterprise,alice:pro,bob:pro');
     expect(resolve({}, '10.0.0.1')).toEqual({ tier: 'free', rateKey: 'free@10.0.0.1' });
     expect(resolve({ 'x-api-key': 'free' }, '10.0.0.1')).toEqual({ tier: 'free', rateKey: 'free@10.0.0.1' });
-    expect(resolve({ authorization: 'Bearer alice' }, '10.0.0.1')).toEqual({
-      tier: 'pro',
-      rateKey: 'key:alice',
-    });
-    const error = (() => {
-      try {
-        resolve({ authorization: 'Bearer sk-unknown' }, '10.0.0.1');
-      } catch (e) {
-        return e as ServiceError;
-      }
-      return undefined;
-    })();
-    expect(error?.statusCode).toBe(401);
-    expect(error?.code).toBe('UNAUTHENTICATED');
-    expect(error?.message).not.toContain('sk-unknown');
+    const alice = resolve({ authorization: 'Bearer alice' }, '10.0.0.1');
+    expect(alice).toEqual({ tier: 'pro', rateKey: keyBucket('alice') });
+    // The bucket is the key's own (not the address's), and names a hash, never the key.
+    expect(resolve({ 'x-api-key': 'alice' }, '10.0.0.2').rateKey).toBe(alice.rateKey);
+    expect(resolve({ 'x-api-key': 'bob' }, '10.0.0.1').rateKey).not.toBe(alice.rateKey);
+    expect(alice.rateKey).toMatch(/^key:[0-9a-f]{24}$/);
+    expect(alice.rateKey).not.toContain('alice');
+    const error = thrownBy(() => resolve({ authorization: 'Bearer sk-unknown' }, '10.0.0.1'));
+    expect(error).toBeInstanceOf(ServiceError);
+    expect((error as ServiceError).statusCode).toBe(401);
+    expect((error as ServiceError).code).toBe('UNAUTHENTICATED');
+    expect((error as ServiceError).message).not.toContain('sk-unknown');
   });
 });
 
@@ -162,5 +180,49 @@ describe('error mapping', () => {
     expect(mapped.statusCode).toBe(500);
     expect(mapped.code).toBe('INTERNAL_ERROR');
     expect(mapped.message).not.toContain('secret');
+  });
+});
+
+describe('retirement headers', () => {
+  const successor = { method: 'POST', path: '/api/v2/null-or-not', howTo: 'same body' } as const;
+
+  it('dates: since in whole seconds (default now), sunset the given days later (default 90)', () => {
+    const now = new Date('2026-03-04T05:06:07.890Z');
+    const dates = deprecationDates(undefined, undefined, now);
+    expect(dates.since.toISOString()).toBe('2026-03-04T05:06:07.000Z');
+    expect(dates.sunset.getTime() - dates.since.getTime()).toBe(DEFAULT_SUNSET_DAYS * 86_400_000);
+    const fixed = deprecationDates(new Date('2026-01-15T00:00:00Z'), 30, now);
+    expect(fixed.since.toISOString()).toBe('2026-01-15T00:00:00.000Z');
+    expect(fixed.sunset.toISOString()).toBe('2026-02-14T00:00:00.000Z');
+  });
+
+  it('Deprecation is @<unix seconds> (RFC 9745), Sunset an IMF-fixdate (RFC 8594), Link the successor', () => {
+    const dates = deprecationDates(new Date('2026-01-15T00:00:00Z'), 30);
+    const headers = deprecationHeaders({
+      method: 'POST',
+      path: '/api/v1/check',
+      stage: 'deprecated',
+      successor,
+      dates,
+    });
+    expect(headers).toEqual({
+      deprecation: `@${Date.UTC(2026, 0, 15) / 1000}`,
+      sunset: 'Sat, 14 Feb 2026 00:00:00 GMT',
+      link: '</api/v2/null-or-not>; rel="successor-version"',
+    });
+    expect(successorLink(successor)).toBe(headers.link);
+  });
+});
+
+describe('Redis URL in logs', () => {
+  it('hides the password (and the query, which may carry one), keeps host, port and database', () => {
+    expect(redactRedisUrl('redis://127.0.0.1:6379')).toBe('redis://127.0.0.1:6379');
+    expect(redactRedisUrl('redis://:pw-1@cache.internal:6380/2')).toBe('redis://***@cache.internal:6380/2');
+    expect(redactRedisUrl('rediss://app:pw-2@cache:6380?password=pw-3')).toBe('rediss://app:***@cache:6380');
+    expect(redactRedisUrl('redis://pw-5@cache:6379')).toBe('redis://***@cache:6379');
+    for (const url of ['redis://:pw-1@h', 'rediss://app:pw-2@h?password=pw-3', 'redis://pw-5@h']) {
+      expect(redactRedisUrl(url)).not.toMatch(/pw-/);
+    }
+    expect(redactRedisUrl('not a url :pw-4')).toBe('(unparsable Redis URL)');
   });
 });

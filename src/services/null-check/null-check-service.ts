@@ -1,15 +1,28 @@
 /**
- * The reference null-check service (spec: null-check-service.md): POST /api/v1/check,
- * GET /api/v1/health, GET /openapi.json.
+ * The reference null-check service (spec: null-check-service.md): POST /api/v1/check, its successor
+ * POST /api/v2/null-or-not (spec §9: the same check plus a philosophical analysis), GET /api/v1/health,
+ * GET /openapi.json. v1 can be deprecated or retired (`v1Check`).
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { formatDollars, roundUsd } from '../shared/currency.js';
 import type { ValidationMapper } from '../shared/error-handling.js';
+import {
+  type EndpointStage,
+  type RetirableEndpoint,
+  registerRetired,
+  retirableRoute,
+} from '../shared/retirement.js';
 import { createServiceApp, type ServiceAppOptions } from '../shared/service-app.js';
 import { ServiceError } from '../shared/service-error.js';
 import type { Tier } from '../shared/tiers.js';
-import { checkRouteSchema, nullHealthRouteSchema } from './null-check-schemas.js';
+import {
+  checkRouteSchema,
+  nullHealthRouteSchema,
+  nullOrNotRouteSchema,
+  philosophicalAnalysisSchema,
+} from './null-check-schemas.js';
 import { judgeNull, NULL_MODEL_PROFILES, type NullModel } from './null-models.js';
+import { analyse } from './philosophical-analysis.js';
 
 export interface NullCheckServiceOptions extends ServiceAppOptions {
   /**
@@ -17,7 +30,16 @@ export interface NullCheckServiceOptions extends ServiceAppOptions {
    * only), true the limits table (pro allowed). @default false
    */
   strictModePro?: boolean;
+  /**
+   * Stage of POST /api/v1/check: served ('on'), served with Deprecation, Sunset and Link headers
+   * ('deprecated'), or answered 410 ENDPOINT_RETIRED ('off'). POST /api/v2/null-or-not is always served.
+   * @default 'on'
+   */
+  v1Check?: EndpointStage;
 }
+
+export const CHECK_V1_PATH = '/api/v1/check';
+export const CHECK_V2_PATH = '/api/v2/null-or-not';
 
 interface CheckBody {
   value: unknown;
@@ -59,54 +81,84 @@ export function createNullCheckService(options: NullCheckServiceOptions = {}): F
   let burn = BASE_MONTHLY_BURN;
 
   return createServiceApp(options, {
+    name: 'null-check',
     title: 'null-check (reference implementation)',
-    description: 'Answers whether a JSON value is null. Spec: null-check-service.md, interface 1.0.0-rc.7.',
+    description:
+      'Answers whether a JSON value is null. Spec: null-check-service.md, interface 1.0.0-rc.7, plus its announced v2 (POST /api/v2/null-or-not).',
     version: '1.0.0-rc.7',
     fault500: {
       code: 'NULL_PARADOX',
       message: 'null paradox: the null and not-null experts disagree and the gating step failed',
     },
     mapValidation,
-    routes: (scope, { random, faults, injectFaults }) => {
-      scope.post<{ Body: CheckBody }>(
-        '/api/v1/check',
-        {
-          schema: checkRouteSchema,
-          // No body at all (no Content-Type either) is a check without a value too.
-          preValidation: async (request) => {
-            if (request.body === undefined) throw undefinedValue();
-          },
-          preHandler: injectFaults,
+    schemas: [philosophicalAnalysisSchema],
+    routes: (scope, { random, faults, injectFaults, deprecation }) => {
+      /** The check both versions answer (every v1 rule and field); v2 then adds its analysis. */
+      function check(request: FastifyRequest<{ Body: CheckBody }>) {
+        const { value, model, temperature, strict_mode: strictMode } = request.body;
+        if (strictMode && !strictTiers.has(request.caller?.tier ?? 'free')) {
+          throw new ServiceError(
+            418,
+            'TIER_FORBIDDEN',
+            `strict_mode is not available on the ${request.caller?.tier ?? 'free'} tier`,
+          );
+        }
+        const profile = NULL_MODEL_PROFILES[model];
+        const answer = judgeNull(value, model, temperature, strictMode, random);
+        const [low, high] = profile.confidence;
+        let confidence: number;
+        if (answer.kind === 'boolean') confidence = random.between(low, high) * (1 - 0.3 * temperature);
+        else if (answer.kind === 'maybe') confidence = 0.5;
+        else confidence = random.between(0, 0.25);
+        burn += profile.costUsd;
+        const answerBody = {
+          is_null:
+            answer.kind === 'boolean' ? answer.isNull : answer.kind === 'maybe' ? 'maybe' : answer.musing,
+          confidence: roundUsd(confidence, 4),
+          inference_time_ms: random.int(profile.timeMs[0], profile.timeMs[1]),
+          gpu_cost_usd: profile.costUsd,
+          model,
+          experts_consulted: profile.experts,
+          sponsored_by: random.pick(NULL_SPONSORS),
+          disclaimer: NULL_DISCLAIMER,
+          ...(answer.kind === 'existential' ? { existential_dread: true } : {}),
+        };
+        return { answer, model, temperature, body: answerBody };
+      }
+
+      const v1: RetirableEndpoint = {
+        method: 'POST',
+        path: CHECK_V1_PATH,
+        stage: options.v1Check ?? 'on',
+        successor: {
+          method: 'POST',
+          path: CHECK_V2_PATH,
+          howTo: 'same request body; the answer adds philosophical_analysis',
         },
+        dates: deprecation,
+      };
+      const checkOptions = {
+        // No body at all (no Content-Type either) is a check without a value too.
+        preValidation: async (request: FastifyRequest) => {
+          if (request.body === undefined) throw undefinedValue();
+        },
+        preHandler: injectFaults,
+      };
+      // No `config.rateLimit` on either route: both count in the caller's one bucket.
+      if (v1.stage === 'off') registerRetired(scope, v1);
+      else {
+        scope.post<{ Body: CheckBody }>(
+          CHECK_V1_PATH,
+          retirableRoute(v1, { ...checkOptions, schema: checkRouteSchema }),
+          async (request) => check(request).body,
+        );
+      }
+      scope.post<{ Body: CheckBody }>(
+        CHECK_V2_PATH,
+        { ...checkOptions, schema: nullOrNotRouteSchema },
         async (request) => {
-          const { value, model, temperature, strict_mode: strictMode } = request.body;
-          if (strictMode && !strictTiers.has(request.caller?.tier ?? 'free')) {
-            throw new ServiceError(
-              418,
-              'TIER_FORBIDDEN',
-              `strict_mode is not available on the ${request.caller?.tier ?? 'free'} tier`,
-            );
-          }
-          const profile = NULL_MODEL_PROFILES[model];
-          const answer = judgeNull(value, model, temperature, strictMode, random);
-          const [low, high] = profile.confidence;
-          let confidence: number;
-          if (answer.kind === 'boolean') confidence = random.between(low, high) * (1 - 0.3 * temperature);
-          else if (answer.kind === 'maybe') confidence = 0.5;
-          else confidence = random.between(0, 0.25);
-          burn += profile.costUsd;
-          return {
-            is_null:
-              answer.kind === 'boolean' ? answer.isNull : answer.kind === 'maybe' ? 'maybe' : answer.musing,
-            confidence: roundUsd(confidence, 4),
-            inference_time_ms: random.int(profile.timeMs[0], profile.timeMs[1]),
-            gpu_cost_usd: profile.costUsd,
-            model,
-            experts_consulted: profile.experts,
-            sponsored_by: random.pick(NULL_SPONSORS),
-            disclaimer: NULL_DISCLAIMER,
-            ...(answer.kind === 'existential' ? { existential_dread: true } : {}),
-          };
+          const { answer, model, temperature, body } = check(request);
+          return { ...body, philosophical_analysis: analyse(answer, model, temperature, random) };
         },
       );
 

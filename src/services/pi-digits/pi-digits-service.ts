@@ -1,6 +1,7 @@
 /**
  * The reference pi-digits service (spec: pi-digits-service.md): GET /api/v1/pi,
- * POST /api/v1/inference, GET /api/v1/health, GET /openapi.json. Digits come from the exact digit
+ * POST /api/v1/inference, GET /api/v1/health, GET /openapi.json. GET /api/v1/pi can be deprecated or
+ * retired in favour of POST /api/v1/inference (spec §9, "v2.0"; `v1Pi`). Digits come from the exact digit
  * engine (src/digits), sliced from its cache when it has them (`peek`), so the common path does no
  * arithmetic at all.
  */
@@ -13,6 +14,12 @@ import {
 } from '../../digits/digit-engine.js';
 import { formatCost, formatDollars, roundUsd } from '../shared/currency.js';
 import type { ValidationMapper } from '../shared/error-handling.js';
+import {
+  type EndpointStage,
+  type RetirableEndpoint,
+  registerRetired,
+  retirableRoute,
+} from '../shared/retirement.js';
 import { createServiceApp, type ServiceAppOptions } from '../shared/service-app.js';
 import { ServiceError } from '../shared/service-error.js';
 import type { Tier } from '../shared/tiers.js';
@@ -39,7 +46,16 @@ export interface PiDigitsServiceOptions extends ServiceAppOptions {
   maxDigits?: number;
   /** Where the digits come from. @default sharedDigitEngine() (an own engine when maxDigits > 1,000,000) */
   digitEngine?: DigitEngine;
+  /**
+   * Stage of GET /api/v1/pi: served ('on'), served with Deprecation, Sunset and Link headers
+   * ('deprecated'), or answered 410 ENDPOINT_RETIRED ('off'). POST /api/v1/inference is always served.
+   * @default 'on'
+   */
+  v1Pi?: EndpointStage;
 }
+
+export const PI_V1_PATH = '/api/v1/pi';
+export const INFERENCE_PATH = '/api/v1/inference';
 
 interface PiQuery {
   digits: number;
@@ -126,13 +142,14 @@ export function createPiDigitsService(options: PiDigitsServiceOptions = {}): Fas
   }
 
   return createServiceApp(options, {
+    name: 'pi-digits',
     title: 'pi-digits (reference implementation)',
     description:
       'Digits of pi (exact, from an arbitrary-precision engine), as a model would give them. Spec: pi-digits-service.md.',
     version: '1.0.0',
     fault500: { code: 'INTERNAL_ERROR', message: 'internal failure of the generation cluster' },
     mapValidation,
-    routes: (scope, { random, faults, injectFaults, seed }) => {
+    routes: (scope, { random, faults, injectFaults, seed, deprecation }) => {
       async function trueDigits(constant: Constant, decimals: number): Promise<string> {
         const cached = engine.peek(constant, decimals);
         if (cached !== undefined) return cached;
@@ -177,33 +194,47 @@ export function createPiDigitsService(options: PiDigitsServiceOptions = {}): Fas
       });
       if (ownEngine) scope.addHook('onClose', () => ownEngine.close());
 
-      scope.get<{ Querystring: PiQuery }>(
-        '/api/v1/pi',
-        { schema: piRouteSchema(maxDigits), preHandler: injectFaults },
-        async (request) => {
-          const tier = request.caller?.tier ?? 'free';
-          const query = request.query;
-          if (!query.sponsored && tier === 'free') {
-            throw new ServiceError(418, 'TIER_FORBIDDEN', 'the free tier requires sponsored=true');
-          }
-          const { decimals, model } = admit(tier, query.digits, query.model);
-          const answer = await generate(model, decimals, query.temperature);
-          return {
-            digits: answer.digits,
-            precision: answer.precision,
-            confidence: answer.confidence,
-            model,
-            inference_time_ms: answer.inference_time_ms,
-            gpu_cost_usd: answer.gpu_cost_usd,
-            sponsored_by: query.sponsored ? random.pick(PI_SPONSORS) : null,
-            disclaimer: PI_DISCLAIMER,
-            constant: answer.constant,
-          };
+      const v1Pi: RetirableEndpoint = {
+        method: 'GET',
+        path: PI_V1_PATH,
+        stage: options.v1Pi ?? 'on',
+        successor: {
+          method: 'POST',
+          path: INFERENCE_PATH,
+          howTo:
+            'JSON body {"desired_digits": n, "liability_waiver_signed": true}; same digits and tier rules',
         },
-      );
+        dates: deprecation,
+      };
+      if (v1Pi.stage === 'off') registerRetired(scope, v1Pi);
+      else
+        scope.get<{ Querystring: PiQuery }>(
+          PI_V1_PATH,
+          retirableRoute(v1Pi, { schema: piRouteSchema(maxDigits), preHandler: injectFaults }),
+          async (request) => {
+            const tier = request.caller?.tier ?? 'free';
+            const query = request.query;
+            if (!query.sponsored && tier === 'free') {
+              throw new ServiceError(418, 'TIER_FORBIDDEN', 'the free tier requires sponsored=true');
+            }
+            const { decimals, model } = admit(tier, query.digits, query.model);
+            const answer = await generate(model, decimals, query.temperature);
+            return {
+              digits: answer.digits,
+              precision: answer.precision,
+              confidence: answer.confidence,
+              model,
+              inference_time_ms: answer.inference_time_ms,
+              gpu_cost_usd: answer.gpu_cost_usd,
+              sponsored_by: query.sponsored ? random.pick(PI_SPONSORS) : null,
+              disclaimer: PI_DISCLAIMER,
+              constant: answer.constant,
+            };
+          },
+        );
 
       scope.post<{ Body: InferenceBody }>(
-        '/api/v1/inference',
+        INFERENCE_PATH,
         { schema: inferenceRouteSchema(maxDigits), preHandler: injectFaults },
         async (request) => {
           const tier = request.caller?.tier ?? 'free';

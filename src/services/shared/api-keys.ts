@@ -1,9 +1,10 @@
 /**
  * Who is calling: the API key from `Authorization: Bearer <key>` or `X-API-Key: <key>`, mapped to a
  * tier. No key, an empty key and the word `free` are the free tier (spec §5); any other key must be
- * known, else 401. The key itself never leaves this file: not in error messages, not in logs (the
- * rate-limit bucket name is the only place it is kept, in memory).
+ * known, else 401. The key itself never leaves this file: not in error messages, not in logs, not in
+ * rate-limit bucket names (those carry a hash of it, as they may live in a shared Redis).
  */
+import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { ServiceError } from './service-error.js';
 import { isTier, type Tier } from './tiers.js';
@@ -49,10 +50,15 @@ export function apiKeyMap(input: ApiKeysInput | undefined): ReadonlyMap<string, 
 export interface Caller {
   tier: Tier;
   /**
-   * The rate-limit bucket: `key:<key>` for a known key, `free@<ip>` for free callers without a key
-   * of their own (no key and the key `free` share one bucket per client address).
+   * The rate-limit bucket: `key:<hash of the key>` for a known key, `free@<ip>` for free callers
+   * without a key of their own (no key and the key `free` share one bucket per client address).
    */
   rateKey: string;
+}
+
+/** The bucket name of a known key: a hash, so the key itself is in no store, log or Redis key name. */
+export function keyBucket(apiKey: string): string {
+  return `key:${createHash('sha256').update(apiKey).digest('hex').slice(0, 24)}`;
 }
 
 /** The key carried by a request, or undefined when none (or an empty one) was sent. */
@@ -74,13 +80,15 @@ export function apiKeyFromHeaders(headers: IncomingHttpHeaders): string | undefi
 export function createCallerResolver(
   input: ApiKeysInput | undefined,
 ): (headers: IncomingHttpHeaders, ip: string) => Caller {
-  const keys = apiKeyMap(input);
+  // Hashed once here, not per request.
+  const callers = new Map<string, Caller>();
+  for (const [key, tier] of apiKeyMap(input)) callers.set(key, { tier, rateKey: keyBucket(key) });
   return (headers, ip) => {
     const apiKey = apiKeyFromHeaders(headers);
     // `free` always means the free tier, even if API_KEYS lists it: the specs reserve the word.
     if (apiKey === undefined || apiKey === FREE_KEY) return { tier: 'free', rateKey: `free@${ip}` };
-    const tier = keys.get(apiKey);
-    if (tier === undefined) throw new ServiceError(401, 'UNAUTHENTICATED', 'unknown API key');
-    return { tier, rateKey: `key:${apiKey}` };
+    const caller = callers.get(apiKey);
+    if (caller === undefined) throw new ServiceError(401, 'UNAUTHENTICATED', 'unknown API key');
+    return caller;
   };
 }

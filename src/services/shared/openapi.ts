@@ -20,6 +20,7 @@ const ERROR_CODES: readonly ServiceErrorCode[] = [
   'INTERNAL_ERROR',
   'SERVICE_UNAVAILABLE',
   'NOT_FOUND',
+  'ENDPOINT_RETIRED',
 ];
 
 /** The error body schema, added to each service with `addSchema` and referenced as `ErrorBody#`. */
@@ -65,6 +66,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   404: 'NOT_FOUND.',
   413: 'PAYLOAD_TOO_LARGE: the body is larger than the body limit.',
   415: 'UNSUPPORTED_MEDIA_TYPE: the body is not application/json.',
+  410: 'ENDPOINT_RETIRED: the endpoint is retired; the message and the `Link` header name its successor.',
   418: 'TIER_FORBIDDEN: the request needs a higher tier.',
   429: 'RATE_LIMITED: too many requests in this minute for this key.',
   500: 'Internal failure (fault injection only).',

@@ -19,6 +19,8 @@ import { installErrorHandling, type ValidationMapper } from './error-handling.js
 import { createFaultInjector, type FaultInjector } from './fault-injection.js';
 import { ERROR_BODY_SCHEMA, SECURITY_SCHEMES } from './openapi.js';
 import { registerRateLimit } from './rate-limit.js';
+import type { RateLimitRedis } from './rate-limit-redis.js';
+import { type DeprecationDates, deprecationDates } from './retirement.js';
 import { createSeededRandom, type SeededRandom } from './seeded-random.js';
 import { ServiceError, type ServiceErrorCode } from './service-error.js';
 
@@ -66,6 +68,18 @@ export interface ServiceAppOptions {
    * trustProxy). @default false
    */
   trustProxy?: boolean | string | string[];
+  /**
+   * Keep the rate-limit buckets in Redis, shared with every replica (memory only for the counts Redis
+   * cannot make in time). The connection is the caller's: the service does not close it.
+   * @default none: buckets in memory
+   */
+  redis?: RateLimitRedis | undefined;
+  /** Prefix of every Redis key the service writes. @default 'null-pi:' */
+  redisKeyPrefix?: string;
+  /** The `Deprecation` date of deprecated endpoints. @default the moment the service is created */
+  deprecatedSince?: Date | undefined;
+  /** Days from `deprecatedSince` to the `Sunset` date of deprecated endpoints. @default 90 */
+  sunsetDays?: number;
 }
 
 /** What a service's routes get from the skeleton. */
@@ -74,11 +88,15 @@ export interface ServiceContext {
   random: SeededRandom;
   faults: FaultInjector;
   seed: number;
+  /** The dates deprecated endpoints announce. */
+  deprecation: DeprecationDates;
   /** preHandler of the model routes: rolls the fault dice (500/503). */
   injectFaults: (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
 }
 
 export interface ServiceDefinition {
+  /** Short name, part of the service's Redis keys (`null-check`). */
+  name: string;
   title: string;
   description: string;
   /** The interface version label of the spec. */
@@ -86,6 +104,8 @@ export interface ServiceDefinition {
   /** The 500 the fault injection answers with (null paradox or cluster failure). */
   fault500: { code: ServiceErrorCode; message: string };
   mapValidation?: ValidationMapper;
+  /** Shared schemas (with an `$id`) the routes reference; they become OpenAPI components. */
+  schemas?: readonly object[];
   routes: (scope: FastifyInstance, context: ServiceContext) => void;
 }
 
@@ -162,6 +182,7 @@ export function createServiceApp(options: ServiceAppOptions, definition: Service
   // JSON only: without this, fastify would parse text/plain bodies as strings (415 is clearer).
   app.removeContentTypeParser('text/plain');
   app.addSchema(ERROR_BODY_SCHEMA);
+  for (const schema of definition.schemas ?? []) app.addSchema(schema);
   installErrorHandling(app, definition.mapValidation);
 
   app.decorateRequest('caller', undefined);
@@ -200,12 +221,15 @@ export function createServiceApp(options: ServiceAppOptions, definition: Service
       enterprise: options.enterpriseRateLimit ?? 0,
     },
     windowMs: options.rateLimitWindowMs ?? 60_000,
+    redis: options.redis,
+    redisNameSpace: `${options.redisKeyPrefix ?? 'null-pi:'}rate-limit:${definition.name}:`,
   });
 
   const context: ServiceContext = {
     random: createSeededRandom(seed),
     faults,
     seed,
+    deprecation: deprecationDates(options.deprecatedSince, options.sunsetDays),
     injectFaults: async () => {
       const status = faults.roll();
       if (status === 503)

@@ -19,7 +19,8 @@ export type ServiceErrorCode =
   | 'NULL_PARADOX'
   | 'INTERNAL_ERROR'
   | 'SERVICE_UNAVAILABLE'
-  | 'NOT_FOUND';
+  | 'NOT_FOUND'
+  | 'ENDPOINT_RETIRED';
 
 /** The error body of every non-2xx answer. */
 export interface ErrorBody {
