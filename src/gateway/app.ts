@@ -80,6 +80,7 @@ export async function createApp(config: AppConfig, options: AppOptions): Promise
       nullPort: 0,
       piPort: 0,
       digitEngine: digits,
+      logger,
     });
     logger.info(
       { nullCheck: nullBaseUrl ? 'external' : 'embedded', piDigits: piBaseUrl ? 'external' : 'embedded' },
@@ -92,7 +93,10 @@ export async function createApp(config: AppConfig, options: AppOptions): Promise
     embedded: services !== undefined,
   };
 
-  const metrics = createGatewayMetrics({ registry: options.registry, defaultMetrics: options.defaultMetrics });
+  const metrics = createGatewayMetrics({
+    registry: options.registry,
+    defaultMetrics: options.defaultMetrics,
+  });
   const sharedState = createSharedState({
     redisUrl: config.redis.redisUrl,
     keyPrefix: config.redis.redisKeyPrefix,
@@ -101,7 +105,10 @@ export async function createApp(config: AppConfig, options: AppOptions): Promise
     registry: metrics.registry,
     localMaxEntries: config.cache.responseCacheMaxEntries,
   });
-  const tracer = createTracer({ enabled: config.observability.tracing, tracerProvider: options.tracerProvider });
+  const tracer = createTracer({
+    enabled: config.observability.tracing,
+    tracerProvider: options.tracerProvider,
+  });
   const budgetUsd = config.cost.costBudgetUsdPerHour;
   const costControl = createCostControl({
     model: createCostModel(),
@@ -159,7 +166,9 @@ export async function createApp(config: AppConfig, options: AppOptions): Promise
     readiness: {
       breaker: (upstream) => clients.state(upstream).breaker,
       reachable: (upstream) =>
-        (upstream === 'null-check' ? clients.health.nullCheck() : clients.health.piDigits()).then((p) => p.reachable),
+        (upstream === 'null-check' ? clients.health.nullCheck() : clients.health.piDigits()).then(
+          (p) => p.reachable,
+        ),
       sharedState: () => sharedState.status(),
     },
   });

@@ -33,6 +33,7 @@ export async function runClusterPrimary(config: AppConfig, logger: Logger): Prom
       host: '127.0.0.1',
       nullPort: 0,
       piPort: 0,
+      logger,
     });
     logger.info(
       { workers: config.server.workers },

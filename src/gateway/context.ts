@@ -38,7 +38,9 @@ export interface ContextFactoryOptions {
 }
 
 /** `(operation) => context`, with everything shared made once. */
-export function createContextFactory(options: ContextFactoryOptions): (operation: Operation) => GatewayContext {
+export function createContextFactory(
+  options: ContextFactoryOptions,
+): (operation: Operation) => GatewayContext {
   const { clients, digits, limits, onDedup } = options;
   return (operation) => ({ operation, loaders: createLoaders(clients, operation, onDedup), digits, limits });
 }

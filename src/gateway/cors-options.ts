@@ -12,7 +12,14 @@ export function corsOptions(origins: string | undefined): CORSOptions | false {
     // API keys travel in headers, never cookies: credentials are never needed.
     credentials: false,
     methods: ['GET', 'POST', 'OPTIONS'],
-    allowedHeaders: ['content-type', 'accept', 'authorization', 'x-api-key', 'x-request-id', 'x-max-cost-usd'],
+    allowedHeaders: [
+      'content-type',
+      'accept',
+      'authorization',
+      'x-api-key',
+      'x-request-id',
+      'x-max-cost-usd',
+    ],
     exposedHeaders: ['x-request-id'],
     maxAge: 600,
   };

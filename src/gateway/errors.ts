@@ -24,8 +24,14 @@ export const ERROR_CODES = {
     field: true,
     when: "upstream 503, connection refused, or the gateway's circuit is open",
   },
-  UPSTREAM_TIMEOUT: { field: true, when: 'the upstream did not answer in time (or the operation deadline passed)' },
-  UPSTREAM_BAD_RESPONSE: { field: true, when: 'the upstream answered with a body that does not fit its interface' },
+  UPSTREAM_TIMEOUT: {
+    field: true,
+    when: 'the upstream did not answer in time (or the operation deadline passed)',
+  },
+  UPSTREAM_BAD_RESPONSE: {
+    field: true,
+    when: 'the upstream answered with a body that does not fit its interface',
+  },
   UNAUTHENTICATED: { field: true, when: 'the upstream rejected the API key' },
   WAIVER_REQUIRED: {
     field: true,
@@ -45,7 +51,10 @@ export const ERROR_CODES = {
     field: false,
     when: 'the document does not fit the schema or the limits (depth, aliases, directives, introspection off)',
   },
-  BAD_REQUEST: { field: false, when: 'the HTTP request is malformed (parameters, Content-Length) (HTTP 400)' },
+  BAD_REQUEST: {
+    field: false,
+    when: 'the HTTP request is malformed (parameters, Content-Length) (HTTP 400)',
+  },
   METHOD_NOT_ALLOWED: { field: false, when: 'a method other than GET and POST (HTTP 405)' },
   UNSUPPORTED_MEDIA_TYPE: { field: false, when: 'a POST body that is not JSON (HTTP 415)' },
   REQUEST_ENTITY_TOO_LARGE: { field: false, when: 'a body over MAX_REQUEST_BODY_BYTES (HTTP 413)' },
@@ -53,7 +62,10 @@ export const ERROR_CODES = {
     field: false,
     when: 'a POST a browser could send cross-site without a preflight (HTTP 403)',
   },
-  INTERNAL_SERVER_ERROR: { field: true, when: 'anything unexpected; the message is masked as "Unexpected error."' },
+  INTERNAL_SERVER_ERROR: {
+    field: true,
+    when: 'anything unexpected; the message is masked as "Unexpected error."',
+  },
 } as const satisfies Record<string, { field: boolean; when: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

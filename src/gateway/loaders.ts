@@ -39,7 +39,8 @@ export type OnDedup = (upstream: UpstreamName) => void;
 /** Stable keys: the request fields in a fixed order (undefined ≠ null survives JSON.stringify). */
 export const nullCheckKey = (r: NullCheckRequest): string =>
   JSON.stringify([r.hasValue, r.hasValue ? r.value : 0, r.model, r.temperature, r.strictMode]);
-export const piKey = (r: PiRequest): string => JSON.stringify([r.digits, r.model, r.temperature, r.sponsored]);
+export const piKey = (r: PiRequest): string =>
+  JSON.stringify([r.digits, r.model, r.temperature, r.sponsored]);
 export const inferenceKey = (r: InferenceRequest): string =>
   JSON.stringify([r.desiredDigits, r.model, r.temperature, r.useChainOfThought, r.liabilityWaiverSigned]);
 
@@ -98,7 +99,11 @@ class OperationLoaders implements Loaders {
   }
 
   get pi() {
-    this.#pi ??= loader((r) => this.clients.piDigits.pi(r, this.operation), piKey, () => this.onDedup('pi-digits'));
+    this.#pi ??= loader(
+      (r) => this.clients.piDigits.pi(r, this.operation),
+      piKey,
+      () => this.onDedup('pi-digits'),
+    );
     return this.#pi;
   }
 

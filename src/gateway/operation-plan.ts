@@ -11,8 +11,8 @@ import {
   type DocumentNode,
   type FieldNode,
   type GraphQLField,
-  getArgumentValues,
   type GraphQLSchema,
+  getArgumentValues,
   Kind,
   type OperationDefinitionNode,
   print,
@@ -53,11 +53,16 @@ export interface OperationPlan {
 
 const EMPTY: OperationPlan = { calls: 0, fields: [] };
 
-function upstreamExtension(field: GraphQLField<unknown, unknown> | undefined): UpstreamFieldExtension | undefined {
+function upstreamExtension(
+  field: GraphQLField<unknown, unknown> | undefined,
+): UpstreamFieldExtension | undefined {
   return (field?.extensions as { upstream?: UpstreamFieldExtension } | undefined)?.upstream;
 }
 
-function operationOf(document: DocumentNode, operationName: string | null | undefined): OperationDefinitionNode | undefined {
+function operationOf(
+  document: DocumentNode,
+  operationName: string | null | undefined,
+): OperationDefinitionNode | undefined {
   let found: OperationDefinitionNode | undefined;
   for (const definition of document.definitions) {
     if (definition.kind !== Kind.OPERATION_DEFINITION) continue;
@@ -81,7 +86,8 @@ export function planOperation(
   const rootFields = root.getFields();
   const fragments = new Map<string, SelectionSetNode>();
   for (const definition of document.definitions)
-    if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition.selectionSet);
+    if (definition.kind === Kind.FRAGMENT_DEFINITION)
+      fragments.set(definition.name.value, definition.selectionSet);
 
   const keys = new Set<string>();
   const fields: PlannedField[] = [];

@@ -16,7 +16,10 @@ export function requestIdOf(given: string | null | undefined): string {
  * The caller's API key: `Authorization: Bearer <key>` first, else `X-API-Key: <key>`. No key (or an
  * empty one) is undefined: the free tier. Other Authorization schemes are not API keys and are ignored.
  */
-export function apiKeyOf(authorization: string | null | undefined, xApiKey: string | null | undefined): string | undefined {
+export function apiKeyOf(
+  authorization: string | null | undefined,
+  xApiKey: string | null | undefined,
+): string | undefined {
   if (authorization != null) {
     const match = /^\s*bearer\s+(\S+)\s*$/i.exec(authorization);
     if (match?.[1]) return match[1];
@@ -36,7 +39,9 @@ export const MAX_COST_HEADER = 'x-max-cost-usd';
  * The caller's cost cap from `X-Max-Cost-Usd: <dollars>`: undefined when absent; a GraphQL error
  * (BAD_USER_INPUT) when it is not a plain non-negative decimal number up to MAX_COST_CAP_USD.
  */
-export function maxCostOf(header: string | null | undefined): number | undefined | ReturnType<typeof gatewayError> {
+export function maxCostOf(
+  header: string | null | undefined,
+): number | undefined | ReturnType<typeof gatewayError> {
   if (header == null) return undefined;
   const text = header.trim();
   const value = DOLLARS.test(text) ? Number(text) : Number.NaN;

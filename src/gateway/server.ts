@@ -66,7 +66,8 @@ export function createGatewayServer(yoga: GatewayYoga, fastPath: FastPath): Gate
         server.closeIdleConnections();
         // Sockets that become idle between requests are closed by the sweep.
         const idleSweep = setInterval(() => server.closeIdleConnections(), 100);
-        const allDone = inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => (drained = resolve));
+        const allDone =
+          inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => (drained = resolve));
         let timer: NodeJS.Timeout | undefined;
         const timedOut = await Promise.race([
           allDone.then(() => false),

@@ -11,7 +11,7 @@ import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
-import { type TestGateway, startTestGateway } from '../support/gateway.js';
+import { startTestGateway, type TestGateway } from '../support/gateway.js';
 import { capturedLogger } from '../support/logs.js';
 import { nullBody, nullHealth, piBody, piHealth } from '../support/upstream-bodies.js';
 
@@ -40,7 +40,11 @@ function send(
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
         res.on('end', () =>
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString() }),
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            body: Buffer.concat(chunks).toString(),
+          }),
         );
       },
     );
@@ -67,7 +71,8 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const comparable = (answer: Answer) => {
   const headers = Object.fromEntries(HEADERS_THAT_MATTER.map((h) => [h, answer.headers[h]]));
   // A generated request id is random: equal when both are UUIDs.
-  if (typeof headers['x-request-id'] === 'string' && UUID.test(headers['x-request-id'])) headers['x-request-id'] = 'uuid';
+  if (typeof headers['x-request-id'] === 'string' && UUID.test(headers['x-request-id']))
+    headers['x-request-id'] = 'uuid';
   // Keep-alive or close is node's own choice per connection, the same for both handlers.
   delete headers.connection;
   return { status: answer.status, headers, body: answer.body };
@@ -104,21 +109,38 @@ const query = (q: string, variables?: Record<string, unknown>, operationName?: s
 const CASES: Case[] = [
   // --- answers of every union member --------------------------------------------------------
   { name: 'pi: PiDigits', headers: headers(), body: query(PI, { digits: 5 }), fast: true },
-  { name: 'pi: EulerDigits (e instead of pi)', headers: headers(), body: query(PI, { digits: 4 }), fast: true },
+  {
+    name: 'pi: EulerDigits (e instead of pi)',
+    headers: headers(),
+    body: query(PI, { digits: 4 }),
+    fast: true,
+  },
   { name: 'pi: digits 0 is "3"', headers: headers(), body: query(PI, { digits: 0 }), fast: true },
   { name: 'isNull: NullVerdict', headers: headers(), body: query(IS_NULL, { value: null }), fast: true },
-  { name: 'isNull: MaybeVerdict', headers: headers(), body: query(IS_NULL, { value: 'maybe-please' }), fast: true },
+  {
+    name: 'isNull: MaybeVerdict',
+    headers: headers(),
+    body: query(IS_NULL, { value: 'maybe-please' }),
+    fast: true,
+  },
   {
     name: 'isNull: ExistentialVerdict',
     headers: headers(),
     body: query(IS_NULL, { value: 'existential' }),
     fast: true,
   },
-  { name: 'isNull: an object value', headers: headers(), body: query(IS_NULL, { value: { a: [1, null] } }), fast: true },
+  {
+    name: 'isNull: an object value',
+    headers: headers(),
+    body: query(IS_NULL, { value: { a: [1, null] } }),
+    fast: true,
+  },
   {
     name: 'inference: PiInference',
     headers: headers(),
-    body: query(INFERENCE, { input: { desiredDigits: 3, liabilityWaiverSigned: true, useChainOfThought: true } }),
+    body: query(INFERENCE, {
+      input: { desiredDigits: 3, liabilityWaiverSigned: true, useChainOfThought: true },
+    }),
     fast: true,
   },
   {
@@ -161,7 +183,12 @@ const CASES: Case[] = [
   // --- every field error code ---------------------------------------------------------------
   { name: 'UNDEFINED_VALUE', headers: headers(), body: query('{ isNull { __typename } }'), fast: true },
   { name: 'TIER_FORBIDDEN', headers: headers(), body: query(IS_NULL, { value: 'tier' }), fast: true },
-  { name: 'RATE_LIMITED with retryAfterSeconds', headers: headers(), body: query(IS_NULL, { value: 'rate' }), fast: true },
+  {
+    name: 'RATE_LIMITED with retryAfterSeconds',
+    headers: headers(),
+    body: query(IS_NULL, { value: 'rate' }),
+    fast: true,
+  },
   { name: 'NULL_PARADOX', headers: headers(), body: query(IS_NULL, { value: 'paradox' }), fast: true },
   { name: 'UPSTREAM_ERROR', headers: headers(), body: query(PI, { digits: 7 }), fast: true },
   { name: 'UPSTREAM_UNAVAILABLE', headers: headers(), body: query(IS_NULL, { value: 'down' }), fast: true },
@@ -173,8 +200,18 @@ const CASES: Case[] = [
     body: query(INFERENCE, { input: { desiredDigits: 3, liabilityWaiverSigned: false } }),
     fast: true,
   },
-  { name: 'BAD_USER_INPUT: temperature', headers: headers(), body: query('{ pi(temperature: 2) { __typename } }'), fast: true },
-  { name: 'BAD_USER_INPUT: negative digits', headers: headers(), body: query(PI, { digits: -1 }), fast: true },
+  {
+    name: 'BAD_USER_INPUT: temperature',
+    headers: headers(),
+    body: query('{ pi(temperature: 2) { __typename } }'),
+    fast: true,
+  },
+  {
+    name: 'BAD_USER_INPUT: negative digits',
+    headers: headers(),
+    body: query(PI, { digits: -1 }),
+    fast: true,
+  },
   // --- variables ------------------------------------------------------------------------------
   { name: 'variable of the wrong type', headers: headers(), body: query(PI, { digits: 'five' }), fast: true },
   {
@@ -183,14 +220,21 @@ const CASES: Case[] = [
     body: query('query I($input: InferenceInput!) { inference(input: $input) { __typename } }'),
     fast: true,
   },
-  { name: 'variables null', headers: headers(), body: json({ query: '{ __typename }', variables: null }), fast: true },
+  {
+    name: 'variables null',
+    headers: headers(),
+    body: json({ query: '{ __typename }', variables: null }),
+    fast: true,
+  },
   // --- documents Yoga answers ------------------------------------------------------------------
   { name: 'syntax error', headers: headers(), body: query('{ pi( }'), fast: false },
   { name: 'unknown field', headers: headers(), body: query('{ pie { digits } }'), fast: false },
   {
     name: 'over MAX_DEPTH',
     headers: headers(),
-    body: query('{ __type(name: "Query") { fields { type { fields { type { fields { type { fields { type { name } } } } } } } } } }'),
+    body: query(
+      '{ __type(name: "Query") { fields { type { fields { type { fields { type { fields { type { name } } } } } } } } } }',
+    ),
     fast: false,
   },
   {
@@ -202,19 +246,36 @@ const CASES: Case[] = [
   {
     name: 'over MAX_UPSTREAM_CALLS',
     headers: headers(),
-    body: query(`{ ${Array.from({ length: 21 }, (_, i) => `p${i}: pi(digits: ${i}) { __typename }`).join(' ')} }`),
+    body: query(
+      `{ ${Array.from({ length: 21 }, (_, i) => `p${i}: pi(digits: ${i}) { __typename }`).join(' ')} }`,
+    ),
     fast: false,
   },
-  { name: 'operationName not in the document', headers: headers(), body: query('query A { __typename }', undefined, 'B'), fast: false },
+  {
+    name: 'operationName not in the document',
+    headers: headers(),
+    body: query('query A { __typename }', undefined, 'B'),
+    fast: false,
+  },
   { name: 'mutation on a query-only schema', headers: headers(), body: query('mutation { x }'), fast: false },
   // --- malformed requests ----------------------------------------------------------------------
   { name: 'a batch (array)', headers: headers(), body: json([{ query: '{ __typename }' }]), fast: false },
-  { name: 'an unknown parameter', headers: headers(), body: json({ query: '{ __typename }', foo: 1 }), fast: false },
+  {
+    name: 'an unknown parameter',
+    headers: headers(),
+    body: json({ query: '{ __typename }', foo: 1 }),
+    fast: false,
+  },
   { name: 'query not a string', headers: headers(), body: json({ query: 42 }), fast: false },
   { name: 'no query', headers: headers(), body: json({ variables: {} }), fast: false },
   { name: 'body not JSON', headers: headers(), body: '{"query": ', fast: false },
   { name: 'body null', headers: headers(), body: 'null', fast: false },
-  { name: 'operationName an object', headers: headers(), body: json({ query: '{ __typename }', operationName: {} }), fast: false },
+  {
+    name: 'operationName an object',
+    headers: headers(),
+    body: json({ query: '{ __typename }', operationName: {} }),
+    fast: false,
+  },
   // --- cost ------------------------------------------------------------------------------------
   {
     name: 'X-Max-Cost-Usd malformed',
@@ -235,16 +296,36 @@ const CASES: Case[] = [
     fast: true,
   },
   // --- keys, ids, Accept and content types ------------------------------------------------------
-  { name: 'bearer key', headers: headers({ authorization: 'Bearer demo-pro' }), body: query(PI, { digits: 5 }), fast: true },
-  { name: 'X-API-Key', headers: headers({ 'x-api-key': 'demo-pro' }), body: query(PI, { digits: 5 }), fast: true },
-  { name: 'no x-request-id (generated)', headers: { 'content-type': JSON_TYPE }, body: query('{ __typename }'), fast: true },
+  {
+    name: 'bearer key',
+    headers: headers({ authorization: 'Bearer demo-pro' }),
+    body: query(PI, { digits: 5 }),
+    fast: true,
+  },
+  {
+    name: 'X-API-Key',
+    headers: headers({ 'x-api-key': 'demo-pro' }),
+    body: query(PI, { digits: 5 }),
+    fast: true,
+  },
+  {
+    name: 'no x-request-id (generated)',
+    headers: { 'content-type': JSON_TYPE },
+    body: query('{ __typename }'),
+    fast: true,
+  },
   {
     name: 'an insane x-request-id (replaced)',
     headers: headers({ 'x-request-id': 'bad id with spaces' }),
     body: query('{ __typename }'),
     fast: true,
   },
-  { name: 'Accept application/json', headers: headers({ accept: JSON_TYPE }), body: query(PI, { digits: 5 }), fast: true },
+  {
+    name: 'Accept application/json',
+    headers: headers({ accept: JSON_TYPE }),
+    body: query(PI, { digits: 5 }),
+    fast: true,
+  },
   {
     name: 'Accept application/json with a request error (200, legacy)',
     headers: headers({ accept: JSON_TYPE }),
@@ -258,7 +339,12 @@ const CASES: Case[] = [
     body: query(IS_NULL, { value: null }),
     fast: true,
   },
-  { name: 'Accept text/html only (406)', headers: headers({ accept: 'text/html' }), body: query('{ __typename }'), fast: false },
+  {
+    name: 'Accept text/html only (406)',
+    headers: headers({ accept: 'text/html' }),
+    body: query('{ __typename }'),
+    fast: false,
+  },
   {
     name: 'content type with a charset',
     headers: headers({ 'content-type': 'application/json; charset=utf-8' }),
@@ -281,7 +367,8 @@ beforeAll(async () => {
   upstream = await startScriptedUpstream();
   upstream.route('POST', '/api/v1/check', (req) => {
     const body = req.body as { value?: unknown };
-    if (!('value' in body)) return { status: 400, body: { error: { status: 400, code: 'UNDEFINED_VALUE', message: 'x' } } };
+    if (!('value' in body))
+      return { status: 400, body: { error: { status: 400, code: 'UNDEFINED_VALUE', message: 'x' } } };
     switch (body.value) {
       case 'maybe-please':
         return { body: nullBody({ is_null: 'maybe', sponsored_by: 'Sponsor M' }) };
@@ -307,13 +394,24 @@ beforeAll(async () => {
     const digits = Number(req.query.digits ?? 3);
     if (digits === 7) return { status: 502 };
     const text = digits === 4 ? E_DIGITS : DIGITS;
-    return { body: piBody({ digits: text.slice(0, digits === 0 ? 1 : digits + 2), precision: digits, sponsored_by: 'Sponsor P' }) };
+    return {
+      body: piBody({
+        digits: text.slice(0, digits === 0 ? 1 : digits + 2),
+        precision: digits,
+        sponsored_by: 'Sponsor P',
+      }),
+    };
   });
   upstream.route('POST', '/pi-prefix/api/v1/inference', (req) => {
     const digits = (req.body as { desired_digits: number }).desired_digits;
     const text = digits === 4 ? E_DIGITS : DIGITS;
     return {
-      body: { digits: text.slice(0, digits + 2), chain_of_thought: 'I recall.', tokens_used: 20, cost: '$0.0004' },
+      body: {
+        digits: text.slice(0, digits + 2),
+        chain_of_thought: 'I recall.',
+        tokens_used: 20,
+        cost: '$0.0004',
+      },
     };
   });
   upstream.route('GET', '/api/v1/health', { body: nullHealth });

@@ -6,7 +6,11 @@ import type { Logger } from 'pino';
 import { type AppConfig, loadConfig } from '../../src/config.js';
 import { createDigitEngine, type DigitEngine } from '../../src/digits/digit-engine.js';
 import { type App, type AppOptions, createApp } from '../../src/gateway/app.js';
-import { type RunningServices, type ServicesOptions, startServices } from '../../src/services/start-services.js';
+import {
+  type RunningServices,
+  type ServicesOptions,
+  startServices,
+} from '../../src/services/start-services.js';
 import { createLogger } from '../../src/shared/logger.js';
 
 /**
@@ -65,5 +69,11 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
 
 /** Both reference services on free loopback ports (with the file's digit engine). */
 export function startTestServices(options: ServicesOptions = {}): Promise<RunningServices> {
-  return startServices({ host: '127.0.0.1', nullPort: 0, piPort: 0, digitEngine: testDigitEngine(), ...options });
+  return startServices({
+    host: '127.0.0.1',
+    nullPort: 0,
+    piPort: 0,
+    digitEngine: testDigitEngine(),
+    ...options,
+  });
 }

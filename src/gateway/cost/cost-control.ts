@@ -97,7 +97,8 @@ export function createCostControl(options: CostControlOptions): CostControl {
           );
         }
       }
-      if (budget === undefined || !plan.fields.some((f) => f.extension.models !== undefined)) return undefined;
+      if (budget === undefined || !plan.fields.some((f) => f.extension.models !== undefined))
+        return undefined;
       const verdict = budget.check(operation.apiKey);
       return verdict instanceof Promise
         ? verdict.then((resolved) => overBudget(resolved, budget.usdPerHour))

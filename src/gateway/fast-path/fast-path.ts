@@ -24,7 +24,7 @@ import type { OperationReporter } from '../observability/operation-report.js';
 import { Operation } from '../operation.js';
 import { withRequestErrorCodes } from '../plugins/use-request-error-codes.js';
 import { apiKeyOf, MAX_COST_HEADER, maxCostOf, requestIdOf } from '../request-facts.js';
-import { GRAPHQL_ENDPOINT, type GatewayYoga, MASKED_MESSAGE } from '../yoga.js';
+import { type GatewayYoga, GRAPHQL_ENDPOINT, MASKED_MESSAGE } from '../yoga.js';
 import type { PreparedOperation, PreparedOperations } from './prepared-operations.js';
 
 export interface FastPathOptions {
@@ -74,7 +74,8 @@ function paramsOf(body: Buffer): Params | undefined {
   }
   if (!isPlainObject(json)) return undefined;
   for (const key in json) {
-    if (key !== 'query' && key !== 'variables' && key !== 'operationName' && key !== 'extensions') return undefined;
+    if (key !== 'query' && key !== 'variables' && key !== 'operationName' && key !== 'extensions')
+      return undefined;
   }
   const { query, variables, operationName, extensions } = json;
   if (typeof query !== 'string') return undefined;
@@ -112,7 +113,10 @@ function asRequestErrors(result: ExecutionResult): ExecutionResult {
         positions: error.positions,
         path: error.path,
         originalError: error.originalError ?? undefined,
-        extensions: { ...error.extensions, http: { ...(error.extensions?.http as object | undefined), status: 400 } },
+        extensions: {
+          ...error.extensions,
+          http: { ...(error.extensions?.http as object | undefined), status: 400 },
+        },
       }),
     ),
   };
@@ -167,7 +171,11 @@ export function createFastPath(options: FastPathOptions): FastPath {
     const contentType = headers['content-type'];
     if (contentType !== 'application/json' && !contentType?.startsWith('application/json;')) return false;
     const contentLength = headers['content-length'];
-    if (contentLength === undefined || headers['transfer-encoding'] !== undefined || headers.host === undefined)
+    if (
+      contentLength === undefined ||
+      headers['transfer-encoding'] !== undefined ||
+      headers.host === undefined
+    )
       return false;
     if (!/^\d{1,15}$/.test(contentLength) || Number(contentLength) > maxBodyBytes) return false;
     return mediaTypes.size < MAX_ACCEPT_VALUES || mediaTypes.has(headers.accept ?? '');
@@ -189,7 +197,10 @@ export function createFastPath(options: FastPathOptions): FastPath {
     const response = await yoga.handleRequest(request, { req, res });
     const type = response.headers.get('content-type')?.split(';', 1)[0];
     const accept = req.headers.accept ?? '';
-    if ((type === 'application/json' || type === 'application/graphql-response+json') && mediaTypes.size < MAX_ACCEPT_VALUES)
+    if (
+      (type === 'application/json' || type === 'application/graphql-response+json') &&
+      mediaTypes.size < MAX_ACCEPT_VALUES
+    )
       mediaTypes.set(accept, type);
     await sendFetchResponse(response, res);
   };
@@ -248,7 +259,12 @@ export function createFastPath(options: FastPathOptions): FastPath {
     const media = mediaTypes.get(req.headers.accept ?? '');
     const ready = params === undefined ? 'yoga' : prepared.get(params.query, params.operationName);
     const maxCost = maxCostOf(req.headers[MAX_COST_HEADER] as string | undefined);
-    if (params === undefined || ready === 'yoga' || media === undefined || (maxCost !== undefined && typeof maxCost !== 'number'))
+    if (
+      params === undefined ||
+      ready === 'yoga' ||
+      media === undefined ||
+      (maxCost !== undefined && typeof maxCost !== 'number')
+    )
       return handOver(req, res, body);
 
     served.fast++;
@@ -282,7 +298,10 @@ export function createFastPath(options: FastPathOptions): FastPath {
       return;
     }
     const body = JSON.stringify({ errors: [{ message: MASKED_MESSAGE }] });
-    res.writeHead(500, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
+    res.writeHead(500, {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(body),
+    });
     res.end(body);
   };
 

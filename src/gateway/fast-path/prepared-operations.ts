@@ -9,7 +9,7 @@
  * token limit), never through Yoga's parse cache: a syntax error must not be cached there without
  * the code Yoga's own parse path gives it.
  */
-import { type DocumentNode, getOperationAST, type GraphQLSchema, parse } from 'graphql';
+import { type DocumentNode, type GraphQLSchema, getOperationAST, parse } from 'graphql';
 import { LRUCache } from 'lru-cache';
 import type { OperationPlan } from '../operation-plan.js';
 

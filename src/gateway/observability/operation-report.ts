@@ -141,7 +141,8 @@ export function createOperationReporter(options: OperationReporterOptions): Oper
       const span = operation.span;
       if (span !== undefined) {
         span.setAttribute('gateway.outcome', outcome);
-        if (outcome === 'error' || outcome === 'invalid') span.setStatus({ code: SpanStatusCode.ERROR, message: outcome });
+        if (outcome === 'error' || outcome === 'invalid')
+          span.setStatus({ code: SpanStatusCode.ERROR, message: outcome });
         span.end();
       }
       if (extensions === undefined) return result;

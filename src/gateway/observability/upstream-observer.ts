@@ -17,7 +17,13 @@ import { context, trace } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import { type ErrorCode, UpstreamCallError } from '../errors.js';
 import type { Operation } from '../operation.js';
-import type { Dispatch, EndpointName, Interceptor, UpstreamAnswer, UpstreamRequest } from '../upstream/dispatch.js';
+import type {
+  Dispatch,
+  EndpointName,
+  Interceptor,
+  UpstreamAnswer,
+  UpstreamRequest,
+} from '../upstream/dispatch.js';
 import { type ExchangeEvent, scrub } from '../upstream/transport.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { SponsorLog } from './sponsor-log.js';
@@ -164,7 +170,10 @@ export function createUpstreamObserver(options: UpstreamObserverOptions): Upstre
             `${request.upstream} ${request.form.endpoint}`,
             {
               kind: SpanKind.CLIENT,
-              attributes: { 'gateway.upstream': request.upstream, 'gateway.upstream.endpoint': request.form.endpoint },
+              attributes: {
+                'gateway.upstream': request.upstream,
+                'gateway.upstream.endpoint': request.form.endpoint,
+              },
             },
             parent === undefined ? context.active() : trace.setSpan(context.active(), parent),
           );

@@ -34,7 +34,8 @@ export function useCsrfPrevention(options: CsrfPreventionPluginOptions = {}): Pl
     onRequestParse({ request }) {
       if (request.method !== 'POST') return;
       const contentType = request.headers.get('content-type')?.toLowerCase();
-      const simple = contentType === undefined || SIMPLE_CONTENT_TYPES.some((type) => contentType.startsWith(type));
+      const simple =
+        contentType === undefined || SIMPLE_CONTENT_TYPES.some((type) => contentType.startsWith(type));
       if (!simple || requestHeaders.some((name) => request.headers.has(name))) return;
       throw gatewayError(
         'CSRF_PREVENTED',

@@ -15,9 +15,13 @@ export function useRequestShapeErrors(): Plugin {
     onRequestParse({ request, requestParser }) {
       if (requestParser === undefined) {
         if (request.method !== 'GET' && request.method !== 'POST') {
-          throw gatewayError('METHOD_NOT_ALLOWED', `Method ${request.method} is not allowed: use GET or POST.`, {
-            http: { status: 405, headers: { allow: 'GET, POST' } },
-          });
+          throw gatewayError(
+            'METHOD_NOT_ALLOWED',
+            `Method ${request.method} is not allowed: use GET or POST.`,
+            {
+              http: { status: 405, headers: { allow: 'GET, POST' } },
+            },
+          );
         }
         throw gatewayError(
           'UNSUPPORTED_MEDIA_TYPE',

@@ -86,12 +86,14 @@ export const UpstreamHealth = builder
         resolve: (p) => p.apiVersion,
       }),
       deprecated: t.boolean({
-        description: 'Whether the upstream marked the endpoint the gateway uses as deprecated (Deprecation header).',
+        description:
+          'Whether the upstream marked the endpoint the gateway uses as deprecated (Deprecation header).',
         resolve: (p) => p.deprecated,
       }),
       sunset: t.string({
         nullable: true,
-        description: 'When the upstream says that deprecated endpoint goes away (its Sunset header, an HTTP date).',
+        description:
+          'When the upstream says that deprecated endpoint goes away (its Sunset header, an HTTP date).',
         resolve: (p) => p.sunset,
       }),
     }),

@@ -7,7 +7,7 @@
  */
 
 import type { UpstreamFieldExtension } from '../operation-plan.js';
-import type { NullCheckRequest, NullCheckResponse } from '../upstream/types.js';
+import type { NullCheckRequest, NullCheckResponse, PhilosophicalAnalysis } from '../upstream/types.js';
 import { builder } from './builder.js';
 import { badUserInput, checkTemperature, rethrowAsFieldError } from './errors.js';
 import { JsonScalar } from './json-scalar.js';
@@ -21,6 +21,51 @@ export interface NullCheckShape {
   /** value === null (strictly; an omitted value is not null). */
   actuallyNull: boolean;
 }
+
+export const PhilosophicalAnalysisRef = builder
+  .objectRef<PhilosophicalAnalysis>('PhilosophicalAnalysis')
+  .implement({
+    description:
+      "The null-check service's v2 philosophical analysis of its answer (upstream `philosophical_analysis`). Each typed field is null when the service left it out; `raw` keeps the untouched object.",
+    fields: (t) => ({
+      school: t.string({
+        nullable: true,
+        description: 'The school of thought the answer was reasoned in (upstream `school`).',
+        resolve: (a) => a.school,
+      }),
+      certainty: t.float({
+        nullable: true,
+        description: "The analysis' own certainty, 0 to 1 (upstream `certainty`).",
+        resolve: (a) => floatOrNull(a.certainty),
+      }),
+      argument: t.string({
+        nullable: true,
+        description: 'The argument, one sentence (upstream `argument`).',
+        resolve: (a) => a.argument,
+      }),
+      references: t.stringList({
+        nullable: true,
+        description: 'Works the analysis cites (upstream `references`).',
+        resolve: (a) => a.references,
+      }),
+      verdictStability: t.string({
+        nullable: true,
+        description:
+          'How stable the verdict is, e.g. settled, wavering, dissolved (upstream `verdict_stability`).',
+        resolve: (a) => a.verdictStability,
+      }),
+      depth: t.int({
+        nullable: true,
+        description: 'How deep the analysis went (upstream `depth`).',
+        resolve: (a) => intOrNull(a.depth),
+      }),
+      raw: t.field({
+        type: JsonScalar,
+        description: 'The untouched `philosophical_analysis` object.',
+        resolve: (a) => a.raw,
+      }),
+    }),
+  });
 
 export const NullCheck = builder.interfaceRef<NullCheckShape>('NullCheck').implement({
   description: 'What every null-check answer carries: the verdict metadata of the service, and the truth.',
@@ -39,7 +84,8 @@ export const NullCheck = builder.interfaceRef<NullCheckShape>('NullCheck').imple
     }),
     modelName: t.string({
       nullable: true,
-      description: 'The model variant exactly as the service named it (upstream `model`); null when it did not say.',
+      description:
+        'The model variant exactly as the service named it (upstream `model`); null when it did not say.',
       resolve: (p) => p.response.model,
     }),
     inferenceTimeMs: t.int({
@@ -69,6 +115,13 @@ export const NullCheck = builder.interfaceRef<NullCheckShape>('NullCheck').imple
       description:
         'Fixed text of the service: results may differ from strict equality (upstream `disclaimer`).',
       resolve: (p) => p.response.disclaimer,
+    }),
+    philosophicalAnalysis: t.field({
+      type: PhilosophicalAnalysisRef,
+      nullable: true,
+      description:
+        "The service's philosophical analysis, when the gateway reached it over its v2 API (POST /api/v2/null-or-not); null over v1.",
+      resolve: (p) => p.response.philosophicalAnalysis ?? null,
     }),
     actuallyNull: t.boolean({
       description:
@@ -171,7 +224,11 @@ builder.queryField('isNull', (t) =>
       upstream: {
         calls: 1,
         models: (args) => [
-          { upstream: 'null-check', kind: 'check', model: typeof args.model === 'string' ? args.model : 'null-x-4o' },
+          {
+            upstream: 'null-check',
+            kind: 'check',
+            model: typeof args.model === 'string' ? args.model : 'null-x-4o',
+          },
         ],
       } satisfies UpstreamFieldExtension,
     },

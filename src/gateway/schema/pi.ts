@@ -63,7 +63,8 @@ export const ConstantDigits = builder.interfaceRef<PiShape>('ConstantDigits').im
     }),
     modelName: t.string({
       nullable: true,
-      description: 'The model variant exactly as the service named it (upstream `model`); null when it did not say.',
+      description:
+        'The model variant exactly as the service named it (upstream `model`); null when it did not say.',
       resolve: (p) => p.response.model,
     }),
     inferenceTimeMs: t.int({

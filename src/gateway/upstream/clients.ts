@@ -11,9 +11,9 @@
 import type { Logger } from 'pino';
 import type { GroupValues } from '../../shared/settings.js';
 import type { UpstreamName } from '../errors.js';
-import type { Operation } from '../operation.js';
 import type { GatewayMetrics } from '../observability/metrics.js';
 import type { UpstreamObserver } from '../observability/upstream-observer.js';
+import type { Operation } from '../operation.js';
 import type { resilienceSettings, upstreamSettings } from '../settings.js';
 import { type ApiVersion, compose, type Dispatch, type HttpForm, type Interceptor } from './dispatch.js';
 import { createHealthProbe } from './health-probe.js';
@@ -110,7 +110,10 @@ export function createUpstreamClients(options: UpstreamClientsOptions): Upstream
       threshold: resilience.breakerThreshold,
       halfOpenAfterMs: resilience.breakerHalfOpenAfterMs,
       onStateChange: (state) =>
-        logger[state === 'closed' ? 'info' : 'warn']({ upstream, breaker: state }, 'upstream circuit breaker state changed'),
+        logger[state === 'closed' ? 'info' : 'warn'](
+          { upstream, breaker: state },
+          'upstream circuit breaker state changed',
+        ),
     });
     const layers: Interceptor[] = [observer.interceptor];
     if (options.cache !== undefined) {
@@ -154,7 +157,8 @@ export function createUpstreamClients(options: UpstreamClientsOptions): Upstream
     const stack = stacks[upstream] as Stack;
     return { ...stack.versions.state(), breaker: stack.breaker() };
   };
-  const onDeprecated = (upstream: UpstreamName) => (endpoint: string) => metrics.recordDeprecated(upstream, endpoint);
+  const onDeprecated = (upstream: UpstreamName) => (endpoint: string) =>
+    metrics.recordDeprecated(upstream, endpoint);
 
   // Probes are created after the stacks they observe; the breakers reach them through these.
   let probeNull: (operation?: Operation) => Promise<HealthProbe<NullHealthBody>> = async () => unreachable();
@@ -191,7 +195,10 @@ export function createUpstreamClients(options: UpstreamClientsOptions): Upstream
       logger,
       onDeprecated: onDeprecated('pi-digits'),
       // v2 serves pi through the inference endpoint, whose waiver only the operator can sign for callers.
-      refuse: (version) => (version === 'v2' && !upstreams.piWaiverAccepted ? errorFromFailure('refused-by-gateway', 'pi-digits', { detail: PI_WAIVER_MESSAGE }) : undefined),
+      refuse: (version) =>
+        version === 'v2' && !upstreams.piWaiverAccepted
+          ? errorFromFailure('refused-by-gateway', 'pi-digits', { detail: PI_WAIVER_MESSAGE })
+          : undefined,
     }),
   );
   stacks['null-check'] = nullStack;

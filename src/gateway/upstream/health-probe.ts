@@ -12,7 +12,10 @@ import type { Dispatch, HttpForm } from './dispatch.js';
 import type { HealthProbe } from './types.js';
 
 /** What the gateway knows of the upstream besides the probe: breaker and API version. */
-export type UpstreamStateFields = Pick<HealthProbe<unknown>, 'breaker' | 'apiVersion' | 'deprecated' | 'sunset'>;
+export type UpstreamStateFields = Pick<
+  HealthProbe<unknown>,
+  'breaker' | 'apiVersion' | 'deprecated' | 'sunset'
+>;
 
 export interface HealthProbeOptions<Body> {
   upstream: UpstreamName;

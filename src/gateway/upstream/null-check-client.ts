@@ -57,7 +57,10 @@ export function createNullCheckClient(dispatch: Dispatch): NullCheckClient {
         });
       } catch (cause) {
         // BigInt or a cycle: cannot come from a GraphQL JSON argument, but must not crash either.
-        throw errorFromFailure('invalid-request', 'null-check', { cause, detail: 'value is not JSON-serializable' });
+        throw errorFromFailure('invalid-request', 'null-check', {
+          cause,
+          detail: 'value is not JSON-serializable',
+        });
       }
       const hints = { hadValue: sendsValue(request) };
       const v1: HttpForm<NullCheckResponse> = {

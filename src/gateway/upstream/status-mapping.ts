@@ -91,11 +91,7 @@ function codeForStatus(ctx: StatusContext): ErrorCode {
   }
 }
 
-function messageFor(
-  code: ErrorCode,
-  ctx: StatusContext,
-  retryAfterSeconds: number | undefined,
-): string {
+function messageFor(code: ErrorCode, ctx: StatusContext, retryAfterSeconds: number | undefined): string {
   const service = SERVICE[ctx.upstream];
   switch (code) {
     case 'UNDEFINED_VALUE':
@@ -140,7 +136,12 @@ export function errorFromStatus(ctx: StatusContext): UpstreamCallError {
 export function errorFromFailure(
   kind: Exclude<FailureKind, 'status'>,
   upstream: UpstreamName,
-  extra: { statusCode?: number | undefined; body?: string | undefined; cause?: unknown; detail?: string } = {},
+  extra: {
+    statusCode?: number | undefined;
+    body?: string | undefined;
+    cause?: unknown;
+    detail?: string;
+  } = {},
 ): UpstreamCallError {
   const service = SERVICE[upstream];
   let code: ErrorCode;

@@ -94,7 +94,8 @@ function errorCode(error: unknown): string | undefined {
 
 /** The API key must never be echoed into a log line, even when an upstream repeats it. */
 export function scrub(text: string | undefined, apiKey: string | undefined): string | undefined {
-  if (text === undefined || apiKey === undefined || apiKey.length === 0 || !text.includes(apiKey)) return text;
+  if (text === undefined || apiKey === undefined || apiKey.length === 0 || !text.includes(apiKey))
+    return text;
   return text.replaceAll(apiKey, '[redacted]');
 }
 
@@ -142,7 +143,11 @@ export function createTransport(options: TransportOptions): Transport {
     if (code !== undefined && TIMEOUT_CODES.has(code))
       return errorFromFailure('timeout', upstream, { statusCode, cause: error });
     if (code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE')
-      return errorFromFailure('bad-response', upstream, { statusCode, cause: error, detail: 'body too large' });
+      return errorFromFailure('bad-response', upstream, {
+        statusCode,
+        cause: error,
+        detail: 'body too large',
+      });
     if (code === 'UND_ERR_INVALID_ARG')
       // Only the header values we add can be invalid (a key or request id with control characters).
       return errorFromFailure('invalid-request', upstream, { cause: error, detail: 'invalid header value' });
@@ -169,7 +174,8 @@ export function createTransport(options: TransportOptions): Transport {
       });
       throw error;
     };
-    if (operation?.cancelled) fail(errorFromFailure('cancelled', upstream, { cause: operation.reason }), null);
+    if (operation?.cancelled)
+      fail(errorFromFailure('cancelled', upstream, { cause: operation.reason }), null);
     const now = Date.now();
     const deadline = operation === undefined ? Number.POSITIVE_INFINITY : operation.deadline;
     if (deadline <= now) fail(errorFromFailure('timeout', upstream, { detail: 'deadline' }), null);
@@ -235,13 +241,29 @@ export function createTransport(options: TransportOptions): Transport {
       value = form.decode(JSON.parse(text as string));
     } catch (error) {
       const detail =
-        error instanceof ResponseShapeError ? error.detail : error instanceof SyntaxError ? 'not JSON' : 'invalid body';
+        error instanceof ResponseShapeError
+          ? error.detail
+          : error instanceof SyntaxError
+            ? 'not JSON'
+            : 'invalid body';
       return fail(
-        errorFromFailure('bad-response', upstream, { statusCode, body: scrub(text, apiKey), cause: error, detail }),
+        errorFromFailure('bad-response', upstream, {
+          statusCode,
+          body: scrub(text, apiKey),
+          cause: error,
+          detail,
+        }),
         statusCode,
       );
     }
-    report({ upstream, endpoint: form.endpoint, statusCode, durationMs: performance.now() - start, attempt, request });
+    report({
+      upstream,
+      endpoint: form.endpoint,
+      statusCode,
+      durationMs: performance.now() - start,
+      attempt,
+      request,
+    });
     const deprecation = header(responseHeaders, 'deprecation');
     return {
       value,

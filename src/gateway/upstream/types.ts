@@ -44,8 +44,17 @@ export interface NullCheckResponse {
   philosophicalAnalysis?: PhilosophicalAnalysis | null;
 }
 
-/** `philosophical_analysis` of a v2 null-check answer: its typed fields, and the untouched object. */
+/**
+ * `philosophical_analysis` of a v2 null-check answer: its typed fields (null when the service left one
+ * out), and the untouched object.
+ */
 export interface PhilosophicalAnalysis {
+  school: string | null;
+  certainty: number | null;
+  argument: string | null;
+  references: string[] | null;
+  verdictStability: string | null;
+  depth: number | null;
   raw: Record<string, unknown>;
 }
 

@@ -9,7 +9,15 @@ import { z } from 'zod';
 import { parseInferenceResponse, parseNullCheckResponse, ResponseShapeError } from './response-schemas.js';
 import type { NullCheckResponse, PhilosophicalAnalysis, PiResponse } from './types.js';
 
-const analysisSchema = z.object({}).passthrough();
+/** Known fields: a wrong type is a bad answer; a missing one is null (never invented). */
+const analysisSchema = z.looseObject({
+  school: z.string().nullish(),
+  certainty: z.number().nullish(),
+  argument: z.string().nullish(),
+  references: z.array(z.string()).nullish(),
+  verdict_stability: z.string().nullish(),
+  depth: z.number().int().nullish(),
+});
 
 /** Validates a `POST /api/v2/null-or-not` answer. */
 export function parseNullCheckV2Response(json: unknown): NullCheckResponse {
@@ -17,9 +25,25 @@ export function parseNullCheckV2Response(json: unknown): NullCheckResponse {
   const raw = (json as Record<string, unknown>).philosophical_analysis;
   let philosophicalAnalysis: PhilosophicalAnalysis | null = null;
   if (raw !== undefined && raw !== null) {
+    if (typeof raw !== 'object' || Array.isArray(raw))
+      throw new ResponseShapeError('field philosophical_analysis: expected an object');
     const parsed = analysisSchema.safeParse(raw);
-    if (!parsed.success) throw new ResponseShapeError('field philosophical_analysis: expected an object');
-    philosophicalAnalysis = { raw: parsed.data };
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      throw new ResponseShapeError(
+        `field philosophical_analysis.${issue?.path.join('.') ?? ''}: ${issue?.message ?? 'invalid'}`,
+      );
+    }
+    const a = parsed.data;
+    philosophicalAnalysis = {
+      school: a.school ?? null,
+      certainty: a.certainty ?? null,
+      argument: a.argument ?? null,
+      references: a.references ?? null,
+      verdictStability: a.verdict_stability ?? null,
+      depth: a.depth ?? null,
+      raw: raw as Record<string, unknown>,
+    };
   }
   return { ...answer, philosophicalAnalysis };
 }

@@ -15,7 +15,14 @@
  */
 import type { Logger } from 'pino';
 import { UpstreamCallError, type UpstreamName } from '../../errors.js';
-import type { ApiVersion, Dispatch, EndpointName, Interceptor, UpstreamAnswer, UpstreamRequest } from '../dispatch.js';
+import type {
+  ApiVersion,
+  Dispatch,
+  EndpointName,
+  Interceptor,
+  UpstreamAnswer,
+  UpstreamRequest,
+} from '../dispatch.js';
 
 export type VersionSetting = 'auto' | ApiVersion;
 
@@ -52,7 +59,9 @@ export interface ApiVersions {
 
 const other = (version: ApiVersion): ApiVersion => (version === 'v1' ? 'v2' : 'v1');
 const isGone = (error: unknown): error is UpstreamCallError =>
-  error instanceof UpstreamCallError && error.kind === 'status' && (error.statusCode === 404 || error.statusCode === 410);
+  error instanceof UpstreamCallError &&
+  error.kind === 'status' &&
+  (error.statusCode === 404 || error.statusCode === 410);
 
 export function createApiVersions(options: ApiVersionsOptions): ApiVersions {
   const { upstream, setting, logger, refuse } = options;
@@ -77,11 +86,17 @@ export function createApiVersions(options: ApiVersionsOptions): ApiVersions {
     return answer;
   };
 
-  const send = <T>(next: Dispatch, request: UpstreamRequest<T>, to: ApiVersion): Promise<UpstreamAnswer<T>> => {
+  const send = <T>(
+    next: Dispatch,
+    request: UpstreamRequest<T>,
+    to: ApiVersion,
+  ): Promise<UpstreamAnswer<T>> => {
     const refusal = refuse?.(to);
     if (refusal !== undefined) return Promise.reject(refusal);
     const form = to === 'v2' ? request.forms.v2 : request.forms.v1;
-    return next(form === request.form ? request : { ...request, form: form ?? request.forms.v1 }).then(observe);
+    return next(form === request.form ? request : { ...request, form: form ?? request.forms.v1 }).then(
+      observe,
+    );
   };
 
   const moveTo = (to: ApiVersion, because: number | undefined) => {

@@ -96,7 +96,11 @@ export function createCircuitBreaker(options: CircuitBreakerOptions): CircuitBre
           return await next(request);
         } catch (error) {
           // A cancellation says nothing about the upstream: thrown as is, counted neither way.
-          if (error instanceof UpstreamCallError && error.kind !== 'cancelled' && !countsAgainstUpstream(error))
+          if (
+            error instanceof UpstreamCallError &&
+            error.kind !== 'cancelled' &&
+            !countsAgainstUpstream(error)
+          )
             return error;
           throw error;
         }

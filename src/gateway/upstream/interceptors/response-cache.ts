@@ -56,7 +56,9 @@ export function responseCache(options: ResponseCacheOptions): Interceptor {
           stored === undefined ? miss(key, request) : hit(request, stored as UpstreamAnswer<T>),
         );
       }
-      return found === undefined ? miss(key, request) : Promise.resolve(hit(request, found as UpstreamAnswer<T>));
+      return found === undefined
+        ? miss(key, request)
+        : Promise.resolve(hit(request, found as UpstreamAnswer<T>));
     };
   };
 }

@@ -84,7 +84,8 @@ export function singleFlight(options: SingleFlightOptions = {}): Interceptor {
           },
           (error: unknown) => {
             // Given up by the caller that made it (client gone): not this caller's failure.
-            if (running.request.operation?.cancelled && !request.operation?.cancelled) return sharing(request);
+            if (running.request.operation?.cancelled && !request.operation?.cancelled)
+              return sharing(request);
             throw error;
           },
         );
