@@ -95,7 +95,16 @@ export function createUpstreamObserver(options: UpstreamObserverOptions): Upstre
 
   const spent = (request: UpstreamRequest, answer: UpstreamAnswer): number => {
     const usd = answer.facts.costUsd;
-    if (usd === null || usd === 0) return 0;
+    if (usd === null) {
+      if (answer.facts.costText !== undefined) {
+        logger.warn(
+          { upstream: request.upstream, endpoint: answer.endpoint, cost: answer.facts.costText.slice(0, 100) },
+          'upstream cost did not parse as US dollars; counted as 0',
+        );
+      }
+      return 0;
+    }
+    if (usd === 0) return 0;
     if (!Number.isFinite(usd) || usd < 0 || usd > MAX_PLAUSIBLE_COST_USD) {
       logger.warn(
         { upstream: request.upstream, endpoint: answer.endpoint, reportedCostUsd: String(usd) },

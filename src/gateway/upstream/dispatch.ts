@@ -28,6 +28,8 @@ export interface StatusHints {
 export interface AnswerFacts {
   /** US dollars the upstream reported for this answer; null when it did not say (or it did not parse). */
   costUsd: number | null;
+  /** The cost as the upstream wrote it, when it is text (the inference `cost`): logged when it does not parse. */
+  costText?: string | undefined;
   sponsor: string | null;
   model: string | null;
 }

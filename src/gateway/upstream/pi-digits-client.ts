@@ -31,6 +31,7 @@ const piFacts = (answer: PiResponse): AnswerFacts => ({
 
 const inferenceFacts = (answer: InferenceResponse): AnswerFacts => ({
   costUsd: answer.costUsd,
+  costText: answer.cost,
   sponsor: null,
   model: answer.model,
 });

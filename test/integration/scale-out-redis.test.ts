@@ -1,0 +1,181 @@
+/**
+ * More than one replica on one Redis (contract §9): two gateway processes (the CLI, as `npm start`
+ * runs it) in front of one scripted upstream that counts what reaches it, on a real `redis-server`.
+ * The response cache, the single flight of identical calls and the hourly budget are one across both;
+ * Redis going away fails nothing, is logged once and shown on /ready, and sharing resumes by itself.
+ * Also WORKERS=2 with Redis: the cluster's workers share one cache.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
+import { type GatewayProcess, startGatewayProcess } from '../support/gateway-process.js';
+import { gql } from '../support/graphql-client.js';
+import { type RedisServer, skipWithoutRedis, startRedisServer } from '../support/redis-server.js';
+import { nullBody, nullHealth, piBody, piHealth } from '../support/upstream-bodies.js';
+import { until } from '../support/waits.js';
+
+const skip = skipWithoutRedis('scale-out-redis');
+
+/** Cost of one scripted check, in dollars. */
+const CHECK_USD = 0.004;
+/** Long enough that two identical calls sent together surely overlap. */
+const UPSTREAM_DELAY_MS = 400;
+
+let redis: RedisServer;
+let upstream: ScriptedUpstream;
+const processes: GatewayProcess[] = [];
+
+const IS_NULL = 'query IsNull($value: JSON) { isNull(value: $value) { __typename ... on NullVerdict { isNull } } }';
+
+beforeAll(async () => {
+  if (skip) return;
+  redis = await startRedisServer();
+  upstream = await startScriptedUpstream();
+  upstream.route('POST', '/api/v1/check', (req) => ({
+    delayMs: UPSTREAM_DELAY_MS,
+    body: nullBody({ is_null: (req.body as { value?: unknown }).value === null, gpu_cost_usd: CHECK_USD }),
+  }));
+  upstream.route('GET', '/api/v1/health', { body: nullHealth });
+  upstream.route('GET', '/pi/api/v1/pi', { body: piBody() });
+  upstream.route('GET', '/pi/api/v1/health', { body: piHealth });
+});
+
+afterAll(async () => {
+  await Promise.all(processes.map((p) => p.stop()));
+  await upstream?.close();
+  await redis?.stop();
+});
+
+/** Two replicas on one Redis, with extra settings. */
+async function replicas(env: Record<string, string>): Promise<[GatewayProcess, GatewayProcess]> {
+  const shared = {
+    NULL_BASE_URL: upstream.url,
+    PI_BASE_URL: `${upstream.url}/pi`,
+    NULL_API_VERSION: 'v1',
+    REDIS_URL: redis.url,
+    REDIS_KEY_PREFIX: `test-${processes.length}:`,
+    ...env,
+  };
+  const pair = await Promise.all([startGatewayProcess(shared), startGatewayProcess(shared)]);
+  processes.push(...pair);
+  return pair;
+}
+
+const checks = () => upstream.count('POST', '/api/v1/check');
+
+describe.skipIf(skip)('two replicas on one Redis', () => {
+  let a: GatewayProcess;
+  let b: GatewayProcess;
+  beforeAll(async () => {
+    [a, b] = await replicas({ RESPONSE_CACHE: 'true' });
+  });
+
+  it('an answer fetched through A is a cache hit through B, and costs B nothing', async () => {
+    upstream.resetRecords();
+    const first = await gql(a.url, IS_NULL, { variables: { value: 'shared-cache' } });
+    expect(first.errors).toBeUndefined();
+    expect(first.extensions).toMatchObject({ cache: { hits: 0, misses: 1 }, cost: { gpuCostUsd: CHECK_USD } });
+    const second = await gql(b.url, IS_NULL, { variables: { value: 'shared-cache' } });
+    expect(second.data).toEqual(first.data);
+    expect(second.extensions).toMatchObject({
+      cache: { hits: 1, misses: 0 },
+      cost: { gpuCostUsd: 0, upstreamCalls: 0, cacheHits: 1 },
+    });
+    expect(checks()).toBe(1);
+  });
+
+  it('identical concurrent calls through A and B reach the upstream once', async () => {
+    upstream.resetRecords();
+    const [x, y] = await Promise.all([
+      gql(a.url, IS_NULL, { variables: { value: 'in-flight' } }),
+      gql(b.url, IS_NULL, { variables: { value: 'in-flight' } }),
+    ]);
+    expect(x.data).toEqual({ isNull: { __typename: 'NullVerdict', isNull: false } });
+    expect(y.data).toEqual(x.data);
+    expect(checks()).toBe(1);
+    // One of them paid; the other shared its call.
+    const costs = [x, y].map((r) => (r.extensions?.cost as { gpuCostUsd: number }).gpuCostUsd).sort();
+    expect(costs).toEqual([0, CHECK_USD]);
+  });
+
+  it('Redis killed under load: no request fails, one warning, /ready shows it; sharing resumes after', async () => {
+    const values = Array.from({ length: 60 }, (_, i) => `load-${i % 6}`);
+    const results = await Promise.all(
+      values.map(async (value, i) => {
+        if (i === 20) await redis.kill();
+        return gql(i % 2 === 0 ? a.url : b.url, IS_NULL, { variables: { value } });
+      }),
+    );
+    for (const result of results) {
+      expect(result.status).toBe(200);
+      expect(result.errors).toBeUndefined();
+    }
+    expect(await until(async () => (await ready(a)).redis === 'fallback', 100, 50)).toBe(true);
+    const report = await ready(a);
+    expect(report.status).toBe('ready');
+    // Later requests during the outage still answer, from memory.
+    expect((await gql(b.url, IS_NULL, { variables: { value: 'during-outage' } })).errors).toBeUndefined();
+    expect(a.lines.filter((l) => l.msg === 'redis unavailable; using in-memory state')).toHaveLength(1);
+
+    await redis.restart();
+    expect(await until(async () => (await ready(a)).redis === 'redis' && (await ready(b)).redis === 'redis', 200, 50)).toBe(true);
+    expect(a.lines.filter((l) => l.msg === 'redis back; sharing state again')).toHaveLength(1);
+    upstream.resetRecords();
+    await gql(a.url, IS_NULL, { variables: { value: 'after-restart' } });
+    const hit = await gql(b.url, IS_NULL, { variables: { value: 'after-restart' } });
+    expect(hit.extensions).toMatchObject({ cache: { hits: 1 } });
+    expect(checks()).toBe(1);
+  });
+});
+
+describe.skipIf(skip)('the hourly budget is one budget across replicas', () => {
+  it('spend through A and B adds up, and B refuses once the key spent its budget', async () => {
+    const [a, b] = await replicas({ COST_BUDGET_USD_PER_HOUR: '0.01' });
+    upstream.resetRecords();
+    const key = { authorization: 'Bearer budget-key' };
+    // 0.004 + 0.004 + 0.004: each admitted while the hour's spend is below 0.01.
+    for (const [i, url] of [a.url, b.url, a.url].entries()) {
+      const answer = await gql(url, IS_NULL, { variables: { value: `spend-${i}` }, headers: key });
+      expect(answer.errors).toBeUndefined();
+    }
+    const refused = await gql(b.url, IS_NULL, { variables: { value: 'spend-3' }, headers: key });
+    expect(refused.errors?.[0]?.extensions).toMatchObject({ code: 'BUDGET_EXCEEDED' });
+    expect(refused.errors?.[0]?.extensions?.retryAfterSeconds).toBeGreaterThan(3000);
+    expect(checks()).toBe(3);
+    // Another key has a budget of its own.
+    const other = await gql(b.url, IS_NULL, { variables: { value: 'spend-4' }, headers: { 'x-api-key': 'other' } });
+    expect(other.errors).toBeUndefined();
+  });
+});
+
+describe.skipIf(skip)('cluster workers on Redis', () => {
+  it('WORKERS=2: every worker serves the answer the first one cached', async () => {
+    const [cluster] = await Promise.all([
+      startGatewayProcess({
+        NULL_BASE_URL: upstream.url,
+        PI_BASE_URL: `${upstream.url}/pi`,
+        NULL_API_VERSION: 'v1',
+        REDIS_URL: redis.url,
+        REDIS_KEY_PREFIX: 'test-cluster:',
+        RESPONSE_CACHE: 'true',
+        WORKERS: '2',
+      }),
+    ]);
+    processes.push(cluster as GatewayProcess);
+    const url = (cluster as GatewayProcess).url;
+    upstream.resetRecords();
+    await gql(url, IS_NULL, { variables: { value: 'cluster' } });
+    // New connections each time: the primary spreads them over both workers.
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, () =>
+        gql(url, IS_NULL, { variables: { value: 'cluster' }, headers: { connection: 'close' } }),
+      ),
+    );
+    for (const answer of answers) expect(answer.extensions).toMatchObject({ cache: { hits: 1 } });
+    expect(checks()).toBe(1);
+  });
+});
+
+async function ready(gateway: GatewayProcess): Promise<{ status: string; redis?: string }> {
+  const response = await fetch(gateway.url.replace('/graphql', '/ready'));
+  return (await response.json()) as { status: string; redis?: string };
+}
