@@ -189,9 +189,15 @@ export function createFastPath(options: FastPathOptions): FastPath {
       if (value === undefined) continue;
       for (const v of Array.isArray(value) ? value : [value]) headers.push([name, v]);
     }
+    // The client going away aborts the request, as Yoga's own node adapter does.
+    const controller = new AbortController();
+    res.once('close', () => {
+      if (!res.writableFinished) controller.abort();
+    });
     const request = new yoga.fetchAPI.Request(`http://${req.headers.host}${req.url}`, {
       method: 'POST',
       headers,
+      signal: controller.signal,
       body: new Uint8Array(body.buffer, body.byteOffset, body.byteLength) as Uint8Array<ArrayBuffer>,
     });
     const response = await yoga.handleRequest(request, { req, res });
