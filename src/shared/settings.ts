@@ -1,7 +1,7 @@
 /**
  * Settings from the environment: each component declares its own group (env variable, zod schema
  * with the default, help text), and a CLI assembles the groups it runs. One declaration drives
- * validation, defaults, `--help` and the README's configuration table (`npm run config:table`).
+ * validation, defaults, `--help` and the README's configuration table (`npm run docs:tables`).
  *
  * Why one table per component: a component validates exactly the slice it is given, and a setting
  * that is validated but not documented, or documented with a stale default, cannot happen.
