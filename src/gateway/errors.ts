@@ -142,7 +142,7 @@ export class UpstreamCallError extends Error {
     return typeof value === 'object' && value !== null && UPSTREAM_CALL_ERROR in value;
   }
 
-  /** The GraphQL `extensions` of the field error (contract §2). */
+  /** The GraphQL `extensions` of the field error (docs/contract.md, Errors). */
   toExtensions(): Record<string, unknown> {
     const ext: Record<string, unknown> = { code: this.code, upstream: this.upstream };
     if (this.statusCode !== undefined) ext.upstreamStatus = this.statusCode;

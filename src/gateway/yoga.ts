@@ -32,7 +32,7 @@ import { useRequestId } from './plugins/use-request-id.js';
 import { useRequestShapeErrors } from './plugins/use-request-shape-errors.js';
 import type { limitSettings, serverSettings } from './settings.js';
 
-/** The GraphQL endpoint (contract §1). */
+/** The GraphQL endpoint (docs/contract.md, Schema). */
 export const GRAPHQL_ENDPOINT = '/graphql';
 
 /** The message of every masked (unexpected) error. */

@@ -1,5 +1,5 @@
 /**
- * `npm run services`: the two reference services on NULL_PORT and PI_PORT (contract §5), without
+ * `npm run services`: the two reference services on NULL_PORT and PI_PORT (docs/contract.md), without
  * the gateway. Bad configuration: one line on stderr, exit 1. SIGTERM/SIGINT: stop accepting, answer
  * what was accepted, exit by itself (forced after SHUTDOWN_TIMEOUT_MS).
  */

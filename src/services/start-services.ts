@@ -1,6 +1,6 @@
 /**
- * Starts both reference services on loopback ports: the embedded default of `npm start` (gateway
- * contract §5) and the body of `npm run services` (src/services/main.ts).
+ * Starts both reference services on loopback ports: the embedded default of `npm start` and the body
+ * of `npm run services` (src/services/main.ts).
  */
 import type { AddressInfo } from 'node:net';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';

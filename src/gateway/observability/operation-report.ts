@@ -28,7 +28,7 @@ export interface OperationExtensions {
   sponsoredBy?: string[];
   /** Response cache use, when RESPONSE_CACHE is on and a cacheable call was made. */
   cache?: { hits: number; misses: number };
-  /** What this operation cost, when it touched an upstream (contract §8). */
+  /** What this operation cost, when it touched an upstream (docs/contract.md, Cost). */
   cost?: { gpuCostUsd: number; upstreamCalls: number; cacheHits: number };
 }
 

@@ -2,7 +2,7 @@
  * What the gateway records of its upstream calls, at two levels:
  *
  * - every HTTP attempt (`onExchange`, given to the transport): the request metrics, the operation's
- *   count of answered attempts (contract §8 `upstreamCalls`), and one log line per failed attempt
+ *   count of answered attempts (docs/contract.md, Cost: `upstreamCalls`), and one log line per failed attempt
  *   with the upstream's raw body (key scrubbed): warn for upstream trouble, debug for what the caller
  *   caused (4xx) or a cancellation (the client went away: no upstream failure);
  * - every logical call (`interceptor`, the outermost layer, so it sees cache hits and shared calls
@@ -98,7 +98,11 @@ export function createUpstreamObserver(options: UpstreamObserverOptions): Upstre
     if (usd === null) {
       if (answer.facts.costText !== undefined) {
         logger.warn(
-          { upstream: request.upstream, endpoint: answer.endpoint, cost: answer.facts.costText.slice(0, 100) },
+          {
+            upstream: request.upstream,
+            endpoint: answer.endpoint,
+            cost: answer.facts.costText.slice(0, 100),
+          },
           'upstream cost did not parse as US dollars; counted as 0',
         );
       }

@@ -1,5 +1,5 @@
 /**
- * Hourly cost budgets (COST_BUDGET_USD_PER_HOUR, contract §8): spend per budget key in per-minute
+ * Hourly cost budgets (COST_BUDGET_USD_PER_HOUR, docs/contract.md, Cost): spend per budget key in per-minute
  * buckets, read back as a sliding hour.
  *
  * Every replica keeps its own buckets in memory; with Redis they also go to one hash per budget key

@@ -1,5 +1,5 @@
 /**
- * The gateway's shared state (contract §9): response cache storage, cross-replica single flight and
+ * The gateway's shared state (docs/contract.md, More than one machine): response cache storage, cross-replica single flight and
  * hourly cost budgets, in this process' memory by default and in Redis when REDIS_URL is set. Redis
  * going away never fails or slows a call: every store answers from memory meanwhile, and rejoins Redis
  * by itself.

@@ -1,5 +1,5 @@
 /**
- * The shapes of the gateway's shared state (contract §9): what the response cache, the single flight
+ * The shapes of the gateway's shared state (docs/contract.md, More than one machine): what the response cache, the single flight
  * and the cost budgets see, whether the state lives in this process or in Redis. The callers never
  * learn which: every method has a memory answer, and Redis only ever adds sharing.
  */

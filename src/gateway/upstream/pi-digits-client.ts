@@ -13,7 +13,7 @@ import { parseInferenceResponse, parsePiResponse } from './response-schemas.js';
 import type { InferenceRequest, InferenceResponse, PiRequest, PiResponse } from './types.js';
 import { parsePiFromInference } from './v2-answers.js';
 
-/** The service's default `digits` (pi-digits spec §4.1). */
+/** The service's default `digits` (its documented default). */
 export const DEFAULT_PI_DIGITS = 3;
 
 const DETERMINISTIC_MODELS = new Set([undefined, 'pi-x-4o']);

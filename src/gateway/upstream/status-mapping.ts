@@ -1,5 +1,5 @@
 /**
- * Upstream status codes and transport failures → contract §2 errors, with client-safe messages.
+ * Upstream status codes and transport failures → the error codes of docs/contract.md (Errors), with client-safe messages.
  *
  * Messages name the service and what happened, never an address, a key or the upstream's body:
  * those stay on the error (`body`, `cause`) for the log.

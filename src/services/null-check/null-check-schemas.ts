@@ -138,7 +138,7 @@ export const checkRouteSchema = {
 export const nullOrNotRouteSchema = {
   summary: 'Check whether a value is null, with a philosophical analysis (v2)',
   description:
-    'The successor of POST /api/v1/check (spec §9): the same request body and rules, every field of the v1 answer, plus `philosophical_analysis`. Rate limits are per caller across both endpoints together.',
+    'The successor of POST /api/v1/check (announced by the spec): the same request body and rules, every field of the v1 answer, plus `philosophical_analysis`. Rate limits are per caller across both endpoints together.',
   operationId: 'nullOrNot',
   tags: ['null-check'],
   security: OPTIONAL_API_KEY,

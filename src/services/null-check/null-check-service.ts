@@ -1,6 +1,6 @@
 /**
  * The reference null-check service (spec: null-check-service.md): POST /api/v1/check, its successor
- * POST /api/v2/null-or-not (spec §9: the same check plus a philosophical analysis), GET /api/v1/health,
+ * POST /api/v2/null-or-not (the spec's announced v2: the same check plus a philosophical analysis), GET /api/v1/health,
  * GET /openapi.json. v1 can be deprecated or retired (`v1Check`).
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';

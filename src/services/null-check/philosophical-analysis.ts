@@ -1,5 +1,5 @@
 /**
- * The `philosophical_analysis` of `POST /api/v2/null-or-not` (the spec's §9 promises "a structured
+ * The `philosophical_analysis` of `POST /api/v2/null-or-not` (the spec promises "a structured
  * philosophical analysis in addition to the boolean" and shows nothing more; this is the project's
  * design). A pure function of the verdict, the model, the temperature and the service's seeded dice,
  * so a seed reproduces it like every other field.

@@ -1,7 +1,7 @@
 /**
  * The reference pi-digits service (spec: pi-digits-service.md): GET /api/v1/pi,
  * POST /api/v1/inference, GET /api/v1/health, GET /openapi.json. GET /api/v1/pi can be deprecated or
- * retired in favour of POST /api/v1/inference (spec §9, "v2.0"; `v1Pi`). Digits come from the exact digit
+ * retired in favour of POST /api/v1/inference (the spec's announced v2.0; `v1Pi`). Digits come from the exact digit
  * engine (src/digits), sliced from its cache when it has them (`peek`), so the common path does no
  * arithmetic at all.
  */

@@ -1,6 +1,6 @@
 /**
  * Who is calling: the API key from `Authorization: Bearer <key>` or `X-API-Key: <key>`, mapped to a
- * tier. No key, an empty key and the word `free` are the free tier (spec §5); any other key must be
+ * tier. No key, an empty key and the word `free` are the free tier (as both services' specs say); any other key must be
  * known, else 401. The key itself never leaves this file: not in error messages, not in logs, not in
  * rate-limit bucket names (those carry a hash of it, as they may live in a shared Redis).
  */
@@ -15,7 +15,7 @@ export const DEMO_API_KEYS: ReadonlyMap<string, Tier> = new Map<string, Tier>([
   ['demo-enterprise', 'enterprise'],
 ]);
 
-/** The key that selects the free tier explicitly (spec §5). */
+/** The key that selects the free tier explicitly (as both services' specs say). */
 export const FREE_KEY = 'free';
 
 /** The API keys option: `key:tier,key:tier` (the `API_KEYS` format), a map or a plain object. */

@@ -1,5 +1,5 @@
 /**
- * Fault injection for tests and demos (contract §4): added latency and a share of 500 and 503
+ * Fault injection for tests and demos (src/services/README.md): added latency and a share of 500 and 503
  * answers, all off by default. The services answer 500/503 only through here.
  *
  * Why a generator of its own: turning faults on must not shift the model's random stream, or a

@@ -1,5 +1,5 @@
 /**
- * The Redis connection behind the shared rate limits (`REDIS_URL`, contract §9): one ioredis client per
+ * The Redis connection behind the shared rate limits (`REDIS_URL`, docs/contract.md, More than one machine): one ioredis client per
  * process, shared by both embedded services. Redis down, slow or refusing never fails or holds up a
  * request: commands are not queued while disconnected (`enableOfflineQueue: false`), each waits at most
  * `timeoutMs`, and the store (rate-limit.ts) counts in memory instead. Reconnects go on forever, with a

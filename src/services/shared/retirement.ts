@@ -1,5 +1,5 @@
 /**
- * Retiring a v1 endpoint step by step (gateway contract §7, the specs' §9 "Versioning"):
+ * Retiring a v1 endpoint step by step (docs/contract.md, Upstream versions):
  *
  * - `on`: served as always.
  * - `deprecated`: served as always, and every answer of the endpoint carries `Deprecation` (RFC 9745,

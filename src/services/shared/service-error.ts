@@ -1,6 +1,6 @@
 /**
  * The one error type of the reference services. Every failure, whatever raised it, leaves the
- * service as `{"error": {"status", "code", "message"}}` (contract §4), so callers can branch on a
+ * service as `{"error": {"status", "code", "message"}}` (src/services/README.md), so callers can branch on a
  * stable `code` and never see a stack trace.
  */
 

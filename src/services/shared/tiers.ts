@@ -1,4 +1,4 @@
-/** The three caller tiers of both specs (§5, §8). */
+/** The three caller tiers of both services (free, pro, enterprise). */
 export type Tier = 'free' | 'pro' | 'enterprise';
 
 export const TIERS: readonly Tier[] = ['free', 'pro', 'enterprise'];
