@@ -19,7 +19,7 @@ export interface InferenceShape {
 }
 
 export const InferenceInput = builder.inputType('InferenceInput', {
-  description: 'The body of the inference endpoint (the pi-digits service's inference request).',
+  description: "The body of the inference endpoint (the pi-digits service's inference request).",
   fields: (t) => ({
     desiredDigits: t.int({ required: true, description: 'Decimal places wanted, 0 to MAX_DIGITS.' }),
     model: t.field({ type: PiModel, description: 'Model variant. Omitted: the service default.' }),

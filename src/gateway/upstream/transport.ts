@@ -162,7 +162,7 @@ export function createTransport(options: TransportOptions): Transport {
     const { form, operation } = request;
     const attempt = request.attempt ?? 1;
     const start = performance.now();
-    const fail = (error: UpstreamCallError, statusCode: number | null): never => {
+    const done = (statusCode: number | null, error?: UpstreamCallError) =>
       report({
         upstream,
         endpoint: form.endpoint,
@@ -172,6 +172,8 @@ export function createTransport(options: TransportOptions): Transport {
         request,
         error,
       });
+    const fail = (error: UpstreamCallError, statusCode: number | null): never => {
+      done(statusCode, error);
       throw error;
     };
     if (operation?.cancelled)
@@ -256,14 +258,7 @@ export function createTransport(options: TransportOptions): Transport {
         statusCode,
       );
     }
-    report({
-      upstream,
-      endpoint: form.endpoint,
-      statusCode,
-      durationMs: performance.now() - start,
-      attempt,
-      request,
-    });
+    done(statusCode);
     const deprecation = header(responseHeaders, 'deprecation');
     return {
       value,
