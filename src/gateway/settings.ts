@@ -2,6 +2,7 @@
  * The gateway's settings, one group per component; `createApp` hands each component its own group.
  */
 import { z } from 'zod';
+import { DEFAULT_MAX_DIGITS } from '../digits/digit-engine.js';
 import { bool, httpUrl, int, setting, settingsGroup } from '../shared/settings.js';
 
 export const serverSettings = settingsGroup('gateway', {
@@ -161,8 +162,8 @@ export const limitSettings = settingsGroup('limits', {
   ),
   maxDigits: setting(
     'MAX_DIGITS',
-    int(0, 10_000_000).default(1_000_000),
-    '1000000',
+    int(0, 10_000_000).default(DEFAULT_MAX_DIGITS),
+    String(DEFAULT_MAX_DIGITS),
     'Most digits pi or inference may ask for; above it the field fails with BAD_USER_INPUT without calling the upstream.',
   ),
 });

@@ -5,6 +5,7 @@
  * companions are process settings (src/shared/process-settings.ts), read here too.
  */
 import { z } from 'zod';
+import { DEFAULT_MAX_DIGITS } from '../digits/digit-engine.js';
 import type { redisSettings } from '../shared/process-settings.js';
 import { bool, type GroupValues, int, ratio, setting, settingsGroup } from '../shared/settings.js';
 import { DEFAULT_SUNSET_DAYS, ENDPOINT_STAGES } from './shared/retirement.js';
@@ -55,8 +56,8 @@ export const referenceServiceSettings = settingsGroup('reference services', {
   ),
   piMaxDigits: setting(
     'PI_MAX_DIGITS',
-    int(1, 10_000_000).default(1_000_000),
-    '1000000',
+    int(1, 10_000_000).default(DEFAULT_MAX_DIGITS),
+    String(DEFAULT_MAX_DIGITS),
     'Most digits the pi service computes for one request, on any tier; beyond it 400 DIGITS_OUT_OF_RANGE.',
   ),
   strictModePro: setting(

@@ -9,6 +9,7 @@ import type { FastifyInstance } from 'fastify';
 import {
   type Constant,
   createDigitEngine,
+  DEFAULT_MAX_DIGITS,
   type DigitEngine,
   sharedDigitEngine,
 } from '../../digits/digit-engine.js';
@@ -42,7 +43,7 @@ export interface PiDigitsServiceOptions extends ServiceAppOptions {
   overLimit?: 'reject' | 'clamp';
   /** Enterprise digit limit: 'unlimited' (the limits table, up to maxDigits) or a number (the library comment's 10). @default 'unlimited' */
   enterpriseMaxDigits?: 'unlimited' | number;
-  /** Hard maximum decimals per request, any tier; beyond it 400 DIGITS_OUT_OF_RANGE. @default 1000000 */
+  /** Hard maximum decimals per request, any tier; beyond it 400 DIGITS_OUT_OF_RANGE. @default DEFAULT_MAX_DIGITS */
   maxDigits?: number;
   /** Where the digits come from. @default sharedDigitEngine() (an own engine when maxDigits > 1,000,000) */
   digitEngine?: DigitEngine;
@@ -85,8 +86,6 @@ export const PI_SPONSORS = [
 const BASE_MONTHLY_BURN = 2_718_281.83;
 /** Digits the service computes at start so that the usual requests only slice the cache. */
 const WARM_DIGITS = 1000;
-/** The shared engine's maximum (its default). */
-const SHARED_ENGINE_MAX = 1_000_000;
 
 const mapValidation: ValidationMapper = (issue, message) => {
   const field = issue.instancePath.slice(1) || String(issue.params.missingProperty ?? '');
@@ -108,11 +107,11 @@ const mapValidation: ValidationMapper = (issue, message) => {
 
 /** Creates the service (not listening): `await app.listen(...)` or `app.inject(...)`. */
 export function createPiDigitsService(options: PiDigitsServiceOptions = {}): FastifyInstance {
-  const maxDigits = options.maxDigits ?? 1_000_000;
+  const maxDigits = options.maxDigits ?? DEFAULT_MAX_DIGITS;
   const overLimit = options.overLimit ?? 'reject';
   const enterpriseMax = options.enterpriseMaxDigits ?? 'unlimited';
   const ownEngine =
-    options.digitEngine === undefined && maxDigits > SHARED_ENGINE_MAX
+    options.digitEngine === undefined && maxDigits > DEFAULT_MAX_DIGITS
       ? createDigitEngine({ maxDigits })
       : undefined;
   const engine = options.digitEngine ?? ownEngine ?? sharedDigitEngine();
