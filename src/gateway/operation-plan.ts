@@ -13,6 +13,7 @@ import {
   type GraphQLField,
   type GraphQLSchema,
   getArgumentValues,
+  getVariableValues,
   Kind,
   type OperationDefinitionNode,
   print,
@@ -49,6 +50,11 @@ export interface OperationPlan {
   calls: number;
   /** The distinct upstream-calling fields. */
   fields: PlannedField[];
+  /**
+   * The request's variables coerced to the operation's variable types (enum names become the
+   * upstream strings, variable defaults apply); undefined when they do not coerce.
+   */
+  coerceVariables?: (variables: Record<string, unknown> | undefined) => Record<string, unknown> | undefined;
 }
 
 const EMPTY: OperationPlan = { calls: 0, fields: [] };
@@ -121,17 +127,24 @@ export function planOperation(
       }
     }
   }
-  return { calls, fields };
+  // Fix: raw request variables hold enum NAMES (`PI_X_MINI`, priced as an unknown model) and lack the
+  // variables' defaults, while getArgumentValues expects coerced values: coerce them first.
+  const variableDefinitions = operation.variableDefinitions ?? [];
+  const coerceVariables = (variables: Record<string, unknown> | undefined) =>
+    getVariableValues(schema, variableDefinitions, variables ?? {}, { maxErrors: 1 }).coerced;
+  return { calls, fields, coerceVariables };
 }
 
 /** The models the planned calls use with these variables (defaults where arguments cannot be read). */
 export function modelCalls(plan: OperationPlan, variables: Record<string, unknown> | undefined): ModelCall[] {
   const out: ModelCall[] = [];
+  const coerced = plan.coerceVariables === undefined ? (variables ?? {}) : plan.coerceVariables(variables);
   for (const { node, field, extension } of plan.fields) {
     if (extension.models === undefined) continue;
     let args: Record<string, unknown>;
     try {
-      args = getArgumentValues(field, node, variables ?? {});
+      if (coerced === undefined) throw new Error('variables do not coerce');
+      args = getArgumentValues(field, node, coerced);
     } catch {
       // Bad variables fail the operation anyway; estimate it with the fields' defaults.
       args = {};

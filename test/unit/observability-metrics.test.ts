@@ -1,6 +1,6 @@
-import { register as globalRegistry } from 'prom-client';
+import { register as globalRegistry, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { createGatewayMetrics, OTHER_OPERATION } from '../../src/gateway/observability/gateway-metrics.js';
+import { createGatewayMetrics, OTHER_OPERATION } from '../../src/gateway/observability/metrics.js';
 
 /** The value of one sample line of the exposition text, or undefined when absent. */
 function sample(text: string, name: string, labels: string): number | undefined {
@@ -25,18 +25,33 @@ describe('gateway metrics', () => {
     expect(await globalRegistry.metrics()).not.toContain('gateway_operations_total');
   });
 
+  it('registers on a registry it is given (the shared state adds its own metrics there)', async () => {
+    const registry = new Registry();
+    const m = createGatewayMetrics({ registry, defaultMetrics: false });
+    m.recordOperation('Pi', 'query', 'ok', 1);
+    expect(m.registry).toBe(registry);
+    expect(await registry.metrics()).toContain(
+      'gateway_operations_total{operation="Pi",type="query",outcome="ok"} 1',
+    );
+  });
+
   it('counts operations by name, type and outcome and observes their latency in seconds', async () => {
     const m = createGatewayMetrics({ defaultMetrics: false });
     m.recordOperation('Pi', 'query', 'ok', 4);
     m.recordOperation('Pi', 'query', 'ok', 40);
     m.recordOperation('Pi', 'query', 'partial', 7);
     m.recordOperation(null, 'query', 'invalid', 1);
+    m.recordOperation('', 'query', 'invalid', 1);
+    m.recordOperation('Pi', 'query', 'cancelled', 2);
     const text = await m.render();
     expect(sample(text, 'gateway_operations_total', 'operation="Pi",type="query",outcome="ok"')).toBe(2);
     expect(sample(text, 'gateway_operations_total', 'operation="Pi",type="query",outcome="partial"')).toBe(1);
     expect(
       sample(text, 'gateway_operations_total', 'operation="(anonymous)",type="query",outcome="invalid"'),
-    ).toBe(1);
+    ).toBe(2);
+    expect(sample(text, 'gateway_operations_total', 'operation="Pi",type="query",outcome="cancelled"')).toBe(
+      1,
+    );
     expect(
       sample(text, 'gateway_operation_duration_seconds_count', 'operation="Pi",type="query",outcome="ok"'),
     ).toBe(2);
@@ -103,33 +118,118 @@ describe('gateway metrics', () => {
     ).toBe(3);
   });
 
-  it('accumulates GPU cost, sponsor messages and dedup hits; known series start at 0', async () => {
+  it('accumulates GPU cost per upstream and model, sponsor messages and dedup hits; known series start at 0', async () => {
     const m = createGatewayMetrics({ defaultMetrics: false });
     let text = await m.render();
-    expect(sample(text, 'gateway_upstream_gpu_cost_usd_total', 'upstream="pi-digits"')).toBe(0);
-    expect(sample(text, 'gateway_dedup_hits_total', 'upstream="null-check",source="dataloader"')).toBe(0);
-    m.recordGpuCost('pi-digits', 0.25);
-    m.recordGpuCost('pi-digits', 0.5);
-    m.recordGpuCost('pi-digits', Number.NaN);
-    m.recordGpuCost('pi-digits', -3);
+    // The per-upstream cost metric was replaced by one per upstream and model.
+    expect(text).not.toContain('gateway_upstream_gpu_cost_usd_total');
+    expect(text).toContain('# TYPE gateway_gpu_cost_usd_total counter');
+    for (const upstream of ['null-check', 'pi-digits']) {
+      expect(sample(text, 'gateway_sponsor_messages_total', `upstream="${upstream}"`)).toBe(0);
+      for (const source of ['dataloader', 'inflight', 'replicas', 'cache'])
+        expect(sample(text, 'gateway_dedup_hits_total', `upstream="${upstream}",source="${source}"`)).toBe(0);
+    }
+    m.recordGpuCost('pi-digits', 'pi-x-4o', 0.25);
+    m.recordGpuCost('pi-digits', 'pi-x-4o', 0.5);
+    m.recordGpuCost('pi-digits', 'pi-x-mini', 0.125);
+    m.recordGpuCost('null-check', null, 0.5);
+    // Guards: a counter cannot go down, and NaN/Infinity would poison the sum.
+    m.recordGpuCost('pi-digits', 'pi-x-4o', Number.NaN);
+    m.recordGpuCost('pi-digits', 'pi-x-4o', Number.POSITIVE_INFINITY);
+    m.recordGpuCost('pi-digits', 'pi-x-4o', -3);
+    m.recordGpuCost('pi-digits', 'pi-x-4o', 0);
     m.recordSponsorMessage('null-check');
     m.recordDedupHit('null-check', 'dataloader');
     m.recordDedupHit('null-check', 'dataloader');
+    m.recordDedupHit('pi-digits', 'inflight');
+    m.recordDedupHit('pi-digits', 'replicas');
+    m.recordDedupHit('pi-digits', 'cache');
     text = await m.render();
-    expect(sample(text, 'gateway_upstream_gpu_cost_usd_total', 'upstream="pi-digits"')).toBe(0.75);
+    expect(sample(text, 'gateway_gpu_cost_usd_total', 'upstream="pi-digits",model="pi-x-4o"')).toBe(0.75);
+    expect(sample(text, 'gateway_gpu_cost_usd_total', 'upstream="pi-digits",model="pi-x-mini"')).toBe(0.125);
+    expect(sample(text, 'gateway_gpu_cost_usd_total', 'upstream="null-check",model="unknown"')).toBe(0.5);
     expect(sample(text, 'gateway_sponsor_messages_total', 'upstream="null-check"')).toBe(1);
     expect(sample(text, 'gateway_dedup_hits_total', 'upstream="null-check",source="dataloader"')).toBe(2);
+    for (const source of ['inflight', 'replicas', 'cache'])
+      expect(sample(text, 'gateway_dedup_hits_total', `upstream="pi-digits",source="${source}"`)).toBe(1);
   });
 
-  it('shows the breaker state as a state set: 1 for the current state only', async () => {
+  it('caps the model label: model names come from the upstreams', async () => {
+    const m = createGatewayMetrics({ defaultMetrics: false });
+    for (let i = 0; i < 60; i++) m.recordGpuCost('pi-digits', `model-${i}`, 1);
+    m.recordGpuCost('pi-digits', 'x'.repeat(500), 1);
+    const text = await m.render();
+    expect(sample(text, 'gateway_gpu_cost_usd_total', 'upstream="pi-digits",model="model-0"')).toBe(1);
+    expect(sample(text, 'gateway_gpu_cost_usd_total', 'upstream="pi-digits",model="model-49"')).toBe(1);
+    expect(sample(text, 'gateway_gpu_cost_usd_total', 'upstream="pi-digits",model="model-50"')).toBe(
+      undefined,
+    );
+    expect(
+      sample(text, 'gateway_gpu_cost_usd_total', `upstream="pi-digits",model="${OTHER_OPERATION}"`),
+    ).toBe(11);
+  });
+
+  it('counts deprecated answers per endpoint, budget refusals per reason and response cache use', async () => {
     const m = createGatewayMetrics({ defaultMetrics: false });
     let text = await m.render();
+    expect(sample(text, 'gateway_budget_refusals_total', 'reason="max-cost"')).toBe(0);
+    expect(sample(text, 'gateway_budget_refusals_total', 'reason="hourly-budget"')).toBe(0);
+    for (const upstream of ['null-check', 'pi-digits'])
+      for (const result of ['hit', 'miss'])
+        expect(
+          sample(text, 'gateway_response_cache_requests_total', `upstream="${upstream}",result="${result}"`),
+        ).toBe(0);
+    // Without a source (RESPONSE_CACHE off) the cache holds nothing.
+    expect(text).toContain('gateway_response_cache_entries 0');
+    m.recordDeprecated('null-check', 'check');
+    m.recordDeprecated('null-check', 'check');
+    m.recordDeprecated('pi-digits', 'pi');
+    m.recordBudgetRefusal('max-cost');
+    m.recordBudgetRefusal('hourly-budget');
+    m.recordBudgetRefusal('hourly-budget');
+    m.recordCacheLookup('pi-digits', 'hit');
+    m.recordCacheLookup('pi-digits', 'miss');
+    m.recordCacheLookup('pi-digits', 'miss');
+    let entries = 7;
+    m.setCacheSizeSource(() => entries);
+    text = await m.render();
+    expect(sample(text, 'gateway_upstream_deprecated_total', 'upstream="null-check",endpoint="check"')).toBe(
+      2,
+    );
+    expect(sample(text, 'gateway_upstream_deprecated_total', 'upstream="pi-digits",endpoint="pi"')).toBe(1);
+    expect(sample(text, 'gateway_budget_refusals_total', 'reason="max-cost"')).toBe(1);
+    expect(sample(text, 'gateway_budget_refusals_total', 'reason="hourly-budget"')).toBe(2);
+    expect(sample(text, 'gateway_response_cache_requests_total', 'upstream="pi-digits",result="hit"')).toBe(
+      1,
+    );
+    expect(sample(text, 'gateway_response_cache_requests_total', 'upstream="pi-digits",result="miss"')).toBe(
+      2,
+    );
+    expect(text).toContain('gateway_response_cache_entries 7');
+    // Read at each scrape.
+    entries = 3;
+    expect(await m.render()).toContain('gateway_response_cache_entries 3');
+  });
+
+  it('shows the breaker state as a state set, read from its source at each scrape: 1 for the current state only', async () => {
+    const m = createGatewayMetrics({ defaultMetrics: false });
+    let text = await m.render();
+    // No source yet: closed.
     expect(sample(text, 'gateway_upstream_breaker_state', 'upstream="pi-digits",state="closed"')).toBe(1);
-    m.setBreakerState('pi-digits', 'open');
+    let state: 'closed' | 'open' | 'half-open' | 'disabled' = 'open';
+    m.addBreakerSource('pi-digits', () => state);
     text = await m.render();
     expect(sample(text, 'gateway_upstream_breaker_state', 'upstream="pi-digits",state="closed"')).toBe(0);
     expect(sample(text, 'gateway_upstream_breaker_state', 'upstream="pi-digits",state="open"')).toBe(1);
     expect(sample(text, 'gateway_upstream_breaker_state', 'upstream="null-check",state="closed"')).toBe(1);
+    state = 'half-open';
+    text = await m.render();
+    expect(sample(text, 'gateway_upstream_breaker_state', 'upstream="pi-digits",state="open"')).toBe(0);
+    expect(sample(text, 'gateway_upstream_breaker_state', 'upstream="pi-digits",state="half-open"')).toBe(1);
+    state = 'disabled';
+    text = await m.render();
+    expect(sample(text, 'gateway_upstream_breaker_state', 'upstream="pi-digits",state="disabled"')).toBe(1);
+    expect(sample(text, 'gateway_upstream_breaker_state', 'upstream="pi-digits",state="half-open"')).toBe(0);
   });
 
   it('includes the default process metrics unless turned off', async () => {

@@ -1,425 +1,645 @@
 /**
- * The observability plugin and client wrapper on a minimal Yoga instance of their own, with in-memory
- * upstream clients: the log line, the metrics, `extensions.sponsoredBy`, the sponsor log and the spans.
+ * The operation report (observability/operation-report.ts) on both request paths: the fast path (a
+ * plain JSON POST over HTTP) and Yoga's handler (`app.yoga.fetch`), which must log and count
+ * identically. A real gateway (`createApp`) in front of two scripted upstreams: the log line, the
+ * metrics, `extensions.sponsoredBy` / `cost` / `cache`, the sponsor log, /metrics and the spans.
  */
-import { randomUUID } from 'node:crypto';
-import { Writable } from 'node:stream';
 import { type Tracer, type TracerProvider, trace } from '@opentelemetry/api';
 import {
   BasicTracerProvider,
   InMemorySpanExporter,
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
-import { createGraphQLError, createSchema, createYoga } from 'graphql-yoga';
-import { pino } from 'pino';
-import { afterEach, describe, expect, it } from 'vitest';
-import {
-  createObservability,
-  type GatewayObservability,
-} from '../../src/gateway/observability/create-observability.js';
-import { UpstreamError } from '../../src/gateway/upstream/errors.js';
-import type {
-  CallOptions,
-  HealthProbe,
-  NullCheckResponse,
-  NullHealthBody,
-  PiDigitsClient,
-  PiHealthBody,
-  PiResponse,
-  UpstreamClients,
-} from '../../src/gateway/upstream/types.js';
-import { REDACT_PATHS } from '../../src/shared/logger.js';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
+import type { TestGateway } from '../support/gateway.js';
+import { startTestGateway } from '../support/gateway.js';
+import { codes, type GqlResult, gql, parsed } from '../support/graphql-client.js';
+import { capturedLogger, LEVEL, type LogLine } from '../support/logs.js';
+import { nullBody, nullHealth, piBody, piHealth } from '../support/upstream-bodies.js';
+import { until } from '../support/waits.js';
 
 const SECRET_KEY = 'sk-live-very-secret-123';
+const BASE_ENV = { NULL_API_VERSION: 'v1', PI_API_VERSION: 'v1', BREAKER_THRESHOLD: '0' };
 
-function capture() {
-  const lines: Record<string, unknown>[] = [];
-  const raw: string[] = [];
-  const stream = new Writable({
-    write(chunk, _encoding, callback) {
-      for (const line of String(chunk).split('\n')) {
-        if (!line) continue;
-        raw.push(line);
-        lines.push(JSON.parse(line));
-      }
-      callback();
-    },
+let nullUp: ScriptedUpstream;
+let piUp: ScriptedUpstream;
+const started: TestGateway[] = [];
+
+/** The old fake clients' behaviour, on the wire: free tier up to 3 digits, sponsors by parity. */
+function script() {
+  nullUp.reset();
+  piUp.reset();
+  piUp.route('GET', '/api/v1/pi', (request) => {
+    const digits = request.query.digits === undefined ? 5 : Number(request.query.digits);
+    if (digits > 3 && request.headers.authorization === undefined) {
+      return {
+        status: 418,
+        body: { error: { status: 418, code: 'TIER_FORBIDDEN', message: 'upstream secret body' } },
+      };
+    }
+    return {
+      body: piBody({
+        digits: '3.14159265358979'.slice(0, digits === 0 ? 1 : digits + 2),
+        precision: digits,
+        gpu_cost_usd: 0.125,
+        // digits 1: no sponsor at all.
+        sponsored_by: digits === 1 ? null : digits % 2 === 0 ? 'Sponsor Even' : 'Sponsor Odd',
+      }),
+    };
   });
-  const logger = pino({ level: 'info', redact: { paths: REDACT_PATHS, censor: '[redacted]' } }, stream);
-  return { logger, lines, raw };
+  nullUp.route('POST', '/api/v1/check', {
+    body: nullBody({ gpu_cost_usd: 0.5, sponsored_by: 'Sponsor Even' }),
+  });
+  nullUp.route('GET', '/api/v1/health', { body: nullHealth });
+  piUp.route('GET', '/api/v1/health', { body: piHealth });
 }
 
-/** In-memory upstream clients; `calls` records the CallOptions each call got. */
-function fakeClients() {
-  const calls: CallOptions[] = [];
-  const piAnswer = (digits: number, sponsor: string | null): PiResponse => ({
-    digits: '3.14159265358979'.slice(0, digits === 0 ? 1 : digits + 2),
-    precision: digits,
-    confidence: 0.99,
-    model: 'pi-x-4o',
-    inferenceTimeMs: 3,
-    gpuCostUsd: 0.125,
-    sponsoredBy: sponsor,
-    disclaimer: null,
-    constantMarker: null,
-    raw: {},
-  });
-  const probe = <B>(body: B): HealthProbe<B> => ({
-    reachable: true,
-    latencyMs: 1,
-    statusCode: 200,
-    body,
-    error: null,
-    breaker: 'closed',
-  });
-  const piDigits: PiDigitsClient = {
-    async pi(request, options) {
-      calls.push(options ?? {});
-      const digits = request.digits ?? 5;
-      if (digits > 3 && options?.apiKey === undefined) {
-        throw new UpstreamError('TIER_FORBIDDEN', 'the free tier allows 3 digits', {
-          upstream: 'pi-digits',
-          statusCode: 418,
-          body: { error: { message: 'upstream secret body' } },
-        });
-      }
-      return piAnswer(digits, digits % 2 === 0 ? 'Sponsor Even' : 'Sponsor Odd');
-    },
-    async inference() {
-      throw new UpstreamError('WAIVER_REQUIRED', 'sign the waiver', {
-        upstream: 'pi-digits',
-        statusCode: 400,
-      });
-    },
-    async health(options) {
-      calls.push(options ?? {});
-      return probe<PiHealthBody>({
-        status: 'ok',
-        piAvailable: true,
-        gpuCluster: 'up',
-        monthlyBurnRate: '$1',
-      });
-    },
-    async close() {},
-  };
-  const clients: UpstreamClients = {
-    nullCheck: {
-      async check(_request, options) {
-        calls.push(options ?? {});
-        const answer: NullCheckResponse = {
-          answer: { kind: 'boolean', isNull: true },
-          confidence: 0.5,
-          model: 'null-x-4o',
-          inferenceTimeMs: 1,
-          gpuCostUsd: 0.5,
-          expertsConsulted: 3,
-          sponsoredBy: 'Sponsor Even',
-          disclaimer: null,
-          raw: {},
-        };
-        return answer;
-      },
-      async health(options) {
-        calls.push(options ?? {});
-        return {
-          ...probe<NullHealthBody>({
-            status: 'ok',
-            nullDetectable: true,
-            undefinedDetectable: false,
-            clusterStatus: 'up',
-            philosophyConsultant: null,
-            monthlyBurn: '$1',
-          }),
-          breaker: 'half-open',
-        };
-      },
-      async close() {},
-    },
-    piDigits,
-  };
-  return { clients, calls };
+beforeAll(async () => {
+  [nullUp, piUp] = await Promise.all([startScriptedUpstream(), startScriptedUpstream()]);
+});
+beforeEach(script);
+afterAll(async () => {
+  await Promise.all(started.map((g) => g.close()));
+  await Promise.all([nullUp?.close(), piUp?.close()]);
+});
+
+interface Observed {
+  g: TestGateway;
+  lines: LogLine[];
+  raw: string[];
+  /** The operation log lines. */
+  ops: () => LogLine[];
+  metrics: () => Promise<string>;
 }
 
-interface Ctx {
-  requestId: string;
-  apiKey: string | undefined;
-}
-
-/** A minimal gateway: the real plugin and wrapper, a tiny schema that calls the clients as the real one does. */
-function buildGateway(options: { tracing?: boolean; tracerProvider?: TracerProvider } = {}) {
-  const { logger, lines, raw } = capture();
-  const { clients: rawClients, calls } = fakeClients();
-  const observability = createObservability({
-    config: { observability: { sponsorLogIntervalMs: 60_000, tracing: options.tracing ?? false } },
+/** A gateway with its logs captured at `level`; warmed up so plain POSTs take the fast path. */
+async function observe(
+  options: { level?: string; env?: Record<string, string>; tracerProvider?: TracerProvider } = {},
+): Promise<Observed> {
+  const { logger, lines, raw } = capturedLogger(options.level ?? 'info');
+  const g = await startTestGateway({
+    nullBaseUrl: nullUp.url,
+    piBaseUrl: piUp.url,
+    env: { ...BASE_ENV, ...options.env },
     logger,
-    defaultMetrics: false,
     tracerProvider: options.tracerProvider,
   });
-  const clients = observability.instrumentClients(rawClients);
-  const toGraphQLError = (error: unknown): never => {
-    throw error instanceof UpstreamError
-      ? createGraphQLError(error.message, { extensions: error.toExtensions() })
-      : error;
+  started.push(g);
+  // The fast path learns Yoga's media type for an Accept value from Yoga's first answer.
+  await gql(g.url, '{ __typename }');
+  lines.length = 0;
+  raw.length = 0;
+  nullUp.resetRecords();
+  piUp.resetRecords();
+  return {
+    g,
+    lines,
+    raw,
+    ops: () => lines.filter((l) => l.msg === 'graphql operation'),
+    metrics: () => g.app.metrics.render(),
   };
-  const yoga = createYoga<object, Ctx>({
-    logging: false,
-    schema: createSchema<Ctx>({
-      typeDefs: /* GraphQL */ `
-        type Query {
-          pi(digits: Int): String
-          isNull: Boolean
-          inference: String
-          health: String!
-        }
-      `,
-      resolvers: {
-        Query: {
-          pi: (_: unknown, args: { digits?: number }, ctx: Ctx) =>
-            clients.piDigits
-              .pi({ digits: args.digits }, { requestId: ctx.requestId, apiKey: ctx.apiKey })
-              .then((r) => r.digits, toGraphQLError),
-          isNull: (_: unknown, _args: unknown, ctx: Ctx) =>
-            clients.nullCheck
-              .check({ hasValue: true, value: null }, { requestId: ctx.requestId, apiKey: ctx.apiKey })
-              .then((r) => r.answer.kind === 'boolean' && r.answer.isNull),
-          inference: (_: unknown, _args: unknown, ctx: Ctx) =>
-            clients.piDigits
-              .inference({ desiredDigits: 3, liabilityWaiverSigned: false }, { requestId: ctx.requestId })
-              .then((r) => r.digits, toGraphQLError),
-          health: async (_: unknown, _args: unknown, ctx: Ctx) => {
-            const [n, p] = await Promise.all([
-              clients.nullCheck.health({ requestId: ctx.requestId }),
-              clients.piDigits.health({ requestId: ctx.requestId }),
-            ]);
-            return `${n.body?.status}/${p.body?.status}`;
-          },
-        },
-      },
-    }),
-    // What the real gateway does: the caller's x-request-id or a new one, and the caller's key.
-    context: ({ request }) => ({
-      requestId: request.headers.get('x-request-id') ?? randomUUID(),
-      apiKey: request.headers.get('x-api-key') ?? request.headers.get('authorization')?.slice(7) ?? undefined,
-    }),
-    plugins: [observability.plugin],
-  });
-  const post = (query: string, headers: Record<string, string> = {}, operationName?: string) =>
-    yoga.fetch('http://127.0.0.1/graphql', {
+}
+
+interface SendOptions {
+  headers?: Record<string, string>;
+  operationName?: string;
+  signal?: AbortSignal;
+}
+type Send = (g: TestGateway, query: string, options?: SendOptions) => Promise<GqlResult>;
+
+const fastPath: Send = (g, query, options = {}) => gql(g.url, query, options);
+const yogaPath: Send = async (g, query, options = {}) =>
+  parsed(
+    await g.app.yoga.fetch('http://127.0.0.1/graphql', {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json', ...headers },
-      body: JSON.stringify({ query, operationName }),
-    });
-  const operationLines = () => lines.filter((l) => l.msg === 'graphql operation');
-  return { yoga, observability, post, lines, raw, calls, operationLines };
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/graphql-response+json',
+        ...options.headers,
+      },
+      body: JSON.stringify({ query, operationName: options.operationName }),
+      signal: options.signal,
+    }),
+  );
+const PATHS: Array<[string, Send]> = [
+  ['fast path', fastPath],
+  ["Yoga's handler", yogaPath],
+];
+
+/** The value of one sample line of the exposition text, or undefined when absent. */
+function sample(text: string, name: string, labels: string): number | undefined {
+  const prefix = `${name}{${labels}} `;
+  const line = text.split('\n').find((l) => l.startsWith(prefix));
+  return line === undefined ? undefined : Number(line.slice(prefix.length));
 }
 
-async function metricsText(observability: GatewayObservability) {
-  return observability.metrics.render();
-}
+const DIGITS = '__typename ... on ConstantDigits { digits }';
 
-describe('observability plugin: the log line', () => {
-  it('writes one line per operation with name, type, outcome, duration, request id and upstream calls', async () => {
-    const g = buildGateway();
-    const res = await g.post(
-      'query Digits { a: pi(digits: 2) b: pi(digits: 3) }',
-      { 'x-request-id': 'req-abc-1' },
-      'Digits',
+describe.each(PATHS)('the operation report (%s)', (path, send) => {
+  it('writes one line per operation: name, type, outcome, duration, request id, upstream calls and cost', async () => {
+    const o = await observe();
+    const result = await send(
+      o.g,
+      `query Digits { a: pi(digits: 2) { ${DIGITS} } b: pi(digits: 3) { ${DIGITS} } }`,
+      {
+        headers: { 'x-request-id': 'req-abc-1' },
+        operationName: 'Digits',
+      },
     );
-    const body = await res.json();
-    expect(body.data).toEqual({ a: '3.14', b: '3.141' });
-    const ops = g.operationLines();
-    expect(ops).toHaveLength(1);
-    const line = ops[0]!;
+    expect(result.data).toEqual({
+      a: { __typename: 'PiDigits', digits: '3.14' },
+      b: { __typename: 'PiDigits', digits: '3.141' },
+    });
+    expect(result.extensions?.cost).toEqual({ gpuCostUsd: 0.25, upstreamCalls: 2, cacheHits: 0 });
+    // The response cache is off by default: nothing says otherwise.
+    expect(result.extensions?.cache).toBeUndefined();
+    expect(o.ops()).toHaveLength(1);
+    const line = o.ops()[0] as LogLine;
     expect(line).toMatchObject({
-      level: 30,
+      level: LEVEL.info,
       requestId: 'req-abc-1',
       operation: 'Digits',
       operationType: 'query',
       outcome: 'ok',
-      gpuCostUsd: 0.25,
+      upstreamCalls: 2,
+      costUsd: 0.25,
+      cacheHits: 0,
     });
     expect(typeof line.durationMs).toBe('number');
-    expect(line.upstreamCalls).toEqual([
-      expect.objectContaining({ upstream: 'pi-digits', endpoint: 'pi', status: 200 }),
-      expect.objectContaining({ upstream: 'pi-digits', endpoint: 'pi', status: 200 }),
-    ]);
-    // The id reached every upstream call.
-    expect(g.calls.map((c) => c.requestId)).toEqual(['req-abc-1', 'req-abc-1']);
-    expect(g.observability.inFlightCount).toBe(0);
+    // The list of calls is for debugging, not for every info line; no error codes on success.
+    expect(line).not.toHaveProperty('calls');
+    expect(line).not.toHaveProperty('errorCodes');
+    // The id reached every upstream call, and the response.
+    expect(piUp.requests.map((r) => r.headers['x-request-id'])).toEqual(['req-abc-1', 'req-abc-1']);
+    expect(result.headers.get('x-request-id')).toBe('req-abc-1');
+    const text = await o.metrics();
+    expect(sample(text, 'gateway_operations_total', 'operation="Digits",type="query",outcome="ok"')).toBe(1);
+    expect(sample(text, 'gateway_gpu_cost_usd_total', 'upstream="pi-digits",model="pi-x-4o"')).toBe(0.25);
+    expect(o.g.app.fastPath.served.fast).toBe(path === 'fast path' ? 1 : 0);
+  });
+
+  it('lists each call (status, duration, source) at debug', async () => {
+    const o = await observe({ level: 'debug' });
+    await send(o.g, `{ a: pi(digits: 2) { ${DIGITS} } b: pi(digits: 9) { ${DIGITS} } }`);
+    const calls = o.ops()[0]?.calls as Array<Record<string, unknown>>;
+    expect(calls).toHaveLength(2);
+    expect(calls).toEqual(
+      expect.arrayContaining([
+        {
+          upstream: 'pi-digits',
+          endpoint: 'pi',
+          status: 200,
+          durationMs: expect.any(Number),
+          source: 'upstream',
+        },
+        {
+          upstream: 'pi-digits',
+          endpoint: 'pi',
+          status: 418,
+          durationMs: expect.any(Number),
+          source: 'upstream',
+          code: 'TIER_FORBIDDEN',
+        },
+      ]),
+    );
   });
 
   it('takes the operation name from the document when the request does not name it', async () => {
-    const g = buildGateway();
-    await g.post('query OnlyOne { pi(digits: 1) }');
-    await g.post('{ pi(digits: 1) }');
-    expect(g.operationLines().map((l) => l.operation)).toEqual(['OnlyOne', null]);
-    const text = await metricsText(g.observability);
-    expect(text).toContain('gateway_operations_total{operation="OnlyOne",type="query",outcome="ok"} 1');
-    expect(text).toContain('gateway_operations_total{operation="(anonymous)",type="query",outcome="ok"} 1');
+    const o = await observe();
+    await send(o.g, `query OnlyOne { pi(digits: 1) { ${DIGITS} } }`);
+    await send(o.g, `{ pi(digits: 1) { ${DIGITS} } }`);
+    expect(o.ops().map((l) => l.operation)).toEqual(['OnlyOne', null]);
+    const text = await o.metrics();
+    expect(sample(text, 'gateway_operations_total', 'operation="OnlyOne",type="query",outcome="ok"')).toBe(1);
+    // The warm-up was anonymous too.
+    expect(
+      sample(text, 'gateway_operations_total', 'operation="(anonymous)",type="query",outcome="ok"'),
+    ).toBe(2);
   });
 
-  it('records partial results, failed operations and their error codes and upstream statuses', async () => {
-    const g = buildGateway();
-    await g.post('query Mixed { ok: pi(digits: 2) no: pi(digits: 9) }', { 'x-request-id': 'r-mixed' });
-    await g.post('query Fails { pi(digits: 9) }', { 'x-request-id': 'r-fail' });
-    const [mixed, fails] = g.operationLines();
-    expect(mixed).toMatchObject({ requestId: 'r-mixed', outcome: 'partial', errorCodes: ['TIER_FORBIDDEN'] });
-    expect(mixed?.upstreamCalls).toEqual(
-      expect.arrayContaining([expect.objectContaining({ status: 418, code: 'TIER_FORBIDDEN' })]),
+  it('records partial results and failed operations with their error codes; every answered attempt counts', async () => {
+    const o = await observe();
+    const mixed = await send(
+      o.g,
+      `query Mixed { ok: pi(digits: 2) { ${DIGITS} } no: pi(digits: 9) { ${DIGITS} } }`,
+      {
+        headers: { 'x-request-id': 'r-mixed' },
+      },
     );
-    expect(fails).toMatchObject({
-      level: 40,
-      requestId: 'r-fail',
-      outcome: 'error',
+    const fails = await send(o.g, `query Fails { pi(digits: 9) { ${DIGITS} } }`, {
+      headers: { 'x-request-id': 'r-fail' },
+    });
+    expect(mixed.extensions?.cost).toEqual({ gpuCostUsd: 0.125, upstreamCalls: 2, cacheHits: 0 });
+    expect(fails.extensions?.cost).toEqual({ gpuCostUsd: 0, upstreamCalls: 1, cacheHits: 0 });
+    const [mixedLine, failsLine] = o.ops();
+    expect(mixedLine).toMatchObject({
+      level: LEVEL.info,
+      requestId: 'r-mixed',
+      outcome: 'partial',
+      upstreamCalls: 2,
+      costUsd: 0.125,
       errorCodes: ['TIER_FORBIDDEN'],
     });
-    const text = await metricsText(g.observability);
-    expect(text).toContain('gateway_operations_total{operation="Mixed",type="query",outcome="partial"} 1');
-    expect(text).toContain('gateway_operations_total{operation="Fails",type="query",outcome="error"} 1');
+    expect(failsLine).toMatchObject({
+      level: LEVEL.warn,
+      requestId: 'r-fail',
+      outcome: 'error',
+      upstreamCalls: 1,
+      costUsd: 0,
+      errorCodes: ['TIER_FORBIDDEN'],
+    });
+    const text = await o.metrics();
+    expect(sample(text, 'gateway_operations_total', 'operation="Mixed",type="query",outcome="partial"')).toBe(
+      1,
+    );
+    expect(sample(text, 'gateway_operations_total', 'operation="Fails",type="query",outcome="error"')).toBe(
+      1,
+    );
+    expect(
+      sample(
+        text,
+        'gateway_upstream_requests_total',
+        'upstream="pi-digits",endpoint="pi",status="418",outcome="TIER_FORBIDDEN"',
+      ),
+    ).toBe(2);
   });
 
-  it('logs operations that fail validation as "invalid", without upstream calls', async () => {
-    const g = buildGateway();
-    const body = await (await g.post('query Bad { nope }', { 'x-request-id': 'r-bad' })).json();
-    expect(body.errors[0].extensions.code).toBe('GRAPHQL_VALIDATION_FAILED');
-    expect(g.operationLines()).toEqual([
-      expect.objectContaining({ requestId: 'r-bad', operation: null, outcome: 'invalid', upstreamCalls: [] }),
+  it('counts retried attempts in upstreamCalls and /metrics, one logical call in the list', async () => {
+    const o = await observe({ level: 'debug' });
+    piUp.route('GET', '/api/v1/pi', [{ status: 503 }, { body: piBody({ gpu_cost_usd: 0.125 }) }]);
+    const result = await send(o.g, `{ pi { ${DIGITS} } }`);
+    expect(result.errors).toBeUndefined();
+    expect(result.extensions?.cost).toEqual({ gpuCostUsd: 0.125, upstreamCalls: 2, cacheHits: 0 });
+    expect(o.ops()[0]).toMatchObject({ upstreamCalls: 2, costUsd: 0.125 });
+    expect(o.ops()[0]?.calls).toEqual([expect.objectContaining({ endpoint: 'pi', status: 200 })]);
+    const text = await o.metrics();
+    expect(
+      sample(
+        text,
+        'gateway_upstream_requests_total',
+        'upstream="pi-digits",endpoint="pi",status="503",outcome="UPSTREAM_UNAVAILABLE"',
+      ),
+    ).toBe(1);
+    expect(
+      sample(
+        text,
+        'gateway_upstream_requests_total',
+        'upstream="pi-digits",endpoint="pi",status="200",outcome="ok"',
+      ),
+    ).toBe(1);
+    expect(text).toContain(
+      'gateway_upstream_request_duration_seconds_count{upstream="pi-digits",endpoint="pi"} 2',
+    );
+  });
+
+  it('logs operations refused before execution as "invalid", without upstream calls or cost', async () => {
+    const o = await observe({ env: { MAX_UPSTREAM_CALLS: '1' } });
+    const bad = await send(o.g, 'query Bad { nope }', { headers: { 'x-request-id': 'r-bad' } });
+    expect(codes(bad)).toEqual(['GRAPHQL_VALIDATION_FAILED']);
+    const over = await send(o.g, `{ a: pi(digits: 1) { ${DIGITS} } b: pi(digits: 2) { ${DIGITS} } }`, {
+      headers: { 'x-request-id': 'r-over' },
+    });
+    expect(codes(over)).toEqual(['BAD_USER_INPUT']);
+    const capped = await send(o.g, `{ pi { ${DIGITS} } }`, {
+      headers: { 'x-request-id': 'r-cap', 'x-max-cost-usd': '0' },
+    });
+    expect(codes(capped)).toEqual(['BUDGET_EXCEEDED']);
+    for (const result of [bad, over, capped]) expect(result.extensions).toBeUndefined();
+    expect(o.ops()).toEqual([
+      expect.objectContaining({ requestId: 'r-bad', operation: null, outcome: 'invalid', upstreamCalls: 0 }),
+      expect.objectContaining({
+        requestId: 'r-over',
+        outcome: 'invalid',
+        upstreamCalls: 0,
+        errorCodes: ['BAD_USER_INPUT'],
+      }),
+      expect.objectContaining({
+        requestId: 'r-cap',
+        outcome: 'invalid',
+        upstreamCalls: 0,
+        errorCodes: ['BUDGET_EXCEEDED'],
+      }),
     ]);
-    expect(g.calls).toHaveLength(0);
+    for (const line of o.ops()) expect(line).not.toHaveProperty('costUsd');
+    expect(nullUp.count() + piUp.count()).toBe(0);
+    const text = await o.metrics();
+    expect(
+      sample(text, 'gateway_operations_total', 'operation="(anonymous)",type="query",outcome="invalid"'),
+    ).toBe(3);
+    expect(sample(text, 'gateway_budget_refusals_total', 'reason="max-cost"')).toBe(1);
   });
 
-  it('never writes an API key or an upstream error body into any log line', async () => {
-    const g = buildGateway();
-    await g.post('query K { pi(digits: 9) isNull }', { authorization: `Bearer ${SECRET_KEY}` });
-    await g.post('query K2 { pi(digits: 9) }', { 'x-api-key': SECRET_KEY });
-    await g.post('query K3 { pi(digits: 9) }');
-    expect(g.raw.length).toBeGreaterThanOrEqual(3);
-    for (const line of g.raw) {
-      expect(line).not.toContain(SECRET_KEY);
-      expect(line).not.toContain('upstream secret body');
-    }
-    // The key did reach the upstream client: the log is clean by design, not because nothing flowed.
-    expect(g.calls.some((c) => c.apiKey === SECRET_KEY)).toBe(true);
+  it("never writes an API key into any log line; the upstream error body only into the failed call's line", async () => {
+    const o = await observe({ level: 'debug' });
+    await send(o.g, `query K { pi(digits: 9) { ${DIGITS} } isNull { __typename } }`, {
+      headers: { authorization: `Bearer ${SECRET_KEY}` },
+    });
+    await send(o.g, `query K2 { pi(digits: 9) { ${DIGITS} } }`, { headers: { 'x-api-key': SECRET_KEY } });
+    await send(o.g, `query K3 { pi(digits: 9) { ${DIGITS} } }`);
+    expect(o.ops()).toHaveLength(3);
+    for (const line of o.raw) expect(line).not.toContain(SECRET_KEY);
+    for (const line of o.ops()) expect(JSON.stringify(line)).not.toContain('upstream secret body');
+    // The 418 of the call without a key: logged (at debug: the caller's tier, not the upstream's fault) with its body.
+    const failed = o.lines.filter((l) => l.msg === 'upstream call failed');
+    expect(failed).toEqual([
+      expect.objectContaining({
+        level: LEVEL.debug,
+        upstream: 'pi-digits',
+        code: 'TIER_FORBIDDEN',
+        upstreamStatus: 418,
+      }),
+    ]);
+    expect(String(failed[0]?.upstreamBody)).toContain('upstream secret body');
+    // The key did reach the upstream: the log is clean by design, not because nothing flowed.
+    expect(piUp.requests.filter((r) => r.headers.authorization === `Bearer ${SECRET_KEY}`)).toHaveLength(2);
   });
 
-  it('accounts health probes as upstream calls and keeps their breaker state', async () => {
-    const g = buildGateway();
-    await g.post('query H { health }', { 'x-request-id': 'r-h' });
-    expect(g.operationLines()[0]?.upstreamCalls).toEqual(
+  it('accounts health probes as upstream calls (two, free)', async () => {
+    const o = await observe({ level: 'debug' });
+    const result = await send(o.g, 'query H { health { status } }', { headers: { 'x-request-id': 'r-h' } });
+    expect(result.data).toEqual({ health: { status: 'OK' } });
+    expect(result.extensions?.cost).toEqual({ gpuCostUsd: 0, upstreamCalls: 2, cacheHits: 0 });
+    expect(o.ops()[0]).toMatchObject({ requestId: 'r-h', upstreamCalls: 2, costUsd: 0 });
+    expect(o.ops()[0]?.calls).toEqual(
       expect.arrayContaining([
         expect.objectContaining({ upstream: 'null-check', endpoint: 'health', status: 200 }),
         expect.objectContaining({ upstream: 'pi-digits', endpoint: 'health', status: 200 }),
       ]),
     );
-    const text = await metricsText(g.observability);
-    expect(text).toContain('gateway_upstream_breaker_state{upstream="null-check",state="half-open"} 1');
+    expect(nullUp.requests[0]?.headers['x-request-id']).toBe('r-h');
   });
 
-  it('writes no operation line when the level is above info, and still counts', async () => {
-    const { logger, lines } = capture();
-    logger.level = 'warn';
-    const obs = createObservability({
-      config: { observability: { sponsorLogIntervalMs: 0, tracing: false } },
-      logger,
-      defaultMetrics: false,
+  it('writes no operation line when the level is above info, and still counts; a failed one is a warning', async () => {
+    const o = await observe({ level: 'warn' });
+    await send(o.g, `query Q { pi(digits: 2) { ${DIGITS} } }`);
+    expect(o.lines).toEqual([]);
+    await send(o.g, `query F { pi(digits: 9) { ${DIGITS} } }`);
+    expect(o.ops()).toEqual([
+      expect.objectContaining({ level: LEVEL.warn, operation: 'F', outcome: 'error' }),
+    ]);
+    const text = await o.metrics();
+    expect(sample(text, 'gateway_operations_total', 'operation="Q",type="query",outcome="ok"')).toBe(1);
+    expect(sample(text, 'gateway_operations_total', 'operation="F",type="query",outcome="error"')).toBe(1);
+  });
+
+  it('with RESPONSE_CACHE on, says what came from the cache, which costs nothing', async () => {
+    const o = await observe({ level: 'debug', env: { RESPONSE_CACHE: 'true' } });
+    const first = await send(o.g, `{ pi(digits: 2) { ${DIGITS} } }`);
+    const second = await send(o.g, `{ pi(digits: 2) { ${DIGITS} } }`);
+    expect(first.extensions).toMatchObject({
+      cache: { hits: 0, misses: 1 },
+      cost: { gpuCostUsd: 0.125, upstreamCalls: 1, cacheHits: 0 },
     });
-    const yoga = createYoga({
-      logging: false,
-      schema: createSchema({ typeDefs: 'type Query { x: Int }', resolvers: { Query: { x: () => 1 } } }),
-      plugins: [obs.plugin],
+    expect(second.extensions).toMatchObject({
+      cache: { hits: 1, misses: 0 },
+      cost: { gpuCostUsd: 0, upstreamCalls: 0, cacheHits: 1 },
+      // The cached answer's sponsor is still shown: the terms require it.
+      sponsoredBy: ['Sponsor Even'],
     });
-    await yoga.fetch('http://127.0.0.1/graphql?query=query+Q{x}', {
-      headers: { accept: 'application/json' },
-    });
-    expect(lines).toHaveLength(0);
-    expect(await obs.metrics.render()).toContain(
-      'gateway_operations_total{operation="Q",type="query",outcome="ok"} 1',
+    expect(piUp.count()).toBe(1);
+    expect(o.ops()[1]).toMatchObject({ upstreamCalls: 0, costUsd: 0, cacheHits: 1 });
+    expect(o.ops()[1]?.calls).toEqual([expect.objectContaining({ source: 'cache', status: 200 })]);
+    const text = await o.metrics();
+    expect(sample(text, 'gateway_gpu_cost_usd_total', 'upstream="pi-digits",model="pi-x-4o"')).toBe(0.125);
+    expect(sample(text, 'gateway_dedup_hits_total', 'upstream="pi-digits",source="cache"')).toBe(1);
+    expect(sample(text, 'gateway_response_cache_requests_total', 'upstream="pi-digits",result="hit"')).toBe(
+      1,
     );
+    expect(sample(text, 'gateway_response_cache_requests_total', 'upstream="pi-digits",result="miss"')).toBe(
+      1,
+    );
+    expect(text).toContain('gateway_response_cache_entries 1');
+  });
+
+  it('reports an operation whose client went away as "cancelled", and cancels its upstream call', async () => {
+    const o = await observe();
+    piUp.route('GET', '/api/v1/pi', { hang: true });
+    const controller = new AbortController();
+    const pending = send(o.g, `query Gone { pi { ${DIGITS} } }`, { signal: controller.signal }).catch(
+      (error: unknown) => error,
+    );
+    expect(await until(() => piUp.count() === 1, 200, 10)).toBe(true);
+    controller.abort();
+    await pending;
+    expect(await until(() => o.ops().length === 1, 200, 10)).toBe(true);
+    expect(o.ops()[0]).toMatchObject({ operation: 'Gone', outcome: 'cancelled' });
+    expect(await piUp.requests[0]?.ended).toBe('client-closed');
+    expect(
+      sample(
+        await o.metrics(),
+        'gateway_operations_total',
+        'operation="Gone",type="query",outcome="cancelled"',
+      ),
+    ).toBe(1);
   });
 });
 
-describe('observability plugin: sponsor messages', () => {
+describe.each(PATHS)('sponsor messages (%s)', (_path, send) => {
   it('exposes the distinct sponsor messages of the operation in extensions.sponsoredBy', async () => {
-    const g = buildGateway();
-    const res = await g.post('query S { a: pi(digits: 2) b: pi(digits: 3) c: pi(digits: 1) isNull }');
-    const body = await res.json();
-    expect([...body.extensions.sponsoredBy].sort()).toEqual(['Sponsor Even', 'Sponsor Odd']);
+    const o = await observe();
+    const result = await send(
+      o.g,
+      `query S { a: pi(digits: 2) { ${DIGITS} } b: pi(digits: 3) { ${DIGITS} } c: pi(digits: 0) { ${DIGITS} } isNull(value: 1) { __typename } }`,
+    );
+    expect([...((result.extensions?.sponsoredBy as string[] | undefined) ?? [])].sort()).toEqual([
+      'Sponsor Even',
+      'Sponsor Odd',
+    ]);
   });
 
-  it('adds no extensions when no answer carried a sponsor message', async () => {
-    const g = buildGateway();
-    const body = await (await g.post('query N { pi(digits: 9) }')).json();
-    expect(body.extensions?.sponsoredBy).toBeUndefined();
+  it('adds no sponsoredBy when no answer carried a sponsor message (a failed call: cost only)', async () => {
+    const o = await observe();
+    const none = await send(o.g, `query N { pi(digits: 1) { ${DIGITS} } }`);
+    expect(none.extensions).toEqual({ cost: { gpuCostUsd: 0.125, upstreamCalls: 1, cacheHits: 0 } });
+    const failed = await send(o.g, `query F { pi(digits: 9) { ${DIGITS} } }`);
+    expect(failed.extensions).toEqual({ cost: { gpuCostUsd: 0, upstreamCalls: 1, cacheHits: 0 } });
+    // No upstream touched: no extensions at all.
+    expect((await send(o.g, '{ __typename }')).extensions).toBeUndefined();
   });
 
-  it('logs each distinct message once per interval, not once per request', async () => {
-    const g = buildGateway();
-    for (let i = 0; i < 5; i++) await g.post('query S { pi(digits: 2) isNull }');
-    const sponsorLines = g.lines.filter((l) => l.msg === 'sponsor message');
+  it('logs each distinct message once per interval, not once per request, and counts every one', async () => {
+    const o = await observe();
+    for (let i = 0; i < 5; i++)
+      await send(o.g, `query S { pi(digits: 2) { ${DIGITS} } isNull(value: 1) { __typename } }`);
+    const sponsorLines = o.lines.filter((l) => l.msg === 'sponsor message');
     expect(sponsorLines.map((l) => `${l.upstream}:${l.sponsoredBy}`).sort()).toEqual([
       'null-check:Sponsor Even',
       'pi-digits:Sponsor Even',
     ]);
-    const text = await metricsText(g.observability);
-    expect(text).toContain('gateway_sponsor_messages_total{upstream="pi-digits"} 5');
-    expect(text).toContain('gateway_upstream_gpu_cost_usd_total{upstream="null-check"} 2.5');
+    const text = await o.metrics();
+    expect(sample(text, 'gateway_sponsor_messages_total', 'upstream="pi-digits"')).toBe(5);
+    expect(sample(text, 'gateway_sponsor_messages_total', 'upstream="null-check"')).toBe(5);
+    expect(sample(text, 'gateway_gpu_cost_usd_total', 'upstream="null-check",model="null-x-4o"')).toBe(2.5);
+    expect(sample(text, 'gateway_gpu_cost_usd_total', 'upstream="pi-digits",model="pi-x-4o"')).toBe(0.625);
   });
 });
 
-describe('observability plugin: /metrics and onCall', () => {
-  it('serves the Prometheus text at GET /metrics with per-attempt upstream metrics from onCall', async () => {
-    const g = buildGateway();
-    g.observability.onCall({
-      upstream: 'pi-digits',
-      endpoint: 'pi',
-      statusCode: 503,
-      durationMs: 4,
-      outcome: 'unavailable',
-      attempt: 1,
+describe('both paths log and count identically', () => {
+  /** A line without what differs by nature: time, process, durations, generated ids. */
+  const normalized = (line: LogLine): Record<string, unknown> => {
+    const { time: _t, pid: _p, hostname: _h, durationMs: _d, ...rest } = line;
+    if (Array.isArray(rest.calls))
+      rest.calls = (rest.calls as Array<Record<string, unknown>>).map(({ durationMs: _c, ...call }) => call);
+    return rest;
+  };
+  const OWN = new Set(['graphql operation', 'sponsor message', 'upstream call failed']);
+  /** The counters of the gateway's own metrics (histogram sums and buckets hold durations). */
+  const counters = (text: string) =>
+    text
+      .split('\n')
+      .filter((l) => l.startsWith('gateway_') && !/_seconds_(sum|bucket)/.test(l))
+      .sort();
+
+  it('the same operations give the same log lines and the same metrics on either path', async () => {
+    const fast = await observe({ level: 'debug' });
+    const yoga = await observe({ level: 'debug' });
+    const operations: Array<[string, SendOptions]> = [
+      [
+        `query A { a: pi(digits: 2) { ${DIGITS} } b: pi(digits: 3) { ${DIGITS} } }`,
+        { headers: { 'x-request-id': 'id-1' } },
+      ],
+      [
+        `query B { ok: pi(digits: 2) { ${DIGITS} } no: pi(digits: 9) { ${DIGITS} } }`,
+        { headers: { 'x-request-id': 'id-2' } },
+      ],
+      [`query C { pi(digits: 9) { ${DIGITS} } }`, { headers: { 'x-request-id': 'id-3' } }],
+      [
+        'query D { health { status } isNull(value: null) { __typename } }',
+        { headers: { 'x-request-id': 'id-4' } },
+      ],
+      ['query E { nope }', { headers: { 'x-request-id': 'id-5' } }],
+      [`query F { pi { ${DIGITS} } }`, { headers: { 'x-request-id': 'id-6', 'x-max-cost-usd': '0.000001' } }],
+      [
+        `query G { pi(digits: 5) { ${DIGITS} } }`,
+        { headers: { 'x-request-id': 'id-7', authorization: `Bearer ${SECRET_KEY}` }, operationName: 'G' },
+      ],
+    ];
+    const results: Record<string, GqlResult[]> = { fast: [], yoga: [] };
+    for (const [query, options] of operations) {
+      results.fast?.push(await fastPath(fast.g, query, options));
+      results.yoga?.push(await yogaPath(yoga.g, query, options));
+    }
+    // The fast path really served the plain ones (A, B, C, D, F, G); E failed validation and went to Yoga.
+    expect(fast.g.app.fastPath.served.fast).toBe(6);
+    expect(yoga.g.app.fastPath.served.fast).toBe(0);
+    const body = (r: GqlResult) => ({
+      status: r.status,
+      data: r.data,
+      errors: r.errors,
+      extensions: r.extensions,
     });
-    g.observability.onCall({
-      upstream: 'pi-digits',
-      endpoint: 'pi',
-      statusCode: null,
-      durationMs: 1,
-      outcome: 'circuit_open',
-      attempt: 2,
-      breaker: 'open',
+    expect(results.fast?.map(body)).toEqual(results.yoga?.map(body));
+    const own = (o: Observed) => o.lines.filter((l) => OWN.has(l.msg)).map(normalized);
+    expect(own(fast).length).toBeGreaterThanOrEqual(operations.length);
+    expect(own(fast)).toEqual(own(yoga));
+    expect(counters(await fast.metrics())).toEqual(counters(await yoga.metrics()));
+  });
+});
+
+describe('shared and deprecated answers', () => {
+  it('identical calls in flight share one upstream call: counted once, paid once, seen by both', async () => {
+    const o = await observe({ level: 'debug' });
+    piUp.route('GET', '/api/v1/pi', {
+      delayMs: 300,
+      body: piBody({ gpu_cost_usd: 0.125, sponsored_by: 'Sponsor Odd' }),
     });
-    await g.post('query M { pi(digits: 1) }');
-    const res = await g.yoga.fetch('http://127.0.0.1/metrics');
-    expect(res.status).toBe(200);
-    expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
-    const text = await res.text();
-    expect(text).toContain('gateway_operations_total{operation="M",type="query",outcome="ok"} 1');
-    expect(text).toContain(
-      'gateway_upstream_requests_total{upstream="pi-digits",endpoint="pi",status="503",outcome="unavailable"} 1',
-    );
-    expect(text).toContain(
-      'gateway_upstream_requests_total{upstream="pi-digits",endpoint="pi",status="none",outcome="circuit_open"} 1',
-    );
-    expect(text).toContain('gateway_upstream_breaker_state{upstream="pi-digits",state="open"} 1');
+    const [a, b] = await Promise.all([
+      gql(o.g.url, `query A { pi { ${DIGITS} } }`),
+      gql(o.g.url, `query B { pi { ${DIGITS} } }`),
+    ]);
+    expect(piUp.count()).toBe(1);
+    expect(a.data).toEqual(b.data);
+    expect([a.extensions?.sponsoredBy, b.extensions?.sponsoredBy]).toEqual([
+      ['Sponsor Odd'],
+      ['Sponsor Odd'],
+    ]);
+    const costs = [a, b]
+      .map((r) => r.extensions?.cost)
+      .sort((x, y) => JSON.stringify(x).localeCompare(JSON.stringify(y)));
+    expect(costs).toEqual([
+      { gpuCostUsd: 0, upstreamCalls: 0, cacheHits: 0 },
+      { gpuCostUsd: 0.125, upstreamCalls: 1, cacheHits: 0 },
+    ]);
+    expect(
+      o
+        .ops()
+        .flatMap((l) => (l.calls as Array<{ source: string }>).map((c) => c.source))
+        .sort(),
+    ).toEqual(['shared', 'upstream']);
+    const text = await o.metrics();
+    expect(sample(text, 'gateway_dedup_hits_total', 'upstream="pi-digits",source="inflight"')).toBe(1);
+    expect(sample(text, 'gateway_gpu_cost_usd_total', 'upstream="pi-digits",model="pi-x-4o"')).toBe(0.125);
+    // Both saw the sponsor message; it was received (and counted) once.
+    expect(sample(text, 'gateway_sponsor_messages_total', 'upstream="pi-digits"')).toBe(1);
+  });
+
+  it('counts every answer marked deprecated, warns once per endpoint with the Sunset date', async () => {
+    const o = await observe();
+    const sunset = 'Wed, 01 Jan 2031 00:00:00 GMT';
+    piUp.route('GET', '/api/v1/pi', { headers: { deprecation: 'true', sunset }, body: piBody() });
+    for (let i = 0; i < 3; i++)
+      expect((await gql(o.g.url, `{ pi(digits: ${i}) { ${DIGITS} } }`)).errors).toBeUndefined();
+    expect(
+      sample(await o.metrics(), 'gateway_upstream_deprecated_total', 'upstream="pi-digits",endpoint="pi"'),
+    ).toBe(3);
+    expect(o.lines.filter((l) => l.msg === 'upstream endpoint is deprecated')).toEqual([
+      expect.objectContaining({ level: LEVEL.warn, upstream: 'pi-digits', endpoint: 'pi', sunset }),
+    ]);
+    const health = await gql(o.g.url, '{ health { pi { deprecated sunset apiVersion } } }');
+    expect(health.data?.health.pi).toEqual({ deprecated: true, sunset, apiVersion: 'v1' });
+  });
+});
+
+describe('/metrics', () => {
+  it('serves the Prometheus text at GET /metrics; a scrape is not a GraphQL operation', async () => {
+    const o = await observe();
+    await gql(o.g.url, `query M { pi(digits: 1) { ${DIGITS} } }`);
+    const response = await fetch(`${o.g.origin}/metrics`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toMatch(/^text\/plain/);
+    const text = await response.text();
+    expect(sample(text, 'gateway_operations_total', 'operation="M",type="query",outcome="ok"')).toBe(1);
+    expect(
+      sample(
+        text,
+        'gateway_upstream_requests_total',
+        'upstream="pi-digits",endpoint="pi",status="200",outcome="ok"',
+      ),
+    ).toBe(1);
     expect(text).toContain('# TYPE gateway_operation_duration_seconds histogram');
-    // A scrape is not a GraphQL operation.
-    expect(g.operationLines()).toHaveLength(1);
+    expect(text).toContain('# TYPE gateway_gpu_cost_usd_total counter');
+    expect(text).toContain('# TYPE gateway_upstream_deprecated_total counter');
+    expect(o.ops()).toHaveLength(1);
   });
 
   it('leaves POST /metrics to the rest of the server', async () => {
-    const g = buildGateway();
-    const res = await g.yoga.fetch('http://127.0.0.1/metrics', { method: 'POST', body: '{}' });
-    expect(res.status).toBe(404);
+    const o = await observe();
+    const response = await fetch(`${o.g.origin}/metrics`, { method: 'POST', body: '{}' });
+    expect(response.status).toBe(404);
   });
 
-  it('counts dedup hits reported by the schema', async () => {
-    const g = buildGateway();
-    g.observability.recordDedupHit('null-check', 'dataloader');
-    expect(await metricsText(g.observability)).toContain(
-      'gateway_dedup_hits_total{upstream="null-check",source="dataloader"} 1',
-    );
+  it('shows the real breaker state: open after the threshold of failures', async () => {
+    const o = await observe({
+      env: { BREAKER_THRESHOLD: '1', RETRY_MAX_ATTEMPTS: '1', BREAKER_HALF_OPEN_AFTER_MS: '600000' },
+    });
+    let text = await o.metrics();
+    expect(sample(text, 'gateway_upstream_breaker_state', 'upstream="pi-digits",state="closed"')).toBe(1);
+    piUp.route('GET', '/api/v1/pi', { status: 503 });
+    await gql(o.g.url, `{ pi { ${DIGITS} } }`);
+    text = await o.metrics();
+    expect(sample(text, 'gateway_upstream_breaker_state', 'upstream="pi-digits",state="open"')).toBe(1);
+    expect(sample(text, 'gateway_upstream_breaker_state', 'upstream="pi-digits",state="closed"')).toBe(0);
+    expect(sample(text, 'gateway_upstream_breaker_state', 'upstream="null-check",state="closed"')).toBe(1);
+    // While open: no network, UPSTREAM_UNAVAILABLE, nothing counted as answered.
+    const refused = await gql(o.g.url, `{ pi { ${DIGITS} } }`);
+    expect(codes(refused)).toEqual(['UPSTREAM_UNAVAILABLE']);
+    expect(refused.extensions?.cost).toEqual({ gpuCostUsd: 0, upstreamCalls: 0, cacheHits: 0 });
+    expect(piUp.count('GET', '/api/v1/pi')).toBe(1);
   });
 });
 
-describe('observability plugin: tracing', () => {
+describe.each(PATHS)('tracing (%s)', (_path, send) => {
   let provider: BasicTracerProvider | undefined;
   afterEach(async () => {
     await provider?.shutdown();
@@ -430,8 +650,11 @@ describe('observability plugin: tracing', () => {
   it('creates an operation span with a child span per upstream call when tracing is on', async () => {
     const exporter = new InMemorySpanExporter();
     provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
-    const g = buildGateway({ tracing: true, tracerProvider: provider });
-    await g.post('query Traced { ok: pi(digits: 2) no: pi(digits: 9) }', { 'x-request-id': 'r-trace' });
+    const o = await observe({ env: { OTEL_TRACING: 'true' }, tracerProvider: provider });
+    exporter.reset();
+    await send(o.g, `query Traced { ok: pi(digits: 2) { ${DIGITS} } no: pi(digits: 9) { ${DIGITS} } }`, {
+      headers: { 'x-request-id': 'r-trace' },
+    });
     const spans = exporter.getFinishedSpans();
     const op = spans.find((s) => s.name === 'query Traced');
     expect(op).toBeDefined();
@@ -450,14 +673,19 @@ describe('observability plugin: tracing', () => {
     const failed = upstream.find((s) => s.attributes['error.type'] === 'TIER_FORBIDDEN');
     expect(failed?.attributes['http.response.status_code']).toBe(418);
     expect(failed?.status.code).toBe(2);
+    const ok = upstream.find((s) => s !== failed);
+    expect(ok?.attributes).toMatchObject({
+      'http.response.status_code': 200,
+      'gateway.answer.source': 'upstream',
+    });
   });
 
   it('uses the globally registered provider (the host SDK) by default', async () => {
     const exporter = new InMemorySpanExporter();
     provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
     trace.setGlobalTracerProvider(provider);
-    const g = buildGateway({ tracing: true });
-    await g.post('query Global { pi(digits: 1) }');
+    const o = await observe({ env: { OTEL_TRACING: 'true' } });
+    await send(o.g, `query Global { pi(digits: 1) { ${DIGITS} } }`);
     expect(exporter.getFinishedSpans().map((s) => s.name)).toEqual(
       expect.arrayContaining(['query Global', 'pi-digits pi']),
     );
@@ -480,10 +708,9 @@ describe('observability plugin: tracing', () => {
       },
     };
     trace.setGlobalTracerProvider(counting);
-    const g = buildGateway({ tracing: false, tracerProvider: counting });
-    expect(g.observability.tracer).toBeUndefined();
-    const body = await (await g.post('query Off { pi(digits: 2) health }')).json();
-    expect(body.data.pi).toBe('3.14');
+    const o = await observe({ tracerProvider: counting });
+    const result = await send(o.g, `query Off { pi(digits: 2) { ${DIGITS} } health { status } }`);
+    expect(result.data?.pi).toEqual({ __typename: 'PiDigits', digits: '3.14' });
     expect(providerCalls).toBe(0);
     expect(tracerCalls).toBe(0);
   });

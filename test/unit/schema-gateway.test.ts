@@ -1,204 +1,131 @@
 /**
- * The schema in process (yoga.fetch), over fake upstream clients that record every call: union
- * members, the truth fields, argument checks before any upstream call, error mapping, dedupe.
+ * The schema through the real gateway (`createApp`, over a loopback socket) in front of two scripted
+ * upstreams that answer what each test says and record every request: union members, the truth
+ * fields, argument checks before any upstream call, error mapping, dedupe within an operation.
+ *
+ * What reaches the upstream is read off the wire (the recorded request bodies and queries), so
+ * "undefined vs null" and "no upstream call" are checked where they matter.
  */
-import { afterAll, beforeEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
-import { createDigitEngine } from '../../src/digits/digit-engine.js';
-import { UpstreamError, type UpstreamErrorCode } from '../../src/gateway/upstream/errors.js';
-import type {
-  CallOptions,
-  HealthProbe,
-  InferenceRequest,
-  InferenceResponse,
-  NullCheckRequest,
-  NullCheckResponse,
-  NullHealthBody,
-  PiHealthBody,
-  PiRequest,
-  PiResponse,
-  UpstreamClients,
-} from '../../src/gateway/upstream/types.js';
-import { createGateway } from '../../src/gateway/yoga.js';
-import { createLogger } from '../../src/shared/logger.js';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { DigitEngine } from '../../src/digits/digit-engine.js';
+import {
+  type RecordedRequest,
+  refusedUrl,
+  type ScriptedResponse,
+  type ScriptedUpstream,
+  startScriptedUpstream,
+} from '../fixtures/scripted-upstream.js';
+import { startTestGateway, type TestGateway, testDigitEngine } from '../support/gateway.js';
+import { type GqlResult, gql } from '../support/graphql-client.js';
+import { metricValue } from '../support/shared-state-helpers.js';
+import { nullBody, nullHealth, piBody, piHealth } from '../support/upstream-bodies.js';
 
-const engine = createDigitEngine({ useWorker: false });
-afterAll(() => engine.close());
+const engine = testDigitEngine();
 
-/** Honest answers by default; each test may replace a handler. */
-interface Handlers {
-  check: (r: NullCheckRequest) => Promise<NullCheckResponse>;
-  pi: (r: PiRequest) => Promise<PiResponse>;
-  inference: (r: InferenceRequest) => Promise<InferenceResponse>;
-  nullHealth: () => Promise<HealthProbe<NullHealthBody>>;
-  piHealth: () => Promise<HealthProbe<PiHealthBody>>;
-}
-
-const calls = {
-  check: [] as Array<[NullCheckRequest, CallOptions | undefined]>,
-  pi: [] as Array<[PiRequest, CallOptions | undefined]>,
-  inference: [] as Array<[InferenceRequest, CallOptions | undefined]>,
-  health: 0,
+/** correctDigits of this many places throws a non-GraphQL error (the masking test). */
+const BROKEN_PLACES = 77;
+const brokenEngine: DigitEngine = {
+  digits: (constant, decimals) =>
+    decimals === BROKEN_PLACES
+      ? Promise.reject(new TypeError('secret internal detail at 10.0.0.7'))
+      : engine.digits(constant, decimals),
+  peek: (constant, decimals) => {
+    if (decimals === BROKEN_PLACES) throw new TypeError('secret internal detail at 10.0.0.7');
+    return engine.peek(constant, decimals);
+  },
+  close: () => engine.close(),
 };
 
-function nullResponse(
-  answer: NullCheckResponse['answer'],
-  extra: Partial<NullCheckResponse> = {},
-): NullCheckResponse {
-  return {
-    answer,
-    confidence: 0.97,
-    model: 'null-x-4o',
-    inferenceTimeMs: 12,
-    gpuCostUsd: 0.002,
-    expertsConsulted: 2,
-    sponsoredBy: 'Acme Nulls',
-    disclaimer: 'May differ from strict equality.',
-    raw: { is_null: answer.kind === 'boolean' ? answer.isNull : 'other' },
-    ...extra,
-  };
-}
+let nullUp: ScriptedUpstream;
+let piUp: ScriptedUpstream;
+let gateway: TestGateway;
 
-async function honestPi(decimals: number, constant: 'pi' | 'e' = 'pi'): Promise<PiResponse> {
-  const digits = await engine.digits(constant, decimals);
-  return {
-    digits,
-    precision: decimals,
-    confidence: 0.99,
-    model: 'pi-x-4o',
-    inferenceTimeMs: 30,
-    gpuCostUsd: 0.01,
-    sponsoredBy: 'Pie Co',
-    disclaimer: 'Digits may differ from actual pi.',
-    constantMarker: null,
-    raw: { digits },
-  };
-}
-
-const probe = <B>(body: B, reachable = true): HealthProbe<B> => ({
-  reachable,
-  latencyMs: 3.5,
-  statusCode: reachable ? 200 : null,
-  body: reachable ? body : null,
-  error: reachable ? null : 'connection refused',
-  breaker: 'closed',
-});
-const nullHealthBody = (status = 'ok'): NullHealthBody => ({
-  status,
-  nullDetectable: true,
-  undefinedDetectable: false,
-  clusterStatus: 'warm',
-  philosophyConsultant: null,
-  monthlyBurn: '$1.00',
-});
-const piHealthBody = (status = 'ok'): PiHealthBody => ({
-  status,
-  piAvailable: true,
-  gpuCluster: 'nominal',
-  monthlyBurnRate: '$2.00',
-});
-
-let handlers: Handlers;
-function resetHandlers() {
-  handlers = {
-    check: async (r) => nullResponse({ kind: 'boolean', isNull: r.hasValue && r.value === null }),
-    pi: (r) => honestPi(r.digits ?? 3),
-    inference: async (r) => {
-      const p = await honestPi(r.desiredDigits);
-      return {
-        digits: p.digits,
-        chainOfThought: r.useChainOfThought ? 'Step 1: think.' : null,
-        tokensUsed: 42,
-        cost: '$0.0042',
-        costUsd: 0.0042,
-        precision: r.desiredDigits,
-        model: r.model ?? 'pi-x-4o',
-        constantMarker: null,
-        raw: {},
-      };
+beforeAll(async () => {
+  [nullUp, piUp] = await Promise.all([startScriptedUpstream(), startScriptedUpstream()]);
+  gateway = await startTestGateway({
+    nullBaseUrl: nullUp.url,
+    piBaseUrl: piUp.url,
+    digits: brokenEngine,
+    env: {
+      NULL_API_VERSION: 'v1',
+      PI_API_VERSION: 'v1',
+      MAX_DIGITS: '5000',
+      MAX_JSON_DEPTH: '8',
+      MAX_JSON_BYTES: '200',
+      MAX_TOKENS: '100000',
+      // One attempt per call, and a breaker that never opens: each test sees exactly its own answers.
+      RETRY_MAX_ATTEMPTS: '1',
+      BREAKER_THRESHOLD: '10000',
+      UPSTREAM_TIMEOUT_MS: '500',
+      HEALTH_TIMEOUT_MS: '5000',
     },
-    nullHealth: async () => probe(nullHealthBody()),
-    piHealth: async () => probe(piHealthBody()),
-  };
-}
-
-const clients: UpstreamClients = {
-  nullCheck: {
-    check: (r, o) => {
-      calls.check.push([r, o]);
-      return handlers.check(r);
-    },
-    health: () => {
-      calls.health++;
-      return handlers.nullHealth();
-    },
-    close: async () => {},
-  },
-  piDigits: {
-    pi: (r, o) => {
-      calls.pi.push([r, o]);
-      return handlers.pi(r);
-    },
-    inference: (r, o) => {
-      calls.inference.push([r, o]);
-      return handlers.inference(r);
-    },
-    health: () => {
-      calls.health++;
-      return handlers.piHealth();
-    },
-    close: async () => {},
-  },
-};
-
-const config = loadConfig({
-  NODE_ENV: 'test',
-  // These tests count upstream calls per operation: the cross-operation answer cache would hide them.
-  RESPONSE_CACHE: 'false',
-  MAX_DIGITS: '5000',
-  MAX_JSON_DEPTH: '8',
-  MAX_JSON_BYTES: '200',
-});
-const yoga = createGateway({ clients, digits: engine, config, logger: createLogger({ level: 'silent' }) });
-
-interface GqlError {
-  message: string;
-  path?: Array<string | number>;
-  extensions?: Record<string, unknown>;
-}
-interface GqlResult {
-  // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary result shapes
-  data?: Record<string, any> | null;
-  errors?: GqlError[];
-}
-
-async function gql(query: string, variables?: Record<string, unknown>, headers: Record<string, string> = {}) {
-  const response = await yoga.fetch('http://gateway.test/graphql', {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json', ...headers },
-    body: JSON.stringify({ query, variables }),
   });
-  return { status: response.status, body: (await response.json()) as GqlResult };
-}
-
-const errorAt = (result: GqlResult, field: string) => result.errors?.find((e) => e.path?.[0] === field);
-
-beforeEach(() => {
-  resetHandlers();
-  calls.check.length = 0;
-  calls.pi.length = 0;
-  calls.inference.length = 0;
-  calls.health = 0;
+  // The fast path learns Yoga's media type for an Accept value from Yoga's first answer: from the
+  // second request on, the plain POSTs below take the fast path.
+  await gql(gateway.url, '{ __typename }');
 });
+afterAll(async () => {
+  await gateway?.close();
+  await Promise.all([nullUp?.close(), piUp?.close()]);
+});
+
+/** Honest upstreams: is_null is `value === null`, digits are the true digits of pi. */
+function honest() {
+  nullUp.reset();
+  piUp.reset();
+  nullUp.route('POST', '/api/v1/check', (request) => {
+    const body = request.body as Record<string, unknown>;
+    return {
+      body: nullBody({
+        is_null: 'value' in body && body.value === null,
+        confidence: 0.97,
+        gpu_cost_usd: 0.002,
+        sponsored_by: 'Acme Nulls',
+      }),
+    };
+  });
+  piUp.route('GET', '/api/v1/pi', async (request) => {
+    const digits = request.query.digits === undefined ? 3 : Number(request.query.digits);
+    return { body: piBody({ digits: await engine.digits('pi', digits), precision: digits }) };
+  });
+  piUp.route('POST', '/api/v1/inference', async (request) => {
+    const body = request.body as { desired_digits: number; use_chain_of_thought?: boolean; model?: string };
+    return {
+      body: {
+        digits: await engine.digits('pi', body.desired_digits),
+        chain_of_thought: body.use_chain_of_thought ? 'Step 1: think.' : null,
+        tokens_used: 42,
+        cost: '$0.0042',
+        precision: body.desired_digits,
+        model: body.model ?? 'pi-x-4o',
+      },
+    };
+  });
+  nullUp.route('GET', '/api/v1/health', { body: nullHealth });
+  piUp.route('GET', '/api/v1/health', { body: piHealth });
+}
+beforeEach(honest);
+
+/** The bodies the null-check upstream received on /api/v1/check. */
+const checks = () =>
+  nullUp.requests.filter((r) => r.path === '/api/v1/check').map((r) => r.body as Record<string, unknown>);
+/** The pi calls the pi-digits upstream received. */
+const piCalls = (): RecordedRequest[] => piUp.requests.filter((r) => r.path === '/api/v1/pi');
+const inferences = () =>
+  piUp.requests.filter((r) => r.path === '/api/v1/inference').map((r) => r.body as Record<string, unknown>);
+
+const run = (query: string, variables?: Record<string, unknown>): Promise<GqlResult> =>
+  gql(gateway.url, query, { variables });
+const errorAt = (result: GqlResult, field: string) => result.errors?.find((e) => e.path?.[0] === field);
 
 const NULL_FIELDS = `__typename ... on NullCheck { actuallyNull correct model modelName confidence }
   ... on NullVerdict { isNull } ... on MaybeVerdict { answer } ... on ExistentialVerdict { musing raw }`;
 
 describe('isNull: undefined vs null', () => {
   it('an explicit null reaches the upstream as a value; actuallyNull and correct are true', async () => {
-    const { body } = await gql(`{ isNull(value: null) { ${NULL_FIELDS} } }`);
-    expect(calls.check[0]?.[0]).toMatchObject({ hasValue: true, value: null });
-    expect(body.data?.isNull).toMatchObject({
+    const result = await run(`{ isNull(value: null) { ${NULL_FIELDS} } }`);
+    expect(checks()).toEqual([{ value: null }]);
+    expect(result.data?.isNull).toMatchObject({
       __typename: 'NullVerdict',
       isNull: true,
       actuallyNull: true,
@@ -206,160 +133,174 @@ describe('isNull: undefined vs null', () => {
     });
   });
 
-  it('an omitted value reaches the upstream without a value (undefined), and is not null', async () => {
-    handlers.check = async (r) =>
-      nullResponse({ kind: 'boolean', isNull: false }, { raw: { hasValue: r.hasValue } });
-    const { body } = await gql(`{ isNull { ${NULL_FIELDS} } }`);
-    expect(calls.check[0]?.[0].hasValue).toBe(false);
-    expect('value' in (calls.check[0]?.[0] ?? {}) && calls.check[0]?.[0].value !== undefined).toBe(false);
-    expect(body.data?.isNull).toMatchObject({ actuallyNull: false, correct: true });
+  it('an omitted value reaches the upstream without a value key (undefined), and is not null', async () => {
+    const result = await run(`{ isNull { ${NULL_FIELDS} } }`);
+    expect(checks()).toHaveLength(1);
+    expect(checks()[0]).not.toHaveProperty('value');
+    expect(nullUp.requests[0]?.rawBody).not.toContain('value');
+    expect(result.data?.isNull).toMatchObject({ isNull: false, actuallyNull: false, correct: true });
   });
 
   it('an unset variable is undefined; a variable set to null is null', async () => {
     const query = `query($v: JSON) { isNull(value: $v) { ${NULL_FIELDS} } }`;
-    const unset = await gql(query, {});
-    const setNull = await gql(query, { v: null });
-    expect(calls.check.map(([r]) => r.hasValue)).toEqual([false, true]);
-    expect(unset.body.data?.isNull.actuallyNull).toBe(false);
-    expect(setNull.body.data?.isNull.actuallyNull).toBe(true);
+    const unset = await run(query, {});
+    const setNull = await run(query, { v: null });
+    expect(checks().map((body) => 'value' in body)).toEqual([false, true]);
+    expect(checks()[1]).toEqual({ value: null });
+    expect(unset.data?.isNull.actuallyNull).toBe(false);
+    expect(setNull.data?.isNull.actuallyNull).toBe(true);
   });
 
   it('any other JSON value passes through untouched and is not null', async () => {
     const value = { a: [1, 'two', null, { b: false }], c: 3.5 };
-    const { body } = await gql(`query($v: JSON) { isNull(value: $v) { ${NULL_FIELDS} } }`, { v: value });
-    expect(calls.check[0]?.[0].value).toEqual(value);
-    expect(body.data?.isNull).toMatchObject({ isNull: false, actuallyNull: false, correct: true });
+    const result = await run(`query($v: JSON) { isNull(value: $v) { ${NULL_FIELDS} } }`, { v: value });
+    expect(checks()[0]?.value).toEqual(value);
+    expect(result.data?.isNull).toMatchObject({ isNull: false, actuallyNull: false, correct: true });
   });
 
   it('literal JSON (objects, lists, numbers, nested variables) becomes the same value', async () => {
-    await gql(
+    await run(
       `query($x: JSON, $missing: JSON) { isNull(value: {a: [1, 2.5, "s", true, null], b: {c: $x}, d: $missing}) { __typename } }`,
-      {
-        x: { y: 1 },
-      },
+      { x: { y: 1 } },
     );
-    expect(calls.check[0]?.[0].value).toEqual({ a: [1, 2.5, 's', true, null], b: { c: { y: 1 } } });
+    expect(checks()[0]?.value).toEqual({ a: [1, 2.5, 's', true, null], b: { c: { y: 1 } } });
+    expect(checks()[0]?.value).not.toHaveProperty('d');
   });
 
   it('a wrong boolean answer is flagged correct: false', async () => {
-    handlers.check = async () => nullResponse({ kind: 'boolean', isNull: false });
-    const { body } = await gql(`{ isNull(value: null) { ${NULL_FIELDS} } }`);
-    expect(body.data?.isNull).toMatchObject({ isNull: false, actuallyNull: true, correct: false });
+    nullUp.route('POST', '/api/v1/check', { body: nullBody({ is_null: false }) });
+    const result = await run(`{ isNull(value: null) { ${NULL_FIELDS} } }`);
+    expect(result.data?.isNull).toMatchObject({ isNull: false, actuallyNull: true, correct: false });
   });
 });
 
 describe('isNull: answer shapes', () => {
   it('"maybe" is a MaybeVerdict with correct: null', async () => {
-    handlers.check = async () => nullResponse({ kind: 'maybe' });
-    const { body } = await gql(`{ isNull(value: 1, temperature: 0.5) { ${NULL_FIELDS} } }`);
-    expect(body.data?.isNull).toMatchObject({ __typename: 'MaybeVerdict', answer: 'maybe', correct: null });
-    expect(calls.check[0]?.[0].temperature).toBe(0.5);
+    nullUp.route('POST', '/api/v1/check', { body: nullBody({ is_null: 'maybe' }) });
+    const result = await run(`{ isNull(value: 1, temperature: 0.5) { ${NULL_FIELDS} } }`);
+    expect(result.data?.isNull).toMatchObject({ __typename: 'MaybeVerdict', answer: 'maybe', correct: null });
+    expect(checks()[0]).toMatchObject({ value: 1, temperature: 0.5 });
   });
 
   it('any other shape is an ExistentialVerdict carrying the text and the untouched body', async () => {
     const raw = { is_null: { thought: 'What is null, really?' }, confidence: 0.1, extra: [1, 2] };
-    handlers.check = async () =>
-      nullResponse({ kind: 'existential', musing: 'What is null, really?' }, { raw });
-    const { body } = await gql(`{ isNull(value: "x", temperature: 0.9) { ${NULL_FIELDS} } }`);
-    expect(body.data?.isNull).toMatchObject({
+    nullUp.route('POST', '/api/v1/check', { body: raw });
+    const result = await run(`{ isNull(value: "x", temperature: 0.9) { ${NULL_FIELDS} } }`);
+    expect(result.errors).toBeUndefined();
+    expect(result.data?.isNull).toMatchObject({
       __typename: 'ExistentialVerdict',
       musing: 'What is null, really?',
       correct: null,
+      actuallyNull: false,
     });
-    expect(body.data?.isNull.raw).toEqual(raw);
+    expect(result.data?.isNull.raw).toEqual(raw);
   });
 
   it('an unknown model string is model: null with the raw modelName, not a crash', async () => {
-    handlers.check = async () =>
-      nullResponse({ kind: 'boolean', isNull: true }, { model: 'null-x-5-preview' });
-    const { body } = await gql(`{ isNull(value: null, model: NULL_X_OPUS) { ${NULL_FIELDS} } }`);
-    expect(calls.check[0]?.[0].model).toBe('null-x-opus');
-    expect(body.errors).toBeUndefined();
-    expect(body.data?.isNull).toMatchObject({ model: null, modelName: 'null-x-5-preview' });
+    nullUp.route('POST', '/api/v1/check', { body: nullBody({ model: 'null-x-5-preview' }) });
+    const result = await run(`{ isNull(value: null, model: NULL_X_OPUS) { ${NULL_FIELDS} } }`);
+    expect(checks()[0]?.model).toBe('null-x-opus');
+    expect(result.errors).toBeUndefined();
+    expect(result.data?.isNull).toMatchObject({ model: null, modelName: 'null-x-5-preview' });
   });
 });
 
 describe('isNull: argument checks happen before any upstream call', () => {
   it.each([-0.1, 1.01, 5])('temperature %s → BAD_USER_INPUT', async (temperature) => {
-    const { body } = await gql(`query($t: Float) { isNull(value: null, temperature: $t) { __typename } }`, {
+    const result = await run('query($t: Float) { isNull(value: null, temperature: $t) { __typename } }', {
       t: temperature,
     });
-    expect(errorAt(body, 'isNull')?.extensions?.code).toBe('BAD_USER_INPUT');
-    expect(calls.check).toHaveLength(0);
+    expect(errorAt(result, 'isNull')?.extensions?.code).toBe('BAD_USER_INPUT');
+    expect(result.data).toEqual({ isNull: null });
+    expect(nullUp.count()).toBe(0);
   });
 
   it('a value deeper than MAX_JSON_DEPTH → BAD_USER_INPUT', async () => {
     let deep: unknown = 1;
     for (let i = 0; i < 9; i++) deep = [deep];
-    const { body } = await gql(`query($v: JSON) { isNull(value: $v) { __typename } }`, { v: deep });
-    expect(errorAt(body, 'isNull')?.extensions?.code).toBe('BAD_USER_INPUT');
-    expect(errorAt(body, 'isNull')?.message).toMatch(/nested 9 levels/);
-    expect(calls.check).toHaveLength(0);
+    const result = await run('query($v: JSON) { isNull(value: $v) { __typename } }', { v: deep });
+    expect(errorAt(result, 'isNull')?.extensions?.code).toBe('BAD_USER_INPUT');
+    expect(errorAt(result, 'isNull')?.message).toMatch(/nested 9 levels/);
+    expect(nullUp.count()).toBe(0);
+    // At the limit it goes through.
+    await run('query($v: JSON) { isNull(value: $v) { __typename } }', { v: (deep as unknown[])[0] });
+    expect(nullUp.count()).toBe(1);
   });
 
   it('a value larger than MAX_JSON_BYTES → BAD_USER_INPUT', async () => {
-    const { body } = await gql(`query($v: JSON) { isNull(value: $v) { __typename } }`, {
-      v: 'x'.repeat(300),
-    });
-    expect(errorAt(body, 'isNull')?.extensions?.code).toBe('BAD_USER_INPUT');
-    expect(calls.check).toHaveLength(0);
+    const result = await run('query($v: JSON) { isNull(value: $v) { __typename } }', { v: 'x'.repeat(300) });
+    expect(errorAt(result, 'isNull')?.extensions?.code).toBe('BAD_USER_INPUT');
+    expect(errorAt(result, 'isNull')?.message).toMatch(/at most 200/);
+    expect(nullUp.count()).toBe(0);
   });
 
   it('a 100k-deep variable is a clear BAD_USER_INPUT, not a stack overflow', async () => {
     const n = 100_000;
-    const response = await yoga.fetch('http://gateway.test/graphql', {
+    const response = await fetch(gateway.url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json' },
       body: `{"query":"query($v: JSON) { isNull(value: $v) { __typename } }","variables":{"v":${'['.repeat(n)}${']'.repeat(n)}}}`,
     });
     const body = (await response.json()) as GqlResult;
     expect(body.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
     expect(body.errors?.[0]?.message).toMatch(/nested deeper than/);
-    expect(calls.check).toHaveLength(0);
+    expect(nullUp.count()).toBe(0);
   });
 
-  it('a 100k-deep literal is a clear client error, not a stack overflow', async () => {
-    const n = 100_000;
-    const { status, body } = await gql(`{ isNull(value: ${'['.repeat(n)}${']'.repeat(n)}) { __typename } }`);
+  it('a 40k-deep literal is a clear client error, not a stack overflow', async () => {
+    const n = 40_000;
+    const result = await run(`{ isNull(value: ${'['.repeat(n)}${']'.repeat(n)}) { __typename } }`);
     // A request error (no data): 400 under application/graphql-response+json.
-    expect(status).toBe(400);
-    expect(body.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
-    expect(body.errors?.[0]?.message).toMatch(/nested too deeply/);
+    expect(result.status).toBe(400);
+    expect(result.data).toBeUndefined();
+    expect(result.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+    expect(result.errors?.[0]?.message).toMatch(/nested too deeply/);
+    expect(nullUp.count()).toBe(0);
   });
 
   it('bare words are not JSON strings', async () => {
-    const { body } = await gql('{ isNull(value: {a: hello}) { __typename } }');
-    expect(body.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
-    expect(calls.check).toHaveLength(0);
+    const result = await run('{ isNull(value: {a: hello}) { __typename } }');
+    expect(result.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+    expect(nullUp.count()).toBe(0);
   });
 });
 
 describe('dataloaders: identical calls within one operation reach the upstream once', () => {
-  it('dedupes identical isNull and pi calls, keeps distinct ones', async () => {
-    const { body } = await gql(`{
+  const dedup = (upstream: string) =>
+    metricValue(gateway.app.metrics.registry, 'gateway_dedup_hits_total', { upstream, source: 'dataloader' });
+
+  it('dedupes identical isNull and pi calls, keeps distinct ones, and counts what it saved', async () => {
+    const [nullBefore, piBefore] = [await dedup('null-check'), await dedup('pi-digits')];
+    const result = await run(`{
       a: isNull(value: {x: 1}) { __typename } b: isNull(value: {x: 1}) { __typename } c: isNull(value: {x: 2}) { __typename }
       n: isNull { __typename } m: isNull(value: null) { __typename }
       p: pi(digits: 2) { __typename } q: pi(digits: 2) { __typename } r: pi { __typename }
     }`);
-    expect(body.errors).toBeUndefined();
-    expect(calls.check).toHaveLength(4);
-    expect(calls.pi).toHaveLength(2);
+    expect(result.errors).toBeUndefined();
+    expect(checks()).toHaveLength(4);
+    expect(piCalls().map((r) => r.query.digits)).toEqual(expect.arrayContaining(['2', undefined]));
+    expect(piCalls()).toHaveLength(2);
+    expect(await dedup('null-check')).toBe(nullBefore + 1);
+    expect(await dedup('pi-digits')).toBe(piBefore + 1);
   });
 
-  it('does not share calls between operations', async () => {
-    await gql('{ pi { __typename } }');
-    await gql('{ pi { __typename } }');
-    expect(calls.pi).toHaveLength(2);
+  it('does not share calls between operations (the response cache is off by default)', async () => {
+    expect(gateway.app.fastPath.served.fast).toBeGreaterThan(0);
+    expect(gateway.config.cache.responseCache).toBe(false);
+    await run('{ pi { __typename } }');
+    await run('{ pi { __typename } }');
+    expect(piCalls()).toHaveLength(2);
   });
 });
 
-const PI_FIELDS = `__typename ... on ConstantDigits { digits precision requestedDigits correctDigits model modelName sponsoredBy }`;
+const PI_FIELDS =
+  '__typename ... on ConstantDigits { digits precision requestedDigits correctDigits model modelName sponsoredBy }';
 
 describe('pi: members and the truth', () => {
   it('honest pi is PiDigits with every decimal correct; omitted digits ask for the default (3)', async () => {
-    const { body } = await gql(`{ pi { ${PI_FIELDS} } }`);
-    expect(calls.pi[0]?.[0].digits).toBeUndefined();
-    expect(body.data?.pi).toMatchObject({
+    const result = await run(`{ pi { ${PI_FIELDS} } }`);
+    expect(piCalls()[0]?.query).toEqual({});
+    expect(result.data?.pi).toMatchObject({
       __typename: 'PiDigits',
       digits: await engine.digits('pi', 3),
       requestedDigits: 3,
@@ -368,14 +309,23 @@ describe('pi: members and the truth', () => {
   });
 
   it('pi(digits: 0) is "3"', async () => {
-    const { body } = await gql(`{ pi(digits: 0) { ${PI_FIELDS} } }`);
-    expect(body.data?.pi).toMatchObject({ digits: '3', precision: 0, requestedDigits: 0, correctDigits: 0 });
+    const result = await run(`{ pi(digits: 0) { ${PI_FIELDS} } }`);
+    expect(piCalls()[0]?.query).toEqual({ digits: '0' });
+    expect(result.data?.pi).toMatchObject({
+      digits: '3',
+      precision: 0,
+      requestedDigits: 0,
+      correctDigits: 0,
+    });
   });
 
   it('e digits without a marker are EulerDigits, checked against e', async () => {
-    handlers.pi = (r) => honestPi(r.digits ?? 3, 'e');
-    const { body } = await gql(`{ pi(digits: 40, temperature: 1) { ${PI_FIELDS} } }`);
-    expect(body.data?.pi).toMatchObject({
+    piUp.route('GET', '/api/v1/pi', {
+      body: piBody({ digits: await engine.digits('e', 40), precision: 40 }),
+    });
+    const result = await run(`{ pi(digits: 40, temperature: 1) { ${PI_FIELDS} } }`);
+    expect(piCalls()[0]?.query).toEqual({ digits: '40', temperature: '1' });
+    expect(result.data?.pi).toMatchObject({
       __typename: 'EulerDigits',
       digits: await engine.digits('e', 40),
       correctDigits: 40,
@@ -383,10 +333,12 @@ describe('pi: members and the truth', () => {
   });
 
   it('an explicit marker wins over the digits', async () => {
-    handlers.pi = async (r) => ({ ...(await honestPi(r.digits ?? 3)), constantMarker: 'e' });
-    const { body } = await gql(`{ pi(digits: 5) { ${PI_FIELDS} } }`);
+    piUp.route('GET', '/api/v1/pi', {
+      body: piBody({ digits: await engine.digits('pi', 5), precision: 5, constant: 'e' }),
+    });
+    const result = await run(`{ pi(digits: 5) { ${PI_FIELDS} } }`);
     // Pi's digits under an "e" marker: EulerDigits, and none of its decimals agree with e (integer part 3 ≠ 2).
-    expect(body.data?.pi).toMatchObject({ __typename: 'EulerDigits', correctDigits: 0 });
+    expect(result.data?.pi).toMatchObject({ __typename: 'EulerDigits', correctDigits: 0 });
   });
 
   it('hallucinated digits count only the agreeing prefix', async () => {
@@ -394,28 +346,28 @@ describe('pi: members and the truth', () => {
     const wrongAt = 11; // decimal place (1-based) that the model gets wrong
     const index = 1 + wrongAt; // in the string "3.xxxx"
     const wrong = `${truth.slice(0, index)}${truth[index] === '0' ? '1' : '0'}${truth.slice(index + 1)}`;
-    handlers.pi = async () => ({ ...(await honestPi(20)), digits: wrong });
-    const { body } = await gql(`{ pi(digits: 20) { ${PI_FIELDS} } }`);
-    expect(body.data?.pi).toMatchObject({ __typename: 'PiDigits', correctDigits: wrongAt - 1 });
+    piUp.route('GET', '/api/v1/pi', { body: piBody({ digits: wrong, precision: 20 }) });
+    const result = await run(`{ pi(digits: 20) { ${PI_FIELDS} } }`);
+    expect(result.data?.pi).toMatchObject({ __typename: 'PiDigits', correctDigits: wrongAt - 1 });
   });
 
   it('digits of neither constant are PiDigits with 0 correct (the tie rule)', async () => {
-    handlers.pi = async () => ({ ...(await honestPi(4)), digits: '7.1234' });
-    const { body } = await gql(`{ pi(digits: 4) { ${PI_FIELDS} } }`);
-    expect(body.data?.pi).toMatchObject({ __typename: 'PiDigits', correctDigits: 0 });
+    piUp.route('GET', '/api/v1/pi', { body: piBody({ digits: '7.1234', precision: 4 }) });
+    const result = await run(`{ pi(digits: 4) { ${PI_FIELDS} } }`);
+    expect(result.data?.pi).toMatchObject({ __typename: 'PiDigits', correctDigits: 0 });
   });
 
   it('a clamp is visible as precision < requestedDigits', async () => {
-    handlers.pi = () => honestPi(3);
-    const { body } = await gql(`{ pi(digits: 10) { ${PI_FIELDS} } }`);
-    expect(body.data?.pi).toMatchObject({ precision: 3, requestedDigits: 10, correctDigits: 3 });
+    piUp.route('GET', '/api/v1/pi', { body: piBody({ digits: await engine.digits('pi', 3), precision: 3 }) });
+    const result = await run(`{ pi(digits: 10) { ${PI_FIELDS} } }`);
+    expect(result.data?.pi).toMatchObject({ precision: 3, requestedDigits: 10, correctDigits: 3 });
   });
 
   it('an unknown model is model: null with the raw modelName', async () => {
-    handlers.pi = async () => ({ ...(await honestPi(3)), model: 'pi-x-9000' });
-    const { body } = await gql(`{ pi(model: PI_X_MINI) { ${PI_FIELDS} } }`);
-    expect(calls.pi[0]?.[0].model).toBe('pi-x-mini');
-    expect(body.data?.pi).toMatchObject({ model: null, modelName: 'pi-x-9000' });
+    piUp.route('GET', '/api/v1/pi', { body: piBody({ model: 'pi-x-9000' }) });
+    const result = await run(`{ pi(model: PI_X_MINI, sponsored: true) { ${PI_FIELDS} } }`);
+    expect(piCalls()[0]?.query).toEqual({ model: 'pi-x-mini', sponsored: 'true' });
+    expect(result.data?.pi).toMatchObject({ model: null, modelName: 'pi-x-9000' });
   });
 
   it.each([
@@ -423,26 +375,25 @@ describe('pi: members and the truth', () => {
     ['digits: 5001', /at most 5000/],
     ['temperature: 2', /between 0 and 1/],
   ])('%s → BAD_USER_INPUT without an upstream call', async (args, message) => {
-    const { body } = await gql(`{ pi(${args}) { __typename } }`);
-    expect(errorAt(body, 'pi')).toMatchObject({ extensions: { code: 'BAD_USER_INPUT' } });
-    expect(errorAt(body, 'pi')?.message).toMatch(message);
-    expect(calls.pi).toHaveLength(0);
+    const result = await run(`{ pi(${args}) { __typename } }`);
+    expect(errorAt(result, 'pi')).toMatchObject({ extensions: { code: 'BAD_USER_INPUT' } });
+    expect(errorAt(result, 'pi')?.message).toMatch(message);
+    expect(piUp.count()).toBe(0);
   });
 });
 
-const INFERENCE = `__typename ... on Inference { digits precision requestedDigits correctDigits chainOfThought tokensUsed cost costUsd model modelName }`;
+const INFERENCE =
+  '__typename ... on Inference { digits precision requestedDigits correctDigits chainOfThought tokensUsed cost costUsd model modelName }';
 
 describe('inference', () => {
   it('answers with the checked digits and the chain of thought', async () => {
-    const { body } = await gql(
+    const result = await run(
       `{ inference(input: {desiredDigits: 6, useChainOfThought: true, liabilityWaiverSigned: true}) { ${INFERENCE} } }`,
     );
-    expect(calls.inference[0]?.[0]).toMatchObject({
-      desiredDigits: 6,
-      useChainOfThought: true,
-      liabilityWaiverSigned: true,
-    });
-    expect(body.data?.inference).toMatchObject({
+    expect(inferences()).toEqual([
+      { desired_digits: 6, use_chain_of_thought: true, liability_waiver_signed: true },
+    ]);
+    expect(result.data?.inference).toMatchObject({
       __typename: 'PiInference',
       digits: await engine.digits('pi', 6),
       correctDigits: 6,
@@ -454,41 +405,35 @@ describe('inference', () => {
   });
 
   it('without a signed waiver → WAIVER_REQUIRED, no upstream call', async () => {
-    const { body } = await gql(
-      `{ inference(input: {desiredDigits: 3, liabilityWaiverSigned: false}) { __typename } }`,
+    const result = await run(
+      '{ inference(input: {desiredDigits: 3, liabilityWaiverSigned: false}) { __typename } }',
     );
-    expect(errorAt(body, 'inference')?.extensions?.code).toBe('WAIVER_REQUIRED');
-    expect(calls.inference).toHaveLength(0);
+    expect(errorAt(result, 'inference')?.extensions?.code).toBe('WAIVER_REQUIRED');
+    expect(piUp.count()).toBe(0);
   });
 
   it('negative desiredDigits → BAD_USER_INPUT, no upstream call', async () => {
-    const { body } = await gql(
-      `{ inference(input: {desiredDigits: -3, liabilityWaiverSigned: true}) { __typename } }`,
+    const result = await run(
+      '{ inference(input: {desiredDigits: -3, liabilityWaiverSigned: true}) { __typename } }',
     );
-    expect(errorAt(body, 'inference')?.extensions?.code).toBe('BAD_USER_INPUT');
-    expect(calls.inference).toHaveLength(0);
+    expect(errorAt(result, 'inference')?.extensions?.code).toBe('BAD_USER_INPUT');
+    expect(piUp.count()).toBe(0);
   });
 
   it('e without a model name is EulerInference with modelName null', async () => {
-    handlers.inference = async () => ({
-      digits: await engine.digits('e', 8),
-      chainOfThought: null,
-      tokensUsed: 9,
-      cost: 'about a dollar',
-      costUsd: null,
-      precision: 8,
-      model: null,
-      constantMarker: null,
-      raw: {},
+    piUp.route('POST', '/api/v1/inference', {
+      body: { digits: await engine.digits('e', 8), tokens_used: 9, cost: 'about a dollar', precision: 8 },
     });
-    const { body } = await gql(
+    const result = await run(
       `{ inference(input: {desiredDigits: 8, liabilityWaiverSigned: true}) { ${INFERENCE} } }`,
     );
-    expect(body.data?.inference).toMatchObject({
+    expect(result.errors).toBeUndefined();
+    expect(result.data?.inference).toMatchObject({
       __typename: 'EulerInference',
       correctDigits: 8,
       model: null,
       modelName: null,
+      cost: 'about a dollar',
       costUsd: null,
       chainOfThought: null,
     });
@@ -496,59 +441,145 @@ describe('inference', () => {
 });
 
 describe('upstream failures map to contract codes', () => {
-  const rows: Array<[UpstreamErrorCode, 'null-check' | 'pi-digits', number | undefined, number | undefined]> =
-    [
-      ['UNDEFINED_VALUE', 'null-check', 400, undefined],
-      ['TIER_FORBIDDEN', 'pi-digits', 418, undefined],
-      ['RATE_LIMITED', 'pi-digits', 429, 12],
-      ['NULL_PARADOX', 'null-check', 500, undefined],
-      ['UPSTREAM_ERROR', 'pi-digits', 502, undefined],
-      ['UPSTREAM_UNAVAILABLE', 'null-check', undefined, undefined],
-      ['UPSTREAM_TIMEOUT', 'pi-digits', undefined, undefined],
-      ['UPSTREAM_BAD_RESPONSE', 'null-check', 200, undefined],
-      ['UNAUTHENTICATED', 'pi-digits', 401, undefined],
-    ];
-  it.each(rows)('%s from %s', async (code, upstream, statusCode, retryAfterSeconds) => {
-    const error = new UpstreamError(code, `client-safe text for ${code}`, {
-      upstream,
-      statusCode,
-      retryAfterSeconds,
-      body: 'RAW-UPSTREAM-BODY at http://10.1.2.3:9000',
+  const RAW = 'RAW-UPSTREAM-BODY at http://10.1.2.3:9000';
+  const errorBody = (status: number, code: string) => ({ error: { status, code, message: RAW } });
+  const rows: Array<{
+    code: string;
+    upstream: 'null-check' | 'pi-digits';
+    field: string;
+    answer: ScriptedResponse;
+    extensions: Record<string, unknown>;
+  }> = [
+    {
+      code: 'UNDEFINED_VALUE',
+      upstream: 'null-check',
+      field: 'isNull',
+      answer: { status: 400, body: errorBody(400, 'UNDEFINED_VALUE') },
+      extensions: { upstreamStatus: 400 },
+    },
+    {
+      code: 'TIER_FORBIDDEN',
+      upstream: 'pi-digits',
+      field: 'pi',
+      answer: { status: 418, body: errorBody(418, 'TIER_FORBIDDEN') },
+      extensions: { upstreamStatus: 418 },
+    },
+    {
+      code: 'RATE_LIMITED',
+      upstream: 'pi-digits',
+      field: 'pi',
+      answer: { status: 429, headers: { 'retry-after': '12' }, body: errorBody(429, 'RATE_LIMITED') },
+      extensions: { upstreamStatus: 429, retryAfterSeconds: 12 },
+    },
+    {
+      code: 'NULL_PARADOX',
+      upstream: 'null-check',
+      field: 'isNull(value: 1)',
+      answer: { status: 500, body: errorBody(500, 'NULL_PARADOX') },
+      extensions: { upstreamStatus: 500 },
+    },
+    {
+      code: 'UPSTREAM_ERROR',
+      upstream: 'pi-digits',
+      field: 'pi',
+      answer: { status: 502, html: `<h1>Bad gateway</h1>${RAW}` },
+      extensions: { upstreamStatus: 502 },
+    },
+    {
+      code: 'UPSTREAM_UNAVAILABLE',
+      upstream: 'null-check',
+      field: 'isNull(value: 1)',
+      answer: { status: 503, body: errorBody(503, 'UNAVAILABLE') },
+      extensions: { upstreamStatus: 503 },
+    },
+    {
+      code: 'UPSTREAM_TIMEOUT',
+      upstream: 'pi-digits',
+      field: 'pi',
+      answer: { hang: true },
+      extensions: {},
+    },
+    {
+      code: 'UPSTREAM_BAD_RESPONSE',
+      upstream: 'null-check',
+      field: 'isNull(value: 1)',
+      answer: { body: { is_null: true, confidence: RAW } },
+      extensions: { upstreamStatus: 200 },
+    },
+    {
+      code: 'UNAUTHENTICATED',
+      upstream: 'pi-digits',
+      field: 'pi',
+      answer: { status: 401, body: errorBody(401, 'UNAUTHENTICATED') },
+      extensions: { upstreamStatus: 401 },
+    },
+  ];
+
+  it.each(rows.map((row) => [row.code, row.upstream, row] as const))(
+    '%s from %s',
+    async (code, upstream, row) => {
+      const up = upstream === 'null-check' ? nullUp : piUp;
+      up.route(
+        upstream === 'null-check' ? 'POST' : 'GET',
+        upstream === 'null-check' ? '/api/v1/check' : '/api/v1/pi',
+        row.answer,
+      );
+      const result = await run(`{ f: ${row.field} { __typename } }`);
+      expect(result.data).toEqual({ f: null });
+      expect(result.errors).toHaveLength(1);
+      expect(result.errors?.[0]).toMatchObject({ path: ['f'] });
+      expect(result.errors?.[0]?.extensions).toEqual({ code, upstream, ...row.extensions });
+      expect(result.errors?.[0]?.message).toMatch(
+        upstream === 'null-check' ? /null-check service/ : /pi-digits service/,
+      );
+      // Neither the upstream's body nor its address reaches the client.
+      expect(result.text).not.toContain('RAW-UPSTREAM-BODY');
+      expect(result.text).not.toContain('10.1.2.3');
+      expect(result.text).not.toContain(`127.0.0.1:${up.port}`);
+      expect(up.count()).toBe(1);
+    },
+  );
+
+  it('a refused connection is UPSTREAM_UNAVAILABLE without an upstream status', async () => {
+    const nowhere = await refusedUrl();
+    const down = await startTestGateway({
+      nullBaseUrl: nowhere,
+      piBaseUrl: nowhere,
+      env: { NULL_API_VERSION: 'v1', PI_API_VERSION: 'v1', RETRY_MAX_ATTEMPTS: '1' },
     });
-    handlers.check = () => Promise.reject(error);
-    handlers.pi = () => Promise.reject(error);
-    const field = upstream === 'null-check' ? 'isNull(value: 1)' : 'pi';
-    const { body } = await gql(`{ f: ${field} { __typename } }`);
-    expect(body.data).toEqual({ f: null });
-    expect(body.errors?.[0]).toMatchObject({
-      message: `client-safe text for ${code}`,
-      path: ['f'],
-      extensions: error.toExtensions(),
-    });
-    expect(JSON.stringify(body)).not.toContain('RAW-UPSTREAM-BODY');
+    try {
+      const result = await gql(down.url, '{ pi { __typename } }');
+      expect(result.data).toEqual({ pi: null });
+      expect(result.errors?.[0]?.extensions).toEqual({ code: 'UPSTREAM_UNAVAILABLE', upstream: 'pi-digits' });
+      expect(result.text).not.toContain(new URL(nowhere).port);
+    } finally {
+      await down.close();
+    }
   });
 
   it('anything else is masked', async () => {
-    handlers.pi = () => Promise.reject(new TypeError('secret internal detail at 10.0.0.7'));
-    const { body } = await gql('{ pi { __typename } }');
-    expect(body.errors?.[0]?.message).toBe('Unexpected error.');
-    expect(JSON.stringify(body)).not.toContain('secret');
+    const result = await run(
+      `{ pi(digits: ${BROKEN_PLACES}) { ${PI_FIELDS} } ok: pi(digits: 2) { ${PI_FIELDS} } }`,
+    );
+    expect(result.errors).toHaveLength(1);
+    expect(result.errors?.[0]).toMatchObject({ message: 'Unexpected error.', path: ['pi', 'correctDigits'] });
+    expect(result.data?.pi).toBeNull();
+    expect(result.data?.ok).toMatchObject({ correctDigits: 2 });
+    expect(result.text).not.toContain('secret');
+    expect(result.text).not.toContain('10.0.0.7');
   });
 
   it('one failing field leaves the others (partial results)', async () => {
-    handlers.pi = () =>
-      Promise.reject(
-        new UpstreamError('UPSTREAM_UNAVAILABLE', 'down', { upstream: 'pi-digits', statusCode: 503 }),
-      );
-    const { status, body } = await gql(
+    piUp.route('GET', '/api/v1/pi', { status: 503 });
+    const result = await run(
       `{ a: isNull(value: null) { ${NULL_FIELDS} } b: pi { __typename } h: health { status } }`,
     );
-    expect(status).toBe(200);
-    expect(body.data?.a).toMatchObject({ __typename: 'NullVerdict', actuallyNull: true });
-    expect(body.data?.b).toBeNull();
-    expect(body.data?.h).toEqual({ status: 'OK' });
-    expect(body.errors).toHaveLength(1);
-    expect(body.errors?.[0]).toMatchObject({
+    expect(result.status).toBe(200);
+    expect(result.data?.a).toMatchObject({ __typename: 'NullVerdict', actuallyNull: true });
+    expect(result.data?.b).toBeNull();
+    expect(result.data?.h).toEqual({ status: 'OK' });
+    expect(result.errors).toHaveLength(1);
+    expect(result.errors?.[0]).toMatchObject({
       path: ['b'],
       extensions: { code: 'UPSTREAM_UNAVAILABLE', upstream: 'pi-digits', upstreamStatus: 503 },
     });
@@ -557,75 +588,110 @@ describe('upstream failures map to contract codes', () => {
 
 describe('health', () => {
   const HEALTH = `{ health { status
-    nullCheck { reachable latencyMs statusCode error breaker status nullDetectable undefinedDetectable clusterStatus philosophyConsultant monthlyBurn }
-    pi { reachable latencyMs statusCode error breaker status piAvailable gpuCluster monthlyBurnRate } } }`;
+    nullCheck { reachable latencyMs statusCode error breaker status apiVersion deprecated sunset
+      nullDetectable undefinedDetectable clusterStatus philosophyConsultant monthlyBurn }
+    pi { reachable latencyMs statusCode error breaker status apiVersion deprecated sunset
+      piAvailable gpuCluster monthlyBurnRate } } }`;
+  const probe = {
+    reachable: true,
+    latencyMs: expect.any(Number),
+    statusCode: 200,
+    error: null,
+    breaker: 'closed',
+  };
+  const versions = { apiVersion: 'v1', deprecated: false, sunset: null };
 
   it('OK when both are reachable and healthy, with every body field', async () => {
-    handlers.piHealth = async () => probe(piHealthBody('Healthy'));
-    const { body } = await gql(HEALTH);
-    expect(body.data?.health).toEqual({
+    piUp.route('GET', '/api/v1/health', { body: { ...piHealth, status: 'Healthy' } });
+    const result = await run(HEALTH);
+    expect(result.errors).toBeUndefined();
+    expect(result.data?.health).toEqual({
       status: 'OK',
       nullCheck: {
-        reachable: true,
-        latencyMs: 3.5,
-        statusCode: 200,
-        error: null,
-        breaker: 'closed',
-        ...nullHealthBody(),
+        ...probe,
+        ...versions,
+        status: 'ok',
+        nullDetectable: true,
+        undefinedDetectable: false,
+        clusterStatus: 'warm',
+        philosophyConsultant: null,
+        monthlyBurn: '$1',
       },
       pi: {
-        reachable: true,
-        latencyMs: 3.5,
-        statusCode: 200,
-        error: null,
-        breaker: 'closed',
-        ...piHealthBody('Healthy'),
+        ...probe,
+        ...versions,
+        status: 'Healthy',
+        piAvailable: true,
+        gpuCluster: 'nominal',
+        monthlyBurnRate: '$2',
       },
     });
+    // Health is not tier-dependent: no API key goes to it.
+    expect(nullUp.requests[0]?.headers.authorization).toBeUndefined();
   });
 
-  it('DEGRADED when one is unreachable or reports another status', async () => {
-    handlers.nullHealth = async () => probe(nullHealthBody(), false);
-    expect((await gql(HEALTH)).body.data?.health.status).toBe('DEGRADED');
-    resetHandlers();
-    handlers.piHealth = async () => probe(piHealthBody('degraded'));
-    expect((await gql(HEALTH)).body.data?.health.status).toBe('DEGRADED');
-  });
-
-  it('DOWN when neither is reachable, and never an error — even if a probe throws', async () => {
-    handlers.nullHealth = async () => probe(nullHealthBody(), false);
-    handlers.piHealth = () => Promise.reject(new Error('boom at 10.0.0.9'));
-    const { body } = await gql(HEALTH);
-    expect(body.errors).toBeUndefined();
-    expect(body.data?.health.status).toBe('DOWN');
-    expect(body.data?.health.pi).toMatchObject({
-      reachable: false,
-      error: 'health check failed',
+  it('DEGRADED when one is unreachable or reports another status, or a body that does not fit', async () => {
+    nullUp.route('GET', '/api/v1/health', { status: 503 });
+    expect((await run(HEALTH)).data?.health.status).toBe('DEGRADED');
+    honest();
+    piUp.route('GET', '/api/v1/health', { body: { ...piHealth, status: 'degraded' } });
+    expect((await run(HEALTH)).data?.health.status).toBe('DEGRADED');
+    honest();
+    piUp.route('GET', '/api/v1/health', { body: { status: 'ok', pi_available: 'yes' } });
+    const odd = await run(HEALTH);
+    expect(odd.data?.health.status).toBe('DEGRADED');
+    // Reachable (it answered 2xx) but its body is unusable: no field is invented.
+    expect(odd.data?.health.pi).toMatchObject({
+      reachable: true,
+      statusCode: 200,
       status: null,
+      piAvailable: null,
     });
-    expect(JSON.stringify(body)).not.toContain('10.0.0.9');
+    expect(odd.data?.health.pi.error).toEqual(expect.any(String));
+  });
+
+  it('DOWN when neither is reachable, and never an error', async () => {
+    nullUp.route('GET', '/api/v1/health', { status: 503, body: { error: { message: 'RAW-HEALTH-BODY' } } });
+    piUp.route('GET', '/api/v1/health', { destroy: true });
+    const result = await run(HEALTH);
+    expect(result.errors).toBeUndefined();
+    expect(result.data?.health.status).toBe('DOWN');
+    expect(result.data?.health.nullCheck).toMatchObject({ reachable: false, statusCode: 503, status: null });
+    expect(result.data?.health.pi).toMatchObject({
+      reachable: false,
+      statusCode: null,
+      status: null,
+      piAvailable: null,
+    });
+    for (const side of [result.data?.health.nullCheck, result.data?.health.pi]) {
+      expect(side.error).toEqual(expect.any(String));
+      expect(side.error.length).toBeGreaterThan(0);
+    }
+    expect(result.text).not.toContain('RAW-HEALTH-BODY');
+    expect(result.text).not.toContain(`:${nullUp.port}`);
+    expect(result.text).not.toContain(`:${piUp.port}`);
   });
 
   it('probes both upstreams concurrently, once per operation', async () => {
     let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
     let started = 0;
-    handlers.nullHealth = async () => {
+    const gated = async () => {
       started++;
       await gate;
-      return probe(nullHealthBody());
+      return {};
     };
-    handlers.piHealth = async () => {
-      started++;
-      await gate;
-      return probe(piHealthBody());
-    };
-    const pending = gql('{ a: health { status } b: health { status } }');
-    for (let i = 0; i < 50 && started < 2; i++) await new Promise((r) => setTimeout(r, 5));
+    nullUp.route('GET', '/api/v1/health', async () => ({ ...(await gated()), body: nullHealth }));
+    piUp.route('GET', '/api/v1/health', async () => ({ ...(await gated()), body: piHealth }));
+    const pending = run('{ a: health { status } b: health { status } }');
+    for (let i = 0; i < 200 && started < 2; i++) await new Promise((r) => setTimeout(r, 10));
     // Both probes are running while neither has answered: concurrent.
     expect(started).toBe(2);
     release();
-    expect((await pending).body.data).toEqual({ a: { status: 'OK' }, b: { status: 'OK' } });
-    expect(calls.health).toBe(2);
+    expect((await pending).data).toEqual({ a: { status: 'OK' }, b: { status: 'OK' } });
+    expect(nullUp.count('GET', '/api/v1/health')).toBe(1);
+    expect(piUp.count('GET', '/api/v1/health')).toBe(1);
   });
 });

@@ -1,0 +1,566 @@
+/**
+ * src/gateway/cost: the price table, the running mean per model, the X-Max-Cost-Usd header
+ * (request-facts.ts), the hourly budget (judge, createCostBudget) and cost control, alone and in a
+ * gateway (both paths: the fast path over HTTP and Yoga's handler).
+ */
+import { request as httpRequest } from 'node:http';
+import { type GraphQLError, parse } from 'graphql';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import {
+  type BudgetStore,
+  budgetKeyOf,
+  createCostBudget,
+  judge,
+} from '../../src/gateway/cost/cost-budget.js';
+import { createCostControl } from '../../src/gateway/cost/cost-control.js';
+import { createCostModel } from '../../src/gateway/cost/cost-model.js';
+import { listPrice } from '../../src/gateway/cost/price-table.js';
+import { Operation } from '../../src/gateway/operation.js';
+import { type ModelCall, planOperation } from '../../src/gateway/operation-plan.js';
+import { MAX_COST_CAP_USD, maxCostOf } from '../../src/gateway/request-facts.js';
+import { schema } from '../../src/gateway/schema/index.js';
+import { createBudgetStore } from '../../src/gateway/shared-state/budget-store.js';
+import { NULL_MODEL_PROFILES, NULL_MODELS } from '../../src/services/null-check/null-models.js';
+import { PI_MODEL_PROFILES, PI_MODELS } from '../../src/services/pi-digits/pi-models.js';
+import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
+import { startTestGateway, type TestGateway } from '../support/gateway.js';
+import { codes, type GqlResult, gql, parsed } from '../support/graphql-client.js';
+import { metricValue } from '../support/shared-state-helpers.js';
+import { piBody } from '../support/upstream-bodies.js';
+
+const HOUR = 3_600_000;
+const MINUTE = 60_000;
+/** A minute-aligned instant (budget buckets are per minute). */
+const T0 = Date.UTC(2030, 0, 1, 12, 0, 0);
+
+describe('price table', () => {
+  it('prices a null check per model as the reference service charges it', () => {
+    for (const model of NULL_MODELS) {
+      expect(listPrice({ upstream: 'null-check', kind: 'check', model }), model).toBe(
+        NULL_MODEL_PROFILES[model].costUsd,
+      );
+    }
+  });
+
+  it('prices pi as base + per digit, as the reference service charges it (3 digits when omitted)', () => {
+    for (const model of PI_MODELS) {
+      const { base, perDigit } = PI_MODEL_PROFILES[model].costUsd;
+      for (const digits of [0, 3, 1000]) {
+        expect(listPrice({ upstream: 'pi-digits', kind: 'pi', model, digits })).toBeCloseTo(
+          base + perDigit * digits,
+          12,
+        );
+      }
+      expect(listPrice({ upstream: 'pi-digits', kind: 'pi', model })).toBeCloseTo(base + perDigit * 3, 12);
+    }
+  });
+
+  it('prices inference per token: a fixed prompt plus about three digits a token', () => {
+    for (const model of PI_MODELS) {
+      const perToken = PI_MODEL_PROFILES[model].usdPerToken;
+      // The service counts ceil(len("3.xxx") / 3) + 12 tokens without a chain of thought.
+      expect(listPrice({ upstream: 'pi-digits', kind: 'inference', model, digits: 7 })).toBeCloseTo(
+        (12 + Math.ceil(9 / 3)) * perToken,
+        12,
+      );
+    }
+  });
+
+  it('prices an unknown model as the dearest of its service: an estimate must not be low', () => {
+    expect(listPrice({ upstream: 'null-check', kind: 'check', model: 'null-x-9000' })).toBe(
+      NULL_MODEL_PROFILES['null-x-opus'].costUsd,
+    );
+    expect(listPrice({ upstream: 'pi-digits', kind: 'pi', model: 'PI_X_MINI', digits: 10 })).toBeCloseTo(
+      listPrice({ upstream: 'pi-digits', kind: 'pi', model: 'pi-x-opus-almost-correct', digits: 10 }),
+      12,
+    );
+  });
+});
+
+describe('cost model: the table until observations, then the running mean per model', () => {
+  const pi4o: ModelCall = { upstream: 'pi-digits', kind: 'pi', model: 'pi-x-4o', digits: 3 };
+  const piMini: ModelCall = { upstream: 'pi-digits', kind: 'pi', model: 'pi-x-mini', digits: 3 };
+  const check4o: ModelCall = { upstream: 'null-check', kind: 'check', model: 'null-x-4o' };
+  const inference4o: ModelCall = { upstream: 'pi-digits', kind: 'inference', model: 'pi-x-4o', digits: 3 };
+
+  it('starts at the price table', () => {
+    const model = createCostModel();
+    for (const call of [pi4o, piMini, check4o, inference4o])
+      expect(model.expected(call)).toBe(listPrice(call));
+  });
+
+  it('replaces the table of one (kind, model) with the first observation, then moves by a fifth of each difference', () => {
+    const model = createCostModel();
+    model.observe('pi', 'pi-x-4o', 0.01);
+    expect(model.expected(pi4o)).toBe(0.01);
+    model.observe('pi', 'pi-x-4o', 0.02);
+    expect(model.expected(pi4o)).toBeCloseTo(0.012, 12);
+    model.observe('pi', 'pi-x-4o', 0.002);
+    expect(model.expected(pi4o)).toBeCloseTo(0.012 + 0.2 * (0.002 - 0.012), 12);
+    // Other models and other kinds of call of the same model keep the table.
+    expect(model.expected(piMini)).toBe(listPrice(piMini));
+    expect(model.expected(inference4o)).toBe(listPrice(inference4o));
+    expect(model.expected(check4o)).toBe(listPrice(check4o));
+  });
+
+  it('ignores observations without a model, negative or not finite', () => {
+    const model = createCostModel();
+    model.observe('pi', null, 5);
+    model.observe('pi', 'pi-x-4o', -1);
+    model.observe('pi', 'pi-x-4o', Number.NaN);
+    model.observe('pi', 'pi-x-4o', Number.POSITIVE_INFINITY);
+    expect(model.expected(pi4o)).toBe(listPrice(pi4o));
+    // A free answer is an observation like any other.
+    model.observe('check', 'null-x-4o', 0);
+    expect(model.expected(check4o)).toBe(0);
+  });
+
+  it('tracks a bounded number of models (model names come from the upstreams)', () => {
+    const model = createCostModel();
+    for (let i = 0; i < 100; i++) model.observe('check', `made-up-${i}`, 1);
+    model.observe('check', 'null-x-mini', 0.5);
+    expect(model.expected({ upstream: 'null-check', kind: 'check', model: 'made-up-99' })).toBe(1);
+    expect(model.expected({ upstream: 'null-check', kind: 'check', model: 'null-x-mini' })).toBe(
+      NULL_MODEL_PROFILES['null-x-mini'].costUsd,
+    );
+  });
+});
+
+describe('X-Max-Cost-Usd parsing (maxCostOf)', () => {
+  it.each([
+    ['0.05', 0.05],
+    ['0', 0],
+    ['  1.5 ', 1.5],
+    ['0.000000000001', 1e-12],
+    [String(MAX_COST_CAP_USD), MAX_COST_CAP_USD],
+  ])('%j → %s', (header, value) => {
+    expect(maxCostOf(header)).toBe(value);
+  });
+
+  it('is undefined without the header', () => {
+    expect(maxCostOf(undefined)).toBeUndefined();
+    expect(maxCostOf(null)).toBeUndefined();
+  });
+
+  it.each([
+    ['negative', '-1'],
+    ['negative zero', '-0'],
+    ['NaN', 'NaN'],
+    ['Infinity', 'Infinity'],
+    ['huge', '1000000.01'],
+    ['far too huge', '1'.repeat(400)],
+    ['exponent', '1e3'],
+    ['hex', '0x10'],
+    ['non-numeric', 'five dollars'],
+    ['a currency sign', '$0.05'],
+    ['empty', ''],
+    ['blank', '   '],
+    ['a bare point', '.5'],
+    ['a trailing point', '5.'],
+    ['a comma decimal', '0,05'],
+    ['repeated (as HTTP joins repeated headers)', '0.05, 0.10'],
+  ])('%s (%j) → BAD_USER_INPUT, HTTP 400', (_what, header) => {
+    const result = maxCostOf(header);
+    expect(typeof result).toBe('object');
+    const error = result as GraphQLError;
+    expect(error.extensions.code).toBe('BAD_USER_INPUT');
+    expect(error.extensions.http).toEqual({ status: 400 });
+    expect(error.message).toMatch(/X-Max-Cost-Usd/);
+  });
+});
+
+describe('hourly budget: judge', () => {
+  it('admits while the last hour spent less than the budget', () => {
+    expect(judge([], 1, T0)).toEqual({ ok: true });
+    expect(
+      judge(
+        [
+          [T0, 0.5],
+          [T0 + MINUTE, 0.49],
+        ],
+        1,
+        T0 + 2 * MINUTE,
+      ),
+    ).toEqual({ ok: true });
+  });
+
+  it('refuses at or over the budget, until enough of the oldest spend leaves the hour', () => {
+    const buckets: Array<[number, number]> = [
+      [T0, 0.4],
+      [T0 + MINUTE, 0.4],
+      [T0 + 2 * MINUTE, 0.3],
+    ];
+    const now = T0 + 3 * MINUTE;
+    // 1.1 spent; without the oldest bucket 0.7 < 1: free when it leaves the hour, at T0 + 1 h.
+    expect(judge(buckets, 1, now)).toEqual({ ok: false, spentUsd: 1.1, retryAfterSeconds: 3600 - 180 });
+    // Budget 0.5: the two oldest must go (0.3 left).
+    expect(judge(buckets, 0.5, now)).toEqual({
+      ok: false,
+      spentUsd: 1.1,
+      retryAfterSeconds: 3600 - 180 + 60,
+    });
+    // Exactly at the budget is refused.
+    expect(judge([[T0, 1]], 1, T0)).toMatchObject({ ok: false, spentUsd: 1, retryAfterSeconds: 3600 });
+  });
+
+  it('ignores buckets older than the hour, and never says to retry in less than a second', () => {
+    expect(
+      judge(
+        [
+          [T0 - HOUR, 100],
+          [T0, 0.2],
+        ],
+        1,
+        T0 + 1,
+      ),
+    ).toEqual({ ok: true });
+    expect(judge([[T0, 2]], 1, T0 + HOUR - 1)).toEqual({ ok: false, spentUsd: 2, retryAfterSeconds: 1 });
+    expect(judge([[T0, 2]], 1, T0 + HOUR)).toEqual({ ok: true });
+  });
+
+  it('a budget of 0 refuses from the start', () => {
+    expect(judge([], 0, T0)).toMatchObject({ ok: false, spentUsd: 0, retryAfterSeconds: 3600 });
+  });
+});
+
+describe('hourly budget: createCostBudget over the memory store, with a clock of the test', () => {
+  let now = T0;
+  const clock = () => now;
+  beforeEach(() => {
+    now = T0;
+  });
+
+  it('trips after the expected spend, says when to retry, and frees as the hour slides', async () => {
+    const budget = createCostBudget({ store: createBudgetStore(undefined, 100), usdPerHour: 1, now: clock });
+    for (let i = 0; i < 3; i++) {
+      expect(await budget.check('sk-a')).toEqual({ ok: true });
+      budget.add('sk-a', 0.4);
+      now += MINUTE;
+    }
+    // 1.2 spent by T0 + 2 min; 0.8 once the first 0.4 leaves the hour at T0 + 1 h.
+    const tripped = await budget.check('sk-a');
+    expect(tripped).toMatchObject({ ok: false, retryAfterSeconds: 3420 });
+    expect(tripped.ok === false && tripped.spentUsd).toBeCloseTo(1.2, 12);
+    now = T0 + HOUR - 1000;
+    expect(await budget.check('sk-a')).toMatchObject({ ok: false, retryAfterSeconds: 1 });
+    now = T0 + HOUR;
+    expect(await budget.check('sk-a')).toEqual({ ok: true });
+    // Spending again trips it again.
+    budget.add('sk-a', 0.3);
+    expect(await budget.check('sk-a')).toMatchObject({ ok: false, retryAfterSeconds: 60 });
+    now = T0 + HOUR + 3 * MINUTE;
+    expect(await budget.check('sk-a')).toEqual({ ok: true });
+  });
+
+  it('keeps keys apart; no key and the key "free" are the same free tier', async () => {
+    const budget = createCostBudget({
+      store: createBudgetStore(undefined, 100),
+      usdPerHour: 0.5,
+      now: clock,
+    });
+    budget.add('sk-a', 0.6);
+    budget.add(undefined, 0.6);
+    expect((await budget.check('sk-a')).ok).toBe(false);
+    expect((await budget.check('sk-b')).ok).toBe(true);
+    expect((await budget.check(undefined)).ok).toBe(false);
+    expect((await budget.check('free')).ok).toBe(false);
+  });
+
+  it('ignores spend that is not a positive finite number', async () => {
+    const budget = createCostBudget({
+      store: createBudgetStore(undefined, 100),
+      usdPerHour: 0.5,
+      now: clock,
+    });
+    for (const usd of [0, -5, Number.NaN, Number.POSITIVE_INFINITY]) budget.add('sk-a', usd);
+    expect(await budget.check('sk-a')).toEqual({ ok: true });
+  });
+
+  it('stores keys hashed: the API key never reaches the store in clear', async () => {
+    const seen: string[] = [];
+    const memory = createBudgetStore(undefined, 100);
+    const recording: BudgetStore = {
+      add(key, usd, at) {
+        seen.push(key);
+        memory.add(key, usd, at);
+      },
+      window(key, at) {
+        seen.push(key);
+        return memory.window(key, at);
+      },
+    };
+    const secret = 'sk-live-SECRET-0123456789';
+    const budget = createCostBudget({ store: recording, usdPerHour: 1, now: clock });
+    budget.add(secret, 2);
+    expect((await budget.check(secret)).ok).toBe(false);
+    expect(seen).toHaveLength(2);
+    expect(seen[0]).toBe(seen[1]);
+    for (const key of seen) {
+      expect(key).not.toContain(secret);
+      expect(key).not.toContain('SECRET');
+      expect(key).toMatch(/^[A-Za-z0-9_-]{22}$/);
+    }
+    expect(budgetKeyOf(secret)).toBe(seen[0]);
+    expect(budgetKeyOf(`${secret}x`)).not.toBe(seen[0]);
+    expect(budgetKeyOf(undefined)).toBe('free');
+    expect(budgetKeyOf('free')).toBe('free');
+  });
+});
+
+describe('cost control: admit and spent', () => {
+  const plan = (query: string) => planOperation(schema, parse(query));
+  const operation = (maxCostUsd?: number, apiKey?: string) =>
+    new Operation({ apiKey, requestId: 'r', deadlineMs: 0, maxCostUsd });
+  const PI = '{ pi { __typename } }';
+
+  it('admits an estimate at the cap (rounded sums) and refuses one over it, saying both figures', () => {
+    const refusals: string[] = [];
+    const control = createCostControl({ model: createCostModel(), onRefusal: (r) => refusals.push(r) });
+    const twoChecks = plan('{ a: isNull(value: 1) { __typename } b: isNull(value: 2) { __typename } }');
+    // 0.0042 + 0.0042 in binary floating point is not 0.0084; the cap of 0.0084 still admits it.
+    expect(control.admit(operation(0.0084), twoChecks, undefined)).toBeUndefined();
+    const refused = control.admit(operation(0.0083), twoChecks, undefined) as GraphQLError;
+    expect(refused.extensions).toMatchObject({
+      code: 'BUDGET_EXCEEDED',
+      estimatedCostUsd: 0.0084,
+      maxCostUsd: 0.0083,
+    });
+    expect(refused.message).toMatch(/nothing was called/);
+    expect(refusals).toEqual(['max-cost']);
+    // No cap: no estimate at all.
+    expect(control.admit(operation(), twoChecks, undefined)).toBeUndefined();
+  });
+
+  it('estimates from the variables (enum names and variable defaults included)', () => {
+    const control = createCostControl({ model: createCostModel() });
+    const query = plan(
+      'query($m: PiModel = PI_X_OPUS_ALMOST_CORRECT, $d: Int) { pi(model: $m, digits: $d) { __typename } }',
+    );
+    const mini = listPrice({ upstream: 'pi-digits', kind: 'pi', model: 'pi-x-mini', digits: 100 });
+    expect(control.admit(operation(mini), query, { m: 'PI_X_MINI', d: 100 })).toBeUndefined();
+    const opus = listPrice({
+      upstream: 'pi-digits',
+      kind: 'pi',
+      model: 'pi-x-opus-almost-correct',
+      digits: 3,
+    });
+    expect(
+      (control.admit(operation(mini), query, {}) as GraphQLError).extensions.estimatedCostUsd,
+    ).toBeCloseTo(opus, 8);
+  });
+
+  it('lets operations that call no model through, even with a cap of 0', () => {
+    const control = createCostControl({ model: createCostModel() });
+    expect(control.admit(operation(0), plan('{ health { status } }'), undefined)).toBeUndefined();
+    expect(control.admit(operation(0), plan('{ __typename }'), undefined)).toBeUndefined();
+  });
+
+  it('learns from what was spent: the next estimate is the observed cost', () => {
+    const control = createCostControl({ model: createCostModel() });
+    expect(control.admit(operation(0.001), plan(PI), undefined)).toBeDefined();
+    control.spent(undefined, 'pi', 'pi-x-4o', 0.0005);
+    expect(control.admit(operation(0.001), plan(PI), undefined)).toBeUndefined();
+    // Health answers are not a model's price.
+    control.spent(undefined, 'health', 'pi-x-4o', 5);
+    expect(control.admit(operation(0.001), plan(PI), undefined)).toBeUndefined();
+  });
+
+  it('refuses a key over its hourly budget with 429 and Retry-After, and only operations that call a model', async () => {
+    let now = T0;
+    const refusals: string[] = [];
+    const control = createCostControl({
+      model: createCostModel(),
+      budget: createCostBudget({
+        store: createBudgetStore(undefined, 100),
+        usdPerHour: 0.01,
+        now: () => now,
+      }),
+      onRefusal: (r) => refusals.push(r),
+    });
+    expect(await control.admit(operation(undefined, 'sk-a'), plan(PI), undefined)).toBeUndefined();
+    control.spent(operation(undefined, 'sk-a'), 'pi', 'pi-x-4o', 0.02);
+    now += 30_000;
+    const refused = (await control.admit(operation(undefined, 'sk-a'), plan(PI), undefined)) as GraphQLError;
+    expect(refused.extensions).toMatchObject({
+      code: 'BUDGET_EXCEEDED',
+      retryAfterSeconds: 3570,
+      budgetUsdPerHour: 0.01,
+      http: { status: 429, headers: { 'retry-after': '3570' } },
+    });
+    expect(refusals).toEqual(['hourly-budget']);
+    expect(
+      await control.admit(operation(undefined, 'sk-a'), plan('{ health { status } }'), undefined),
+    ).toBeUndefined();
+    expect(await control.admit(operation(undefined, 'sk-b'), plan(PI), undefined)).toBeUndefined();
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------
+// In a gateway: both paths.
+// ---------------------------------------------------------------------------------------------------
+
+const PI_QUERY = '{ pi { __typename ... on ConstantDigits { digits } } }';
+
+type Send = (
+  gateway: TestGateway,
+  query: string,
+  headers?: Record<string, string>,
+  variables?: Record<string, unknown>,
+) => Promise<GqlResult>;
+
+const PATHS: Array<[string, Send]> = [
+  ['fast path (HTTP)', (g, query, headers, variables) => gql(g.url, query, { headers, variables })],
+  [
+    "Yoga's handler",
+    async (g, query, headers = {}, variables) =>
+      parsed(
+        await g.app.yoga.fetch('http://127.0.0.1/graphql', {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            accept: 'application/graphql-response+json',
+            ...headers,
+          },
+          body: JSON.stringify({ query, variables }),
+        }),
+      ),
+  ],
+];
+
+const ENV = { NULL_API_VERSION: 'v1', PI_API_VERSION: 'v1', BREAKER_THRESHOLD: '0', RETRY_MAX_ATTEMPTS: '1' };
+
+describe.each(PATHS)('in a gateway, %s', (path, send) => {
+  let upstream: ScriptedUpstream;
+  let now = T0;
+  let gateway: TestGateway;
+
+  beforeAll(async () => {
+    upstream = await startScriptedUpstream();
+    gateway = await startTestGateway({
+      nullBaseUrl: upstream.url,
+      piBaseUrl: upstream.url,
+      env: { ...ENV, COST_BUDGET_USD_PER_HOUR: '1' },
+      now: () => now,
+    });
+    // The fast path learns Yoga's media type for an Accept value from Yoga's first answer.
+    await gql(gateway.url, '{ __typename }');
+  });
+  afterAll(async () => {
+    await gateway?.close();
+    await upstream?.close();
+  });
+  beforeEach(() => {
+    upstream.reset();
+    upstream.route('GET', '/api/v1/pi', { body: piBody({ gpu_cost_usd: 0.4 }) });
+  });
+
+  const refusals = (reason: string) =>
+    metricValue(gateway.app.metrics.registry, 'gateway_budget_refusals_total', { reason });
+
+  it('a malformed X-Max-Cost-Usd is BAD_USER_INPUT (HTTP 400) and calls nothing', async () => {
+    for (const header of ['-1', 'NaN', '1e9', 'lots', '99999999']) {
+      const result = await send(gateway, PI_QUERY, { 'x-max-cost-usd': header });
+      expect(result.status, header).toBe(400);
+      expect(codes(result), header).toEqual(['BAD_USER_INPUT']);
+      expect(result.data, header).toBeUndefined();
+    }
+    expect(upstream.count()).toBe(0);
+  });
+
+  it('the hourly budget refuses a key after its spend, with Retry-After, and frees it as the hour slides', async () => {
+    now = T0;
+    const key = { authorization: `Bearer sk-budget-${path.length}` };
+    const before = await refusals('hourly-budget');
+    for (let i = 0; i < 3; i++) {
+      const ok = await send(gateway, PI_QUERY, key);
+      expect(ok.errors).toBeUndefined();
+      expect(ok.extensions?.cost).toEqual({ gpuCostUsd: 0.4, upstreamCalls: 1, cacheHits: 0 });
+      now += MINUTE;
+    }
+    const refused = await send(gateway, PI_QUERY, key);
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('retry-after')).toBe('3420');
+    expect(refused.data).toBeUndefined();
+    expect(refused.errors?.[0]?.extensions).toMatchObject({
+      code: 'BUDGET_EXCEEDED',
+      retryAfterSeconds: 3420,
+      budgetUsdPerHour: 1,
+    });
+    expect(upstream.count('GET', '/api/v1/pi')).toBe(3);
+    expect(await refusals('hourly-budget')).toBe(before + 1);
+    expect(gateway.app.fastPath.served.fast > 0).toBe(path.startsWith('fast'));
+    // Another key, and health (which calls no model), still go through.
+    expect((await send(gateway, PI_QUERY, { 'x-api-key': 'sk-someone-else' })).errors).toBeUndefined();
+    upstream.route('GET', '/api/v1/health', { status: 503 });
+    expect((await send(gateway, '{ health { status } }', key)).data?.health).toEqual({ status: 'DOWN' });
+    // The first 0.4 leaves the hour at T0 + 1 h.
+    now = T0 + HOUR;
+    expect((await send(gateway, PI_QUERY, key)).errors).toBeUndefined();
+  });
+
+  it('X-Max-Cost-Usd: refused over the estimate without calling anything; the mean of observed costs replaces the table', async () => {
+    // pi-x-mini: a model this gateway has not seen an answer of yet, so its estimate is the table's.
+    const query = 'query($m: PiModel) { pi(model: $m) { __typename } }';
+    const mini =
+      Math.round(listPrice({ upstream: 'pi-digits', kind: 'pi', model: 'pi-x-mini', digits: 3 }) * 1e8) / 1e8;
+    const over = await send(gateway, query, { 'x-max-cost-usd': '0.0004' }, { m: 'PI_X_MINI' });
+    expect(over.status).toBe(400);
+    expect(over.data).toBeUndefined();
+    expect(over.errors?.[0]?.extensions).toMatchObject({
+      code: 'BUDGET_EXCEEDED',
+      estimatedCostUsd: mini,
+      maxCostUsd: 0.0004,
+    });
+    expect(upstream.count()).toBe(0);
+    expect(await refusals('max-cost')).toBeGreaterThanOrEqual(1);
+    // At the estimate: admitted. The upstream says this model cost 0.0001.
+    upstream.route('GET', '/api/v1/pi', { body: piBody({ model: 'pi-x-mini', gpu_cost_usd: 0.0001 }) });
+    const atCap = await send(gateway, query, { 'x-max-cost-usd': String(mini) }, { m: 'PI_X_MINI' });
+    expect(atCap.errors).toBeUndefined();
+    expect(upstream.count()).toBe(1);
+    // Now the estimate of pi-x-mini is 0.0001, under a cap the table price was over.
+    const cheap = await send(gateway, query, { 'x-max-cost-usd': '0.0002' }, { m: 'PI_X_MINI' });
+    expect(cheap.errors).toBeUndefined();
+    expect(upstream.count()).toBe(2);
+  });
+});
+
+describe('X-Max-Cost-Usd sent twice', () => {
+  let gateway: TestGateway;
+  let upstream: ScriptedUpstream;
+  beforeAll(async () => {
+    upstream = await startScriptedUpstream();
+    upstream.route('GET', '/api/v1/pi', { body: piBody() });
+    gateway = await startTestGateway({ nullBaseUrl: upstream.url, piBaseUrl: upstream.url, env: ENV });
+  });
+  afterAll(async () => {
+    await gateway?.close();
+    await upstream?.close();
+  });
+
+  it('two header lines, even both valid, are BAD_USER_INPUT and call nothing', async () => {
+    const body = JSON.stringify({ query: PI_QUERY });
+    const answer = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const req = httpRequest(gateway.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      });
+      req.setHeader('x-max-cost-usd', ['1', '2']);
+      req.once('error', reject);
+      req.once('response', (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          text += chunk;
+        });
+        res.once('end', () => resolve({ status: res.statusCode ?? 0, text }));
+      });
+      req.end(body);
+    });
+    expect(answer.status).toBe(400);
+    const result = JSON.parse(answer.text) as GqlResult;
+    expect(codes(result)).toEqual(['BAD_USER_INPUT']);
+    expect(result.data).toBeUndefined();
+    expect(upstream.count()).toBe(0);
+  });
+});

@@ -1,0 +1,312 @@
+/**
+ * operation-plan.ts: what an operation will ask of the upstreams, read from its document before
+ * anything runs. MAX_UPSTREAM_CALLS and the X-Max-Cost-Usd estimate both count from the root fields'
+ * Pothos extension `upstream`; the last describe checks that no root field can call an upstream
+ * without declaring it (behaviourally, against a loopback upstream that counts every request).
+ */
+import {
+  type GraphQLArgument,
+  type GraphQLField,
+  type GraphQLInputType,
+  getNamedType,
+  getNullableType,
+  isCompositeType,
+  isEnumType,
+  isInputObjectType,
+  isListType,
+  isNonNullType,
+  isScalarType,
+  parse,
+} from 'graphql';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  createPlanner,
+  modelCalls,
+  planOperation,
+  type UpstreamFieldExtension,
+} from '../../src/gateway/operation-plan.js';
+import { schema } from '../../src/gateway/schema/index.js';
+import { DEFAULT_PI_DIGITS } from '../../src/gateway/upstream/pi-digits-client.js';
+import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
+import { startTestGateway, type TestGateway } from '../support/gateway.js';
+import { codes, gql } from '../support/graphql-client.js';
+
+const calls = (query: string, operationName?: string | null) =>
+  planOperation(schema, parse(query), operationName).calls;
+
+describe('planOperation: distinct upstream calls', () => {
+  it('counts a root field once per distinct (name, arguments), whatever its aliases', () => {
+    expect(calls('{ a: pi { __typename } b: pi { __typename } c: pi(digits: 2) { __typename } }')).toBe(2);
+    expect(calls('{ pi { __typename } pi { __typename } }')).toBe(1);
+    expect(calls('{ a: isNull(value: 1) { __typename } b: isNull(value: 2) { __typename } }')).toBe(2);
+    expect(calls('{ a: isNull { __typename } b: isNull(value: null) { __typename } }')).toBe(2);
+  });
+
+  it('does not care about the order of the arguments', () => {
+    expect(
+      calls(
+        '{ a: pi(digits: 2, model: PI_X_MINI) { __typename } b: pi(model: PI_X_MINI, digits: 2) { __typename } }',
+      ),
+    ).toBe(1);
+    expect(
+      calls(
+        '{ a: isNull(value: {x: 1, y: 2}) { __typename } b: isNull(value: {x: 1, y: 2}) { __typename } }',
+      ),
+    ).toBe(1);
+    // Object fields inside a literal are compared as written: another order is another call (an upper bound).
+    expect(
+      calls(
+        '{ a: isNull(value: {x: 1, y: 2}) { __typename } b: isNull(value: {y: 2, x: 1}) { __typename } }',
+      ),
+    ).toBe(2);
+  });
+
+  it('counts health as two calls (one per upstream), still once however often it is selected', () => {
+    expect(calls('{ health { status } }')).toBe(2);
+    expect(calls('{ a: health { status } b: health { status } }')).toBe(2);
+    expect(calls('{ health { status } pi { __typename } }')).toBe(3);
+  });
+
+  it('follows named fragments (each once, even when spread again or recursively) and inline fragments', () => {
+    expect(
+      calls(`{ health { status } h: health { status } ...F }
+        fragment F on Query { isNull(value: 1) { __typename } }`),
+    ).toBe(3);
+    expect(
+      calls(`{ ...F ...F ... on Query { ...G pi(digits: 1) { __typename } } }
+        fragment F on Query { pi(digits: 1) { __typename } ...G }
+        fragment G on Query { ...F inference(input: {desiredDigits: 1, liabilityWaiverSigned: true}) { __typename } }`),
+    ).toBe(2);
+    expect(
+      calls('{ ... { ... on Query { pi { __typename } } } ... @include(if: true) { health { status } } }'),
+    ).toBe(3);
+  });
+
+  it('counts only the selected operation; without a name, the first one', () => {
+    const doc =
+      'query A { pi { __typename } } query B { pi { __typename } pi(digits: 1) { __typename } health { status } }';
+    expect(calls(doc, 'A')).toBe(1);
+    expect(calls(doc, 'B')).toBe(4);
+    expect(calls(doc)).toBe(1);
+    expect(calls(doc, 'Nope')).toBe(0);
+  });
+
+  it('counts variables by name, not by value (an upper bound that never reads the values)', () => {
+    expect(
+      calls('query($a: Int, $b: Int) { x: pi(digits: $a) { __typename } y: pi(digits: $b) { __typename } }'),
+    ).toBe(2);
+    expect(
+      calls('query($a: Int) { x: pi(digits: $a) { __typename } y: pi(digits: $a) { __typename } }'),
+    ).toBe(1);
+  });
+
+  it('counts nothing for fields that call no upstream, and nothing outside queries', () => {
+    expect(calls('{ __typename }')).toBe(0);
+    expect(calls('{ __schema { queryType { name } } __type(name: "Query") { name } }')).toBe(0);
+    expect(calls('{ unknownField pi { __typename } }')).toBe(1);
+    expect(calls('mutation { pi { __typename } }')).toBe(0);
+    expect(calls('subscription { pi { __typename } }')).toBe(0);
+    expect(calls('fragment F on Query { pi { __typename } }')).toBe(0);
+  });
+
+  it('lists the distinct upstream-calling fields with their extension', () => {
+    const plan = planOperation(
+      schema,
+      parse('{ a: pi { __typename } b: pi { __typename } health { status } __typename }'),
+    );
+    expect(plan.fields.map((f) => [f.field.name, f.node.alias?.value ?? null, f.extension.calls])).toEqual([
+      ['pi', 'a', 1],
+      ['health', null, 2],
+    ]);
+  });
+
+  it('createPlanner memoizes per document and operation name', () => {
+    const plan = createPlanner(schema);
+    const document = parse('query A { pi { __typename } } query B { health { status } }');
+    const a = plan(document, 'A');
+    expect(plan(document, 'A')).toBe(a);
+    expect(a.calls).toBe(1);
+    expect(plan(document, 'B').calls).toBe(2);
+    // Another document with the same text is planned on its own (and counts the same).
+    const again = plan(parse('query A { pi { __typename } } query B { health { status } }'), 'A');
+    expect(again).not.toBe(a);
+    expect(again.calls).toBe(1);
+  });
+});
+
+describe('modelCalls: the models of the cost estimate, from arguments and variables', () => {
+  const models = (query: string, variables?: Record<string, unknown>, operationName?: string) =>
+    modelCalls(planOperation(schema, parse(query), operationName), variables);
+
+  it('reads literal arguments (enum values as the upstream strings)', () => {
+    expect(
+      models(`{
+        isNull(value: 1, model: NULL_X_OPUS) { __typename }
+        pi(digits: 40, model: PI_X_MINI) { __typename }
+        inference(input: {desiredDigits: 7, model: PI_X_OPUS_ALMOST_CORRECT, liabilityWaiverSigned: true}) { __typename }
+      }`),
+    ).toEqual([
+      { upstream: 'null-check', kind: 'check', model: 'null-x-opus' },
+      { upstream: 'pi-digits', kind: 'pi', model: 'pi-x-mini', digits: 40 },
+      { upstream: 'pi-digits', kind: 'inference', model: 'pi-x-opus-almost-correct', digits: 7 },
+    ]);
+  });
+
+  it("uses the services' defaults for omitted arguments", () => {
+    expect(
+      models(
+        '{ isNull { __typename } pi { __typename } inference(input: {desiredDigits: 2, liabilityWaiverSigned: true}) { __typename } }',
+      ),
+    ).toEqual([
+      { upstream: 'null-check', kind: 'check', model: 'null-x-4o' },
+      { upstream: 'pi-digits', kind: 'pi', model: 'pi-x-4o', digits: DEFAULT_PI_DIGITS },
+      { upstream: 'pi-digits', kind: 'inference', model: 'pi-x-4o', digits: 2 },
+    ]);
+  });
+
+  it('reads variables, and their defaults when a variable is not given', () => {
+    const query = `query Q($d: Int = 11, $m: PiModel, $n: NullModel = NULL_X_MINI, $in: InferenceInput!) {
+      pi(digits: $d, model: $m) { __typename }
+      isNull(value: 1, model: $n) { __typename }
+      inference(input: $in) { __typename }
+    }`;
+    expect(
+      models(query, {
+        d: 500,
+        m: 'PI_X_OPUS_ALMOST_CORRECT',
+        n: 'NULL_X_OPUS',
+        in: { desiredDigits: 9, model: 'PI_X_MINI', liabilityWaiverSigned: true },
+      }),
+    ).toEqual([
+      { upstream: 'pi-digits', kind: 'pi', model: 'pi-x-opus-almost-correct', digits: 500 },
+      { upstream: 'null-check', kind: 'check', model: 'null-x-opus' },
+      { upstream: 'pi-digits', kind: 'inference', model: 'pi-x-mini', digits: 9 },
+    ]);
+    expect(models(query, { in: { desiredDigits: 4, liabilityWaiverSigned: false } })).toEqual([
+      { upstream: 'pi-digits', kind: 'pi', model: 'pi-x-4o', digits: 11 },
+      { upstream: 'null-check', kind: 'check', model: 'null-x-mini' },
+      { upstream: 'pi-digits', kind: 'inference', model: 'pi-x-4o', digits: 4 },
+    ]);
+    // No variables object at all: the same as none given.
+    expect(models('query($d: Int = 6) { pi(digits: $d) { __typename } }')).toEqual([
+      { upstream: 'pi-digits', kind: 'pi', model: 'pi-x-4o', digits: 6 },
+    ]);
+  });
+
+  it("falls back to the fields' defaults when the variables do not coerce (the operation fails anyway)", () => {
+    expect(models('query($d: Int) { pi(digits: $d) { __typename } }', { d: 'many' })).toEqual([
+      { upstream: 'pi-digits', kind: 'pi', model: 'pi-x-4o', digits: DEFAULT_PI_DIGITS },
+    ]);
+    expect(models('query($in: InferenceInput!) { inference(input: $in) { __typename } }', {})).toEqual([
+      { upstream: 'pi-digits', kind: 'inference', model: 'pi-x-4o', digits: undefined },
+    ]);
+  });
+
+  it('prices each distinct call once, and health not at all', () => {
+    expect(
+      models('{ a: pi(digits: 5) { __typename } b: pi(digits: 5) { __typename } health { status } }'),
+    ).toEqual([{ upstream: 'pi-digits', kind: 'pi', model: 'pi-x-4o', digits: 5 }]);
+    expect(models('{ health { status } }')).toEqual([]);
+  });
+
+  it('follows the selected operation only', () => {
+    const doc = 'query A { isNull(value: 1) { __typename } } query B { pi(digits: 1) { __typename } }';
+    expect(models(doc, undefined, 'B')).toEqual([
+      { upstream: 'pi-digits', kind: 'pi', model: 'pi-x-4o', digits: 1 },
+    ]);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------
+// Every root field that calls an upstream declares the extension.
+// ---------------------------------------------------------------------------------------------------
+
+/** A GraphQL literal of this input type that validates (required fields only, for input objects). */
+function literalOf(type: GraphQLInputType): string {
+  const inner = getNullableType(type);
+  if (isListType(inner)) return `[${literalOf(inner.ofType)}]`;
+  if (isEnumType(inner)) return (inner.getValues()[0] as { name: string }).name;
+  if (isInputObjectType(inner)) {
+    const fields = Object.values(inner.getFields()).filter((f) => isNonNullType(f.type));
+    return `{${fields.map((f) => `${f.name}: ${literalOf(f.type)}`).join(', ')}}`;
+  }
+  if (isScalarType(inner)) {
+    switch (inner.name) {
+      case 'Int':
+      case 'Float':
+      case 'JSON':
+        return '1';
+      case 'Boolean':
+        return 'true';
+      default:
+        return '"x"';
+    }
+  }
+  throw new Error(`no literal for ${String(type)}`);
+}
+
+/** The smallest valid selection of a root field: its required arguments, `__typename` when composite. */
+function minimalSelection(field: GraphQLField<unknown, unknown>): string {
+  const required = field.args.filter((a: GraphQLArgument) => isNonNullType(a.type));
+  const args =
+    required.length === 0 ? '' : `(${required.map((a) => `${a.name}: ${literalOf(a.type)}`).join(', ')})`;
+  return `${field.name}${args}${isCompositeType(getNamedType(field.type)) ? ' { __typename }' : ''}`;
+}
+
+const upstreamOf = (field: GraphQLField<unknown, unknown>) =>
+  (field.extensions as { upstream?: UpstreamFieldExtension }).upstream;
+
+describe('every root field that calls an upstream declares the `upstream` extension', () => {
+  const rootFields = Object.values(schema.getQueryType()?.getFields() ?? {});
+  let upstream: ScriptedUpstream;
+  let gateway: TestGateway;
+
+  beforeAll(async () => {
+    // Nothing is scripted: every request is answered 404, and counted.
+    upstream = await startScriptedUpstream();
+    gateway = await startTestGateway({
+      nullBaseUrl: upstream.url,
+      piBaseUrl: upstream.url,
+      env: { NULL_API_VERSION: 'v1', PI_API_VERSION: 'v1', BREAKER_THRESHOLD: '0', RETRY_MAX_ATTEMPTS: '1' },
+    });
+  });
+  afterAll(async () => {
+    await gateway?.close();
+    await upstream?.close();
+  });
+
+  it("the schema has the contract's model-backed root fields, each declaring its calls", () => {
+    expect(rootFields.map((f) => f.name)).toEqual(
+      expect.arrayContaining(['isNull', 'pi', 'inference', 'health']),
+    );
+    for (const name of ['isNull', 'pi', 'inference']) {
+      const extension = upstreamOf(
+        schema.getQueryType()?.getFields()[name] as GraphQLField<unknown, unknown>,
+      );
+      expect(extension?.calls, name).toBe(1);
+      expect(typeof extension?.models, name).toBe('function');
+    }
+    expect(upstreamOf(schema.getQueryType()?.getFields().health as GraphQLField<unknown, unknown>)).toEqual({
+      calls: 2,
+    });
+  });
+
+  it.each(rootFields.map((f) => [f.name, f] as const))(
+    '%s: declares at least the upstream requests it makes, or makes none',
+    async (_name, field) => {
+      const query = `{ ${minimalSelection(field)} }`;
+      upstream.resetRecords();
+      const result = await gql(gateway.url, query);
+      // The generated operation ran (a validation failure would prove nothing).
+      expect(codes(result)).not.toContain('GRAPHQL_VALIDATION_FAILED');
+      expect(result.data, query).toBeDefined();
+      const requests = upstream.count();
+      const declared = upstreamOf(field)?.calls ?? 0;
+      expect(
+        requests,
+        `${query} made ${requests} upstream requests, declares ${declared}`,
+      ).toBeLessThanOrEqual(declared);
+      if (declared > 0) expect(requests, `${query} declares calls it never makes`).toBeGreaterThan(0);
+    },
+  );
+});
