@@ -55,8 +55,10 @@ export class Operation implements Cancellation {
 
   name: string | null;
   type = 'query';
-  /** True once execution started (false: rejected by parsing, validation or limits). */
+  /** True once the document passed parsing and validation and was about to run. */
   executed = false;
+  /** True when the limits or the cost checks refused it before any resolver ran. */
+  rejected = false;
   span: Span | undefined = undefined;
 
   /** Logical upstream calls, in completion order. */

@@ -3,9 +3,9 @@
  * (server.ts) hands it every request the fast path does not take.
  *
  * Order matters where plugins use the same hook: the request id first (every answer carries it), the
- * early answers next (/metrics, /ready, GraphiQL), the request checks (CSRF, shape), then the limits
- * and cost checks before the operation's own `onExecute` (a refused operation never counts as
- * executed), and the request error codes last.
+ * early answers next (/metrics, /ready, GraphiQL), the request checks (CSRF, shape), the operation
+ * (created with its parameters, named before the limits and cost checks so that a refusal is reported
+ * by name), the limits and cost checks, and the request error codes last.
  */
 import type { DocumentNode, GraphQLSchema } from 'graphql';
 import { createYoga, maskError, type YogaServerInstance } from 'graphql-yoga';
@@ -82,6 +82,8 @@ export function createGatewayYoga(options: GatewayYogaOptions): GatewayYoga {
         : useGraphiQLOff({ endpoint: GRAPHQL_ENDPOINT }),
       useCsrfPrevention(),
       useRequestShapeErrors(),
+      // Before the limits and the cost checks: a refused operation is still reported by its name.
+      useOperation({ ids, deadlineMs: options.deadlineMs, reporter: options.reporter }),
       useOperationLimits({
         limits: options.limits,
         introspection: server.introspection,
@@ -89,7 +91,6 @@ export function createGatewayYoga(options: GatewayYogaOptions): GatewayYoga {
         plan: options.plan,
       }),
       useCostControl({ control: options.costControl, plan: options.plan }),
-      useOperation({ ids, deadlineMs: options.deadlineMs, reporter: options.reporter }),
       useRequestErrorCodes(),
     ],
     // useOperation put the operation on the initial context (onParams runs before the context is built).

@@ -77,7 +77,7 @@ describe('price table', () => {
   });
 });
 
-describe('cost model: the table until observations, then the running mean per model', () => {
+describe('cost model: the table until observations, then the running mean of observed ÷ table price', () => {
   const pi4o: ModelCall = { upstream: 'pi-digits', kind: 'pi', model: 'pi-x-4o', digits: 3 };
   const piMini: ModelCall = { upstream: 'pi-digits', kind: 'pi', model: 'pi-x-mini', digits: 3 };
   const check4o: ModelCall = { upstream: 'null-check', kind: 'check', model: 'null-x-4o' };
@@ -89,40 +89,48 @@ describe('cost model: the table until observations, then the running mean per mo
       expect(model.expected(call)).toBe(listPrice(call));
   });
 
-  it('replaces the table of one (kind, model) with the first observation, then moves by a fifth of each difference', () => {
+  it('follows the observed price of one (kind, model), moving by a fifth of each difference', () => {
     const model = createCostModel();
-    model.observe('pi', 'pi-x-4o', 0.01);
-    expect(model.expected(pi4o)).toBe(0.01);
-    model.observe('pi', 'pi-x-4o', 0.02);
-    expect(model.expected(pi4o)).toBeCloseTo(0.012, 12);
-    model.observe('pi', 'pi-x-4o', 0.002);
-    expect(model.expected(pi4o)).toBeCloseTo(0.012 + 0.2 * (0.002 - 0.012), 12);
+    const price = listPrice(pi4o);
+    model.observe(pi4o, 2 * price);
+    expect(model.expected(pi4o)).toBeCloseTo(2 * price, 12);
+    model.observe(pi4o, 3 * price);
+    expect(model.expected(pi4o)).toBeCloseTo(2.2 * price, 12);
+    model.observe(pi4o, 0.2 * price);
+    expect(model.expected(pi4o)).toBeCloseTo((2.2 + 0.2 * (0.2 - 2.2)) * price, 12);
     // Other models and other kinds of call of the same model keep the table.
     expect(model.expected(piMini)).toBe(listPrice(piMini));
     expect(model.expected(inference4o)).toBe(listPrice(inference4o));
     expect(model.expected(check4o)).toBe(listPrice(check4o));
   });
 
-  it('ignores observations without a model, negative or not finite', () => {
+  it('keeps the price of digits: cheap short calls never make a million digits look cheap', () => {
     const model = createCostModel();
-    model.observe('pi', null, 5);
-    model.observe('pi', 'pi-x-4o', -1);
-    model.observe('pi', 'pi-x-4o', Number.NaN);
-    model.observe('pi', 'pi-x-4o', Number.POSITIVE_INFINITY);
+    for (let i = 0; i < 10; i++) model.observe(pi4o, listPrice(pi4o));
+    const million: ModelCall = { ...pi4o, digits: 1_000_000 };
+    expect(model.expected(million)).toBeCloseTo(listPrice(million), 12);
+    expect(model.expected(million)).toBeGreaterThan(100 * model.expected(pi4o));
+  });
+
+  it('ignores negative or non-finite observations', () => {
+    const model = createCostModel();
+    model.observe(pi4o, -1);
+    model.observe(pi4o, Number.NaN);
+    model.observe(pi4o, Number.POSITIVE_INFINITY);
     expect(model.expected(pi4o)).toBe(listPrice(pi4o));
     // A free answer is an observation like any other.
-    model.observe('check', 'null-x-4o', 0);
+    model.observe(check4o, 0);
     expect(model.expected(check4o)).toBe(0);
   });
 
-  it('tracks a bounded number of models (model names come from the upstreams)', () => {
+  it('tracks a bounded number of models (model names come from requests)', () => {
     const model = createCostModel();
-    for (let i = 0; i < 100; i++) model.observe('check', `made-up-${i}`, 1);
-    model.observe('check', 'null-x-mini', 0.5);
-    expect(model.expected({ upstream: 'null-check', kind: 'check', model: 'made-up-99' })).toBe(1);
-    expect(model.expected({ upstream: 'null-check', kind: 'check', model: 'null-x-mini' })).toBe(
-      NULL_MODEL_PROFILES['null-x-mini'].costUsd,
-    );
+    const madeUp = (i: number): ModelCall => ({ upstream: 'null-check', kind: 'check', model: `made-up-${i}` });
+    for (let i = 0; i < 100; i++) model.observe(madeUp(i), listPrice(madeUp(i)) * 2);
+    const mini: ModelCall = { upstream: 'null-check', kind: 'check', model: 'null-x-mini' };
+    model.observe(mini, 0.5);
+    expect(model.expected(madeUp(99))).toBeCloseTo(2 * listPrice(madeUp(99)), 12);
+    expect(model.expected(mini)).toBe(NULL_MODEL_PROFILES['null-x-mini'].costUsd);
   });
 });
 
@@ -355,13 +363,14 @@ describe('cost control: admit and spent', () => {
     expect(control.admit(operation(0), plan('{ __typename }'), undefined)).toBeUndefined();
   });
 
-  it('learns from what was spent: the next estimate is the observed cost', () => {
+  it('learns from what was spent: the next estimate follows the observed price', () => {
     const control = createCostControl({ model: createCostModel() });
+    const call: ModelCall = { upstream: 'pi-digits', kind: 'pi', model: 'pi-x-4o', digits: 3 };
     expect(control.admit(operation(0.001), plan(PI), undefined)).toBeDefined();
-    control.spent(undefined, 'pi', 'pi-x-4o', 0.0005);
+    control.spent(undefined, call, 0.0005);
     expect(control.admit(operation(0.001), plan(PI), undefined)).toBeUndefined();
-    // Health answers are not a model's price.
-    control.spent(undefined, 'health', 'pi-x-4o', 5);
+    // Another model's price does not move this one's.
+    control.spent(undefined, { ...call, model: 'pi-x-mini' }, 5);
     expect(control.admit(operation(0.001), plan(PI), undefined)).toBeUndefined();
   });
 
@@ -378,7 +387,7 @@ describe('cost control: admit and spent', () => {
       onRefusal: (r) => refusals.push(r),
     });
     expect(await control.admit(operation(undefined, 'sk-a'), plan(PI), undefined)).toBeUndefined();
-    control.spent(operation(undefined, 'sk-a'), 'pi', 'pi-x-4o', 0.02);
+    control.spent(operation(undefined, 'sk-a'), { upstream: 'pi-digits', kind: 'pi', model: 'pi-x-4o', digits: 3 }, 0.02);
     now += 30_000;
     const refused = (await control.admit(operation(undefined, 'sk-a'), plan(PI), undefined)) as GraphQLError;
     expect(refused.extensions).toMatchObject({

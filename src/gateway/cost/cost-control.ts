@@ -11,7 +11,6 @@ import type { GraphQLError } from 'graphql';
 import { gatewayError } from '../errors.js';
 import type { Operation } from '../operation.js';
 import { type ModelCall, modelCalls, type OperationPlan } from '../operation-plan.js';
-import type { EndpointName } from '../upstream/dispatch.js';
 import type { CostBudget } from './cost-budget.js';
 import type { CostModel } from './cost-model.js';
 
@@ -31,16 +30,8 @@ export interface CostControl {
     variables: Record<string, unknown> | undefined,
   ): GraphQLError | undefined | Promise<GraphQLError | undefined>;
   /** A cost the upstream reported for one of the operation's calls (the running means, the budget). */
-  spent(operation: Operation | undefined, endpoint: EndpointName, model: string | null, usd: number): void;
+  spent(operation: Operation | undefined, call: ModelCall, usd: number): void;
 }
-
-const KIND: Record<EndpointName, ModelCall['kind'] | undefined> = {
-  check: 'check',
-  'null-or-not': 'check',
-  pi: 'pi',
-  inference: 'inference',
-  health: undefined,
-};
 
 /** Per plan, the model calls of each distinct variables text (the arguments are read once). */
 const MAX_ARGUMENT_SETS = 64;
@@ -104,9 +95,8 @@ export function createCostControl(options: CostControlOptions): CostControl {
         ? verdict.then((resolved) => overBudget(resolved, budget.usdPerHour))
         : overBudget(verdict, budget.usdPerHour);
     },
-    spent(operation, endpoint, answeredBy, usd) {
-      const kind = KIND[endpoint];
-      if (kind !== undefined) model.observe(kind, answeredBy, usd);
+    spent(operation, call, usd) {
+      model.observe(call, usd);
       budget?.add(operation?.apiKey, usd);
     },
   };

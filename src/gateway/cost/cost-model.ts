@@ -1,39 +1,46 @@
 /**
  * The expected cost of one upstream call, for the estimate of X-Max-Cost-Usd (cost-control.ts).
  *
- * The expected cost of a model starts at the price table and becomes the running mean of what that
- * model actually cost (an exponentially weighted mean: recent prices count most, one odd answer
- * does not swing it). Estimates are cheap: a table lookup per call, never an upstream call.
+ * It starts at the price table (price-table.ts) and follows what the upstream actually charges: per
+ * model (and kind of call), the running mean of the observed cost relative to the table's price for
+ * the same call. A call for more digits is therefore still estimated higher than a short one, and a
+ * cheap recent call never makes a million digits look cheap. The mean is exponentially weighted:
+ * recent prices count most, one odd answer does not swing it. Estimates are a table lookup and a
+ * multiplication per call, never an upstream call.
  */
 import type { ModelCall } from '../operation-plan.js';
 import { listPrice } from './price-table.js';
 
 /** Weight of the newest observation in the running mean. */
 const MEAN_WEIGHT = 0.2;
-/** At most this many distinct models are tracked (model names come from the upstreams). */
+/** At most this many distinct models are tracked (model names come from requests). */
 const MAX_MODELS = 100;
 
 export interface CostModel {
   /** Expected US dollars of one call. */
   expected(call: ModelCall): number;
-  /** A cost actually reported for a call of `kind` answered by `model`. */
-  observe(kind: ModelCall['kind'], model: string | null, usd: number): void;
+  /** The cost actually reported for a call. */
+  observe(call: ModelCall, usd: number): void;
 }
 
 export function createCostModel(): CostModel {
-  const means = new Map<string, number>();
-  const expected = (call: ModelCall) => means.get(`${call.kind}\n${call.model}`) ?? listPrice(call);
+  /** Per kind and model: the mean of observed cost ÷ table price. */
+  const ratios = new Map<string, number>();
+  const keyOf = (call: ModelCall) => `${call.kind}\n${call.model}`;
   return {
-    expected,
-    observe(kind, model, usd) {
-      if (model === null || !Number.isFinite(usd) || usd < 0) return;
-      const key = `${kind}\n${model}`;
-      const mean = means.get(key);
+    expected(call) {
+      return listPrice(call) * (ratios.get(keyOf(call)) ?? 1);
+    },
+    observe(call, usd) {
+      const price = listPrice(call);
+      if (!Number.isFinite(usd) || usd < 0 || price <= 0) return;
+      const ratio = usd / price;
+      const key = keyOf(call);
+      const mean = ratios.get(key);
       if (mean === undefined) {
-        if (means.size >= MAX_MODELS) return;
-        means.set(key, usd);
+        if (ratios.size < MAX_MODELS) ratios.set(key, ratio);
       } else {
-        means.set(key, mean + MEAN_WEIGHT * (usd - mean));
+        ratios.set(key, mean + MEAN_WEIGHT * (ratio - mean));
       }
     },
   };

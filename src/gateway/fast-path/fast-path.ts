@@ -248,7 +248,6 @@ export function createFastPath(options: FastPathOptions): FastPath {
     params: Params,
     media: MediaType,
   ): void | Promise<void> => {
-    reporter.executing(operation, ready.document, params.operationName);
     const result = execute({
       schema,
       document: ready.document,
@@ -287,13 +286,16 @@ export function createFastPath(options: FastPathOptions): FastPath {
     res.once('close', () => {
       if (!res.writableFinished) operation.cancel(new Error('client went away'));
     });
+    reporter.executing(operation, ready.document, params.operationName);
+    const refuse = (refusal: GraphQLError) => {
+      operation.rejected = true;
+      return answer(res, operation, { errors: [refusal] }, media);
+    };
     const refusal = costControl.admit(operation, ready.plan, params.variables);
     if (refusal === undefined) return run(res, operation, ready, params, media);
-    if (!isPromise(refusal)) return answer(res, operation, { errors: [refusal] }, media);
+    if (!isPromise(refusal)) return refuse(refusal);
     return refusal.then((refused) =>
-      refused === undefined
-        ? run(res, operation, ready, params, media)
-        : answer(res, operation, { errors: [refused] }, media),
+      refused === undefined ? run(res, operation, ready, params, media) : refuse(refused),
     );
   };
 

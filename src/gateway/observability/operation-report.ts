@@ -35,7 +35,7 @@ export interface OperationExtensions {
 export interface OperationReporter {
   /** The operation's span, when tracing is on. */
   start(operation: Operation): void;
-  /** Execution starts: the operation's type and name are known. */
+  /** The document passed validation: the operation's type and name are known. */
   executing(operation: Operation, document: DocumentNode, operationName: string | null | undefined): void;
   /** Adds the extensions, writes the log line and the metrics. Returns the result to send. */
   finish(operation: Operation, result: ExecutionResult): ExecutionResult;
@@ -48,7 +48,7 @@ function outcomeOf(operation: Operation, result: ExecutionResult): OperationOutc
   if (operation.cancelled) return 'cancelled';
   const errors = result.errors;
   if (errors === undefined || errors.length === 0) return 'ok';
-  if (!operation.executed) return 'invalid';
+  if (!operation.executed || operation.rejected) return 'invalid';
   const data = result.data;
   if (data == null) return 'error';
   // The model-backed root fields are nullable: some answered while others failed is a partial success.

@@ -17,6 +17,7 @@ import { context, trace } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import { type ErrorCode, UpstreamCallError } from '../errors.js';
 import type { Operation } from '../operation.js';
+import type { ModelCall } from '../operation-plan.js';
 import type {
   Dispatch,
   EndpointName,
@@ -51,9 +52,7 @@ export interface UpstreamObserverOptions {
   /** Undefined when tracing is off: then no tracer call is made at all. */
   tracer: Tracer | undefined;
   /** Told of every cost actually spent (the hourly budgets and the running mean per model). */
-  onSpent?:
-    | ((operation: Operation | undefined, endpoint: EndpointName, model: string | null, usd: number) => void)
-    | undefined;
+  onSpent?: ((operation: Operation | undefined, call: ModelCall, usd: number) => void) | undefined;
 }
 
 export interface UpstreamObserver {
@@ -142,11 +141,14 @@ export function createUpstreamObserver(options: UpstreamObserverOptions): Upstre
         if (usd > 0) {
           if (operation !== undefined) operation.costUsd += usd;
           metrics.recordGpuCost(request.upstream, answer.facts.model, usd);
-          options.onSpent?.(operation, answer.endpoint, answer.facts.model, usd);
+          if (request.pricing !== undefined) options.onSpent?.(operation, request.pricing, usd);
         }
       }
     }
     const failure = error instanceof UpstreamCallError ? error : undefined;
+    // Refused by the circuit breaker: no HTTP request went out, but operators count these too.
+    if (failure?.kind === 'circuit-open')
+      metrics.recordUpstreamCall(request.upstream, endpoint, null, 'circuit-open', 0);
     const status = answer?.statusCode ?? failure?.statusCode ?? null;
     const code = answer !== undefined ? undefined : (failure?.code ?? 'INTERNAL_SERVER_ERROR');
     if (operation !== undefined) {

@@ -3,7 +3,7 @@
  * budget is refused with BUDGET_EXCEEDED before any upstream call. The decision is cost-control.ts's,
  * shared with the fast path.
  */
-import type { DocumentNode } from 'graphql';
+import type { DocumentNode, GraphQLError } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { CostControl } from '../cost/cost-control.js';
 import type { Operation } from '../operation.js';
@@ -23,12 +23,16 @@ export function useCostControl(options: CostControlPluginOptions): Plugin {
       const variables = (args.variableValues ?? undefined) as Record<string, unknown> | undefined;
       const verdict = control.admit(operation, plan(args.document, args.operationName), variables);
       if (verdict === undefined) return;
+      const refuse = (refusal: GraphQLError) => {
+        operation.rejected = true;
+        setResultAndStopExecution({ errors: [refusal] });
+      };
       if (verdict instanceof Promise) {
         return verdict.then((refusal) => {
-          if (refusal !== undefined) setResultAndStopExecution({ errors: [refusal] });
+          if (refusal !== undefined) refuse(refusal);
         });
       }
-      setResultAndStopExecution({ errors: [verdict] });
+      refuse(verdict);
     },
   };
 }

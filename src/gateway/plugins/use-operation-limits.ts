@@ -16,6 +16,7 @@ import type { ASTVisitor, DocumentNode, GraphQLError, ValidationContext } from '
 import { createGraphQLError, type Plugin } from 'graphql-yoga';
 import type { GroupValues } from '../../shared/settings.js';
 import { gatewayError } from '../errors.js';
+import type { Operation } from '../operation.js';
 import type { OperationPlan } from '../operation-plan.js';
 import type { limitSettings } from '../settings.js';
 
@@ -105,6 +106,8 @@ export function useOperationLimits(options: OperationLimitsPluginOptions): Plugi
     onExecute({ args, setResultAndStopExecution }) {
       const calls = options.plan(args.document, args.operationName).calls;
       if (calls <= limits.maxUpstreamCalls) return;
+      const operation = (args.contextValue as { operation?: Operation }).operation;
+      if (operation !== undefined) operation.rejected = true;
       setResultAndStopExecution({
         errors: [
           gatewayError(

@@ -6,6 +6,7 @@
  */
 import type { UpstreamName } from '../errors.js';
 import type { Operation } from '../operation.js';
+import type { ModelCall } from '../operation-plan.js';
 
 export type EndpointName = 'check' | 'null-or-not' | 'pi' | 'inference' | 'health';
 export type ApiVersion = 'v1' | 'v2';
@@ -65,6 +66,8 @@ export interface UpstreamRequest<T = unknown> {
   cacheable?(value: T): boolean;
   /** The operation the call belongs to (its key, id, cancellation, deadline and report). */
   operation: Operation | undefined;
+  /** What the call asks for, as the cost estimate prices it (model calls only; not health). */
+  pricing?: ModelCall | undefined;
   /** 1 for the first attempt (set by the retry layer). */
   attempt?: number;
   /** This call's own per-attempt timeout (health probes); default: the upstream's UPSTREAM_TIMEOUT_MS. */

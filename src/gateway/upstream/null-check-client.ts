@@ -90,6 +90,7 @@ export function createNullCheckClient(dispatch: Dispatch): NullCheckClient {
         shareKey,
         cacheable: shareKey === undefined ? undefined : keepBoolean,
         operation,
+        pricing: { upstream: 'null-check', kind: 'check', model: request.model ?? 'null-x-4o' },
       });
       return answer.value;
     },

@@ -94,6 +94,12 @@ export function createPiDigitsClient(dispatch: Dispatch): PiDigitsClient {
         shareKey,
         cacheable: shareKey === undefined ? undefined : keepAll,
         operation,
+        pricing: {
+          upstream: 'pi-digits',
+          kind: 'pi',
+          model: request.model ?? 'pi-x-4o',
+          digits: request.digits ?? DEFAULT_PI_DIGITS,
+        },
       });
       return answer.value;
     },
@@ -116,7 +122,18 @@ export function createPiDigitsClient(dispatch: Dispatch): PiDigitsClient {
         facts: inferenceFacts,
         hints: { waiverSigned: request.liabilityWaiverSigned },
       };
-      const answer = await dispatch({ upstream: 'pi-digits', forms: { v1: form }, form, operation });
+      const answer = await dispatch({
+        upstream: 'pi-digits',
+        forms: { v1: form },
+        form,
+        operation,
+        pricing: {
+          upstream: 'pi-digits',
+          kind: 'inference',
+          model: request.model ?? 'pi-x-4o',
+          digits: request.desiredDigits,
+        },
+      });
       return answer.value;
     },
   };
