@@ -65,7 +65,13 @@ export function createUpstreamObserver(options: UpstreamObserverOptions): Upstre
     const outcome = error === undefined ? 'ok' : error.kind === 'cancelled' ? 'cancelled' : error.code;
     metrics.recordUpstreamCall(event.upstream, event.endpoint, event.statusCode, outcome, event.durationMs);
     if (error === undefined) return;
-    const quiet = error.kind === 'cancelled' || CALLER_CAUSED.has(error.code);
+    // A 404/410 the API-versions layer answers by switching versions is no failure of the upstream:
+    // that layer logs the switch (one warn line), this attempt goes to debug.
+    const retired =
+      request.mayBeRetired === true &&
+      error.kind === 'status' &&
+      (error.statusCode === 404 || error.statusCode === 410);
+    const quiet = error.kind === 'cancelled' || CALLER_CAUSED.has(error.code) || retired;
     const level = quiet ? 'debug' : 'warn';
     if (!logger.isLevelEnabled(level)) return;
     const apiKey = operation?.apiKey;

@@ -69,6 +69,12 @@ export interface UpstreamRequest<T = unknown> {
   timeoutMs?: number | undefined;
   /** Send no API key (health is not tier-dependent, and a caller's bad key must not make an upstream look down). */
   anonymous?: boolean | undefined;
+  /**
+   * Set by the API-versions layer when a 404/410 answer to this attempt would make it try the other
+   * version: such an answer is the expected sign of a retired endpoint, not upstream trouble, so the
+   * observer logs it at debug and the layer logs the switch once (contract §7: clients never notice).
+   */
+  mayBeRetired?: boolean | undefined;
 }
 
 /** Where an answer came from. */
@@ -83,6 +89,11 @@ export interface UpstreamAnswer<T = unknown> {
   facts: AnswerFacts;
   /** Present when the upstream marked the endpoint deprecated (RFC 9745 / RFC 8594 headers). */
   deprecation?: { sunset: string | null } | undefined;
+  /**
+   * Characters of the body the answer was decoded from (set by the transport): the response cache's
+   * size estimate for its store, whose byte bound would otherwise count every answer as 1 KiB.
+   */
+  bodyChars?: number | undefined;
 }
 
 export type Dispatch = <T>(request: UpstreamRequest<T>) => Promise<UpstreamAnswer<T>>;
