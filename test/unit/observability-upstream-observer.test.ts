@@ -223,7 +223,7 @@ describe('each HTTP attempt (onExchange)', () => {
 
   it('logs a 404/410 the API-versions layer may switch on at debug; other failures of such attempts at warn', () => {
     const { observer, lines } = setup();
-    const request = { ...requestOf(operationOf()), mayBeRetired: true };
+    const request = { ...requestOf(operationOf()), mayBeGone: true };
     observer.onExchange(exchange(request, { statusCode: 410, error: status(410) }));
     observer.onExchange(exchange(request, { statusCode: 404, error: status(404) }));
     expect(lines.map((l) => [l.level, l.upstreamStatus])).toEqual([

@@ -65,10 +65,10 @@ export function createUpstreamObserver(options: UpstreamObserverOptions): Upstre
     const outcome = error === undefined ? 'ok' : error.kind === 'cancelled' ? 'cancelled' : error.code;
     metrics.recordUpstreamCall(event.upstream, event.endpoint, event.statusCode, outcome, event.durationMs);
     if (error === undefined) return;
-    // A 404/410 the API-versions layer answers by switching versions is no failure of the upstream:
-    // that layer logs the switch (one warn line), this attempt goes to debug.
+    // A 404/410 its caller handles (a version switch, a missing OpenAPI document) is no failure of
+    // the upstream: the caller logs what it learnt, this attempt goes to debug.
     const retired =
-      request.mayBeRetired === true &&
+      request.mayBeGone === true &&
       error.kind === 'status' &&
       (error.statusCode === 404 || error.statusCode === 410);
     const quiet = error.kind === 'cancelled' || CALLER_CAUSED.has(error.code) || retired;

@@ -70,11 +70,12 @@ export interface UpstreamRequest<T = unknown> {
   /** Send no API key (health is not tier-dependent, and a caller's bad key must not make an upstream look down). */
   anonymous?: boolean | undefined;
   /**
-   * Set by the API-versions layer when a 404/410 answer to this attempt would make it try the other
-   * version: such an answer is the expected sign of a retired endpoint, not upstream trouble, so the
-   * observer logs it at debug and the layer logs the switch once (contract §7: clients never notice).
+   * A 404/410 answer is an outcome the caller handles, not upstream trouble: the API-versions layer
+   * then tries the other version (and logs a switch once), the start-up discovery reads a missing
+   * OpenAPI document as "v1". The observer logs such an answer at debug (contract §7: clients, and
+   * the log, never notice a migration).
    */
-  mayBeRetired?: boolean | undefined;
+  mayBeGone?: boolean | undefined;
 }
 
 /** Where an answer came from. */

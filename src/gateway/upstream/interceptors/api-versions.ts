@@ -81,15 +81,15 @@ export function createApiVersions(options: ApiVersionsOptions): ApiVersions {
     next: Dispatch,
     request: UpstreamRequest<T>,
     to: ApiVersion,
-    mayBeRetired = false,
+    mayBeGone = false,
   ): Promise<UpstreamAnswer<T>> => {
     const refusal = refuse?.(to);
     if (refusal !== undefined) return Promise.reject(refusal);
     const form = to === 'v2' ? request.forms.v2 : request.forms.v1;
     const sent =
-      form === request.form && !mayBeRetired
+      form === request.form && !mayBeGone
         ? request
-        : { ...request, form: form ?? request.forms.v1, mayBeRetired };
+        : { ...request, form: form ?? request.forms.v1, mayBeGone };
     return next(sent).then(observe);
   };
 
