@@ -47,7 +47,11 @@ describe('against the reference services', () => {
     const { four, opus, pi } = result.data as Record<string, { gpuCostUsd: number }>;
     const fields = [four, opus, pi].map((f) => f?.gpuCostUsd ?? Number.NaN);
     expect(fields.every((usd) => usd > 0)).toBe(true);
-    expect(costOf(result)).toEqual({ gpuCostUsd: round(fields.reduce((a, b) => a + b, 0)), upstreamCalls: 3, cacheHits: 0 });
+    expect(costOf(result)).toEqual({
+      gpuCostUsd: round(fields.reduce((a, b) => a + b, 0)),
+      upstreamCalls: 3,
+      cacheHits: 0,
+    });
     // The spec: opus costs about ten times 4o for the same accuracy.
     expect((opus?.gpuCostUsd ?? 0) / (four?.gpuCostUsd ?? 1)).toBeGreaterThan(5);
 
@@ -55,7 +59,10 @@ describe('against the reference services', () => {
     expect(line).toMatchObject({ costUsd: costOf(result).gpuCostUsd, upstreamCalls: 3, cacheHits: 0 });
     const after = await gateway.app.metrics.render();
     const delta = (labels: string) =>
-      round(series(after, 'gateway_gpu_cost_usd_total', labels) - series(before, 'gateway_gpu_cost_usd_total', labels));
+      round(
+        series(after, 'gateway_gpu_cost_usd_total', labels) -
+          series(before, 'gateway_gpu_cost_usd_total', labels),
+      );
     expect(delta('upstream="null-check",model="null-x-opus"')).toBe(opus?.gpuCostUsd);
     expect(delta('upstream="null-check",model="null-x-4o"')).toBe(four?.gpuCostUsd);
     expect(delta('upstream="pi-digits",model="pi-x-4o"')).toBe(pi?.gpuCostUsd);
@@ -127,15 +134,21 @@ describe('caps and budgets, against an upstream that counts its requests', () =>
     const gateway = await gatewayFor();
     try {
       upstream.resetRecords();
-      const result = await gql(gateway.url, '{ a: isNull(value: 1) { __typename } b: isNull(value: 2) { __typename } }', {
-        headers: { 'x-max-cost-usd': '0.005' },
-      });
+      const result = await gql(
+        gateway.url,
+        '{ a: isNull(value: 1) { __typename } b: isNull(value: 2) { __typename } }',
+        {
+          headers: { 'x-max-cost-usd': '0.005' },
+        },
+      );
       expect(codes(result)).toEqual(['BUDGET_EXCEEDED']);
       expect(result.errors?.[0]?.extensions).toMatchObject({ estimatedCostUsd: 0.0084, maxCostUsd: 0.005 });
       expect(result.data).toBeUndefined();
       expect(upstream.count()).toBe(0);
       // Under the cap it runs.
-      const ok = await gql(gateway.url, '{ isNull(value: 1) { __typename } }', { headers: { 'x-max-cost-usd': '0.005' } });
+      const ok = await gql(gateway.url, '{ isNull(value: 1) { __typename } }', {
+        headers: { 'x-max-cost-usd': '0.005' },
+      });
       expect(ok.errors).toBeUndefined();
       expect(upstream.count('POST', '/api/v1/check')).toBe(1);
     } finally {
@@ -149,7 +162,9 @@ describe('caps and budgets, against an upstream that counts its requests', () =>
       const gateway = await gatewayFor();
       try {
         upstream.resetRecords();
-        const result = await gql(gateway.url, '{ isNull(value: 1) { __typename } }', { headers: { 'x-max-cost-usd': value } });
+        const result = await gql(gateway.url, '{ isNull(value: 1) { __typename } }', {
+          headers: { 'x-max-cost-usd': value },
+        });
         expect(result.status).toBe(400);
         expect(codes(result)).toEqual(['BAD_USER_INPUT']);
         expect(upstream.count('POST', '/api/v1/check')).toBe(0);
@@ -164,7 +179,10 @@ describe('caps and budgets, against an upstream that counts its requests', () =>
     const gateway = await gatewayFor({ COST_BUDGET_USD_PER_HOUR: '0.01' }, () => clock);
     try {
       upstream.resetRecords();
-      const run = (i: number) => gql(gateway.url, '{ isNull(value: 1) { __typename } }', { headers: { 'x-api-key': `k${i < 100 ? '' : i}` } });
+      const run = (i: number) =>
+        gql(gateway.url, '{ isNull(value: 1) { __typename } }', {
+          headers: { 'x-api-key': `k${i < 100 ? '' : i}` },
+        });
       // 0.004 at 12:00, 12:10 and 12:20: each admitted while the hour's spend is below 0.01.
       for (const minute of [0, 10, 20]) {
         clock = Date.UTC(2026, 10, 23, 12, minute, 0);
@@ -204,10 +222,14 @@ describe('caps and budgets, against an upstream that counts its requests', () =>
         expect(result.errors).toBeUndefined();
         expect(costOf(result).gpuCostUsd).toBe(0);
       }
-      expect(logs.lines.filter((l) => l.msg === 'upstream reported an implausible cost; counted as 0')).toHaveLength(2);
+      expect(
+        logs.lines.filter((l) => l.msg === 'upstream reported an implausible cost; counted as 0'),
+      ).toHaveLength(2);
       // A negative cost did not give the 0.004 back: one more 0.004 and the budget of 0.006 is spent.
       expect((await gql(gateway.url, '{ isNull(value: 2) { __typename } }')).errors).toBeUndefined();
-      expect(codes(await gql(gateway.url, '{ isNull(value: 3) { __typename } }'))).toEqual(['BUDGET_EXCEEDED']);
+      expect(codes(await gql(gateway.url, '{ isNull(value: 3) { __typename } }'))).toEqual([
+        'BUDGET_EXCEEDED',
+      ]);
     } finally {
       await gateway.close();
     }
@@ -228,7 +250,9 @@ describe('caps and budgets, against an upstream that counts its requests', () =>
       );
       expect(result.data?.inference).toEqual({ cost: 'twelve doubloons', costUsd: null });
       expect(costOf(result)).toEqual({ gpuCostUsd: 0, upstreamCalls: 1, cacheHits: 0 });
-      expect(logs.lines.filter((l) => l.msg === 'upstream cost did not parse as US dollars; counted as 0')).toHaveLength(1);
+      expect(
+        logs.lines.filter((l) => l.msg === 'upstream cost did not parse as US dollars; counted as 0'),
+      ).toHaveLength(1);
     } finally {
       await gateway.close();
     }

@@ -1,26 +1,16 @@
 /**
- * Upstream faults seen through the whole gateway (createGateway on a real socket) in front of
- * scripted upstreams: what a GraphQL client gets, and what the upstream actually received.
- * The client-level details (backoff, jitter, probe sharing) are in upstream-resilience.test.ts.
+ * Upstream faults seen through the whole gateway (createApp on a real socket) in front of scripted
+ * upstreams: what a GraphQL client gets, what /health and /ready say, and what the upstream actually
+ * received. The client-level details (backoff, jitter, probe sharing) are in upstream-resilience.test.ts.
  */
 import { request as httpRequest } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createDigitEngine } from '../../src/digits/digit-engine.js';
 import { refusedUrl, type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
-import {
-  codes,
-  gql,
-  nullBody,
-  nullHealth,
-  piBody,
-  piHealth,
-  poll,
-  startTestGateway,
-  type TestGateway,
-  within,
-} from './resilience-helpers.js';
+import { startTestGateway, type TestGateway, type TestGatewayOptions } from '../support/gateway.js';
+import { codes, gql } from '../support/graphql-client.js';
+import { nullBody, nullHealth, piBody, piHealth } from '../support/upstream-bodies.js';
+import { until, within } from '../support/waits.js';
 
-const digits = createDigitEngine({ useWorker: false });
 let nullUp: ScriptedUpstream;
 let piUp: ScriptedUpstream;
 const gateways: TestGateway[] = [];
@@ -35,14 +25,15 @@ function scriptHealthy(): void {
   piUp.route('GET', '/api/v1/health', { body: piHealth });
 }
 
-async function gatewayOver(
-  options: Partial<Parameters<typeof startTestGateway>[0]> = {},
-): Promise<TestGateway> {
+async function gatewayOver(options: TestGatewayOptions = {}): Promise<TestGateway> {
   const gateway = await startTestGateway({
     nullBaseUrl: nullUp.url,
     piBaseUrl: piUp.url,
-    digits,
+    backoff: { baseMs: 5, capMs: 20 },
     ...options,
+    // v1 fixed: no /openapi.json read at start, so the upstreams see only what each test causes
+    // (versions have their own file).
+    env: { NULL_API_VERSION: 'v1', PI_API_VERSION: 'v1', ...options.env },
   });
   gateways.push(gateway);
   return gateway;
@@ -56,7 +47,6 @@ afterEach(async () => {
 });
 afterAll(async () => {
   await Promise.all([nullUp?.close(), piUp?.close()]);
-  await digits.close();
 });
 
 const BOTH = '{ isNull(value: null) { __typename } pi { __typename ... on ConstantDigits { digits } } }';
@@ -66,10 +56,9 @@ describe('liveness and readiness', () => {
   it('GET /health answers 200 without touching an upstream, even when both are down', async () => {
     scriptHealthy();
     const gateway = await gatewayOver({ nullBaseUrl: await refusedUrl(), piBaseUrl: await refusedUrl() });
-    const before = nullUp.count() + piUp.count();
     const response = await fetch(`${gateway.origin}/health`);
     expect(response.status).toBe(200);
-    expect(nullUp.count() + piUp.count()).toBe(before);
+    expect(nullUp.count() + piUp.count()).toBe(0);
   });
 
   it('GET /ready is 200 with closed breakers without calling the upstreams, and names no address', async () => {
@@ -93,7 +82,7 @@ describe('liveness and readiness', () => {
   it('with the breaker off, GET /ready probes the upstream health: 503 when one is unreachable', async () => {
     scriptHealthy();
     const down = await refusedUrl();
-    const gateway = await gatewayOver({ piBaseUrl: down, clientOptions: { breakerThreshold: 0 } });
+    const gateway = await gatewayOver({ piBaseUrl: down, env: { BREAKER_THRESHOLD: '0' } });
     const response = await fetch(`${gateway.origin}/ready`);
     const text = await response.text();
     expect(response.status).toBe(503);
@@ -106,25 +95,25 @@ describe('liveness and readiness', () => {
     });
     expect(text).not.toContain(down.replace('http://', ''));
     expect(nullUp.count('GET', '/api/v1/health')).toBe(1);
+    // The probe carries no caller key (there is none here) and no body.
+    expect(nullUp.requests[0]?.headers).not.toHaveProperty('authorization');
   });
 });
 
 describe('connection refused', () => {
-  it('fails fast with UPSTREAM_UNAVAILABLE (not a timeout), both fields, and the gateway keeps serving', async () => {
+  it('fails fast with UPSTREAM_UNAVAILABLE (not a timeout) on both fields, and the gateway keeps serving', async () => {
     const gateway = await gatewayOver({
       nullBaseUrl: await refusedUrl(),
       piBaseUrl: await refusedUrl(),
-      // A long timeout: a refused connection must not wait for it.
-      clientOptions: { timeoutMs: 10_000 },
+      // A long timeout and deadline: a refused connection must not wait for them.
+      env: { UPSTREAM_TIMEOUT_MS: '60000', OPERATION_DEADLINE_MS: '120000' },
     });
-    const started = performance.now();
-    const result = await gql(gateway.url, BOTH);
-    const elapsedMs = performance.now() - started;
+    const result = await within(gql(gateway.url, BOTH), 20_000);
+    if (typeof result === 'symbol') throw new Error('the refused calls waited for the timeout');
     expect(result.data).toEqual({ isNull: null, pi: null });
     expect(codes(result)).toEqual(['UPSTREAM_UNAVAILABLE', 'UPSTREAM_UNAVAILABLE']);
     expect(result.errors?.map((e) => e.extensions?.upstream).sort()).toEqual(['null-check', 'pi-digits']);
-    // Not a speed measurement: proof that the failure did not come from the 10 s timeout.
-    expect(elapsedMs).toBeLessThan(5_000);
+    for (const error of result.errors ?? []) expect(error.extensions).not.toHaveProperty('upstreamStatus');
     expect(result.text).not.toMatch(/127\.0\.0\.1|ECONNREFUSED/);
     expect((await gql(gateway.url, '{ __typename }')).data).toEqual({ __typename: 'Query' });
   });
@@ -134,7 +123,7 @@ describe('503 bursts and the circuit breaker', () => {
   it('opens after BREAKER_THRESHOLD failures (the upstream sees no more calls), shows it in health and /ready, and recovers by itself', async () => {
     scriptHealthy();
     const gateway = await gatewayOver({
-      clientOptions: { breakerThreshold: 3, retryMaxAttempts: 1, breakerHalfOpenAfterMs: 300 },
+      env: { BREAKER_THRESHOLD: '3', RETRY_MAX_ATTEMPTS: '1', BREAKER_HALF_OPEN_AFTER_MS: '300' },
     });
     // The null-check service goes down: every call and its health answer 503.
     nullUp.route('POST', '/api/v1/check', { status: 503, headers: { 'retry-after': '1' } });
@@ -184,7 +173,7 @@ describe('503 bursts and the circuit breaker', () => {
     // its health, close the circuit and go through.
     nullUp.route('POST', '/api/v1/check', { body: nullBody() });
     nullUp.route('GET', '/api/v1/health', { body: nullHealth });
-    const recovered = await poll(async () => {
+    const recovered = await until(async () => {
       const result = await gql(gateway.url, '{ isNull(value: null) { __typename } }');
       return result.data?.isNull?.__typename === 'NullVerdict';
     });
@@ -197,25 +186,26 @@ describe('503 bursts and the circuit breaker', () => {
       nullCheck: { reachable: true, breaker: 'closed' },
     });
     // /ready reuses a failed probe for up to a second: poll (bounded) until it has looked again.
-    const ready = await poll(async () => (await fetch(`${gateway.origin}/ready`)).status === 200);
-    expect(ready).toBe(true);
+    expect(await until(async () => (await fetch(`${gateway.origin}/ready`)).status === 200)).toBe(true);
   });
 
   it('a short 503 burst on an idempotent call is absorbed by retries: the client sees the answer', async () => {
     scriptHealthy();
-    const gateway = await gatewayOver({ clientOptions: { retryMaxAttempts: 3, backoffBaseMs: 10 } });
+    const gateway = await gatewayOver({ env: { RETRY_MAX_ATTEMPTS: '3' } });
     piUp.route('GET', '/api/v1/pi', [{ status: 503 }, { status: 503 }, { body: piBody() }]);
     const result = await gql(gateway.url, '{ pi { __typename } }');
     expect(result.errors).toBeUndefined();
     expect(result.data).toEqual({ pi: { __typename: 'PiDigits' } });
     expect(piUp.count('GET', '/api/v1/pi')).toBe(3);
+    // Every answered attempt counts (contract §8).
+    expect(result.extensions?.cost).toMatchObject({ upstreamCalls: 3 });
   });
 });
 
 describe('slow and hanging upstreams', () => {
   it('a hanging upstream is UPSTREAM_TIMEOUT, and the gateway closes that upstream socket', async () => {
     scriptHealthy();
-    const gateway = await gatewayOver({ clientOptions: { timeoutMs: 300, retryMaxAttempts: 3 } });
+    const gateway = await gatewayOver({ env: { UPSTREAM_TIMEOUT_MS: '300', RETRY_MAX_ATTEMPTS: '3' } });
     nullUp.route('POST', '/api/v1/check', { hang: true });
     const result = await gql(gateway.url, BOTH);
     expect(result.data?.isNull).toBeNull();
@@ -226,14 +216,24 @@ describe('slow and hanging upstreams', () => {
     });
     // Timeouts are not retried (a hanging upstream would eat the deadline again).
     expect(nullUp.count('POST', '/api/v1/check')).toBe(1);
-    expect(await within(nullUp.requests[0]?.ended ?? Promise.resolve('none'), 5_000, 'still open')).toBe(
-      'client-closed',
-    );
+    expect(await within(nullUp.requests[0]?.ended ?? Promise.resolve('none'), 5_000)).toBe('client-closed');
+  });
+
+  it('the operation deadline (OPERATION_DEADLINE_MS) ends a hanging call before its own timeout', async () => {
+    scriptHealthy();
+    const gateway = await gatewayOver({
+      env: { UPSTREAM_TIMEOUT_MS: '60000', OPERATION_DEADLINE_MS: '300' },
+    });
+    nullUp.route('POST', '/api/v1/check', { hang: true });
+    const result = await within(gql(gateway.url, '{ isNull(value: 1) { __typename } }'), 20_000);
+    if (typeof result === 'symbol') throw new Error('the deadline did not end the call');
+    expect(codes(result)).toEqual(['UPSTREAM_TIMEOUT']);
+    expect(result.errors?.[0]?.message).toContain('deadline');
   });
 
   it('a slow upstream within the timeout answers normally', async () => {
     scriptHealthy();
-    const gateway = await gatewayOver({ clientOptions: { timeoutMs: 5_000 } });
+    const gateway = await gatewayOver({ env: { UPSTREAM_TIMEOUT_MS: '5000' } });
     nullUp.route('POST', '/api/v1/check', { delayMs: 200, bodyDelayMs: 100, body: nullBody() });
     const result = await gql(
       gateway.url,
@@ -271,25 +271,53 @@ describe('429 with Retry-After', () => {
 });
 
 describe('client disconnect', () => {
-  it('aborts the upstream request: the scripted upstream sees its socket close', async () => {
-    scriptHealthy();
-    const gateway = await gatewayOver({ clientOptions: { timeoutMs: 20_000 } });
-    nullUp.route('POST', '/api/v1/check', { hang: true });
+  /** Sends an isNull operation over a raw socket and destroys it once the upstream has the call. */
+  async function disconnectMidCall(gateway: TestGateway, accept: string | undefined): Promise<unknown> {
     const body = JSON.stringify({ query: '{ isNull(value: 1) { __typename } }' });
-    const request = httpRequest(`${gateway.url}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
-    });
+    const headers: Record<string, string | number> = {
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(body),
+    };
+    if (accept !== undefined) headers.accept = accept;
+    const request = httpRequest(gateway.url, { method: 'POST', headers });
     request.on('error', () => {}); // the abort below errors the request: expected
     request.end(body);
 
-    expect(await poll(async () => nullUp.count('POST', '/api/v1/check') === 1)).toBe(true);
+    expect(await until(() => nullUp.count('POST', '/api/v1/check') === 1)).toBe(true);
     const recorded = nullUp.requests.find((r) => r.path === '/api/v1/check');
     request.destroy();
     // Well within the 20 s upstream timeout: only the client going away can end it this soon.
-    expect(await within(recorded?.ended ?? Promise.resolve('none'), 5_000, 'still open')).toBe(
-      'client-closed',
-    );
+    return within(recorded?.ended ?? Promise.resolve('none'), 5_000);
+  }
+
+  it('on the fast path, aborts the upstream request: the scripted upstream sees its socket close', async () => {
+    scriptHealthy();
+    const gateway = await gatewayOver({ env: { UPSTREAM_TIMEOUT_MS: '20000' } });
+    // The fast path serves an Accept value it has seen Yoga answer once.
+    expect((await gql(gateway.url, '{ __typename }', { accept: 'application/json' })).status).toBe(200);
+    nullUp.route('POST', '/api/v1/check', { hang: true });
+    const before = { ...gateway.app.fastPath.served };
+    expect(await disconnectMidCall(gateway, 'application/json')).toBe('client-closed');
+    expect(gateway.app.fastPath.served.fast).toBe(before.fast + 1);
     expect((await gql(gateway.url, '{ __typename }')).data).toEqual({ __typename: 'Query' });
+  });
+
+  it('handed over to Yoga (an Accept value not seen yet), aborts the upstream request too', async () => {
+    // Regression: the Request the fast path built for Yoga had no signal, so the call ran on.
+    scriptHealthy();
+    const gateway = await gatewayOver({ env: { UPSTREAM_TIMEOUT_MS: '20000' } });
+    nullUp.route('POST', '/api/v1/check', { hang: true });
+    const before = { ...gateway.app.fastPath.served };
+    expect(await disconnectMidCall(gateway, undefined)).toBe('client-closed');
+    expect(gateway.app.fastPath.served.handedOver).toBe(before.handedOver + 1);
+    expect((await gql(gateway.url, '{ __typename }')).data).toEqual({ __typename: 'Query' });
+  });
+
+  it('with HTTP_FAST_PATH=false (Yoga only), aborts the upstream request', async () => {
+    scriptHealthy();
+    const gateway = await gatewayOver({ env: { UPSTREAM_TIMEOUT_MS: '20000', HTTP_FAST_PATH: 'false' } });
+    nullUp.route('POST', '/api/v1/check', { hang: true });
+    expect(await disconnectMidCall(gateway, 'application/json')).toBe('client-closed');
+    expect(gateway.app.fastPath.served).toEqual({ fast: 0, handedOver: 0 });
   });
 });

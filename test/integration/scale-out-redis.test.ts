@@ -24,7 +24,8 @@ let redis: RedisServer;
 let upstream: ScriptedUpstream;
 const processes: GatewayProcess[] = [];
 
-const IS_NULL = 'query IsNull($value: JSON) { isNull(value: $value) { __typename ... on NullVerdict { isNull } } }';
+const IS_NULL =
+  'query IsNull($value: JSON) { isNull(value: $value) { __typename ... on NullVerdict { isNull } } }';
 
 beforeAll(async () => {
   if (skip) return;
@@ -73,7 +74,10 @@ describe.skipIf(skip)('two replicas on one Redis', () => {
     upstream.resetRecords();
     const first = await gql(a.url, IS_NULL, { variables: { value: 'shared-cache' } });
     expect(first.errors).toBeUndefined();
-    expect(first.extensions).toMatchObject({ cache: { hits: 0, misses: 1 }, cost: { gpuCostUsd: CHECK_USD } });
+    expect(first.extensions).toMatchObject({
+      cache: { hits: 0, misses: 1 },
+      cost: { gpuCostUsd: CHECK_USD },
+    });
     const second = await gql(b.url, IS_NULL, { variables: { value: 'shared-cache' } });
     expect(second.data).toEqual(first.data);
     expect(second.extensions).toMatchObject({
@@ -117,7 +121,13 @@ describe.skipIf(skip)('two replicas on one Redis', () => {
     expect(a.lines.filter((l) => l.msg === 'redis unavailable; using in-memory state')).toHaveLength(1);
 
     await redis.restart();
-    expect(await until(async () => (await ready(a)).redis === 'redis' && (await ready(b)).redis === 'redis', 200, 50)).toBe(true);
+    expect(
+      await until(
+        async () => (await ready(a)).redis === 'redis' && (await ready(b)).redis === 'redis',
+        200,
+        50,
+      ),
+    ).toBe(true);
     expect(a.lines.filter((l) => l.msg === 'redis back; sharing state again')).toHaveLength(1);
     upstream.resetRecords();
     await gql(a.url, IS_NULL, { variables: { value: 'after-restart' } });
@@ -142,7 +152,10 @@ describe.skipIf(skip)('the hourly budget is one budget across replicas', () => {
     expect(refused.errors?.[0]?.extensions?.retryAfterSeconds).toBeGreaterThan(3000);
     expect(checks()).toBe(3);
     // Another key has a budget of its own.
-    const other = await gql(b.url, IS_NULL, { variables: { value: 'spend-4' }, headers: { 'x-api-key': 'other' } });
+    const other = await gql(b.url, IS_NULL, {
+      variables: { value: 'spend-4' },
+      headers: { 'x-api-key': 'other' },
+    });
     expect(other.errors).toBeUndefined();
   });
 });

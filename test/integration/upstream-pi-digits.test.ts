@@ -1,10 +1,17 @@
+/**
+ * The pi-digits client over the whole upstream stack in front of a scripted upstream: GET /pi and
+ * POST /inference on the wire, answers, statuses and the health probe. One attempt, no breaker, v1
+ * fixed: mapping only (resilience and versions have their own files). The size cap is a transport
+ * option the settings do not expose, so it is tested on the transport itself.
+ */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import {
-  createUpstreamClients,
-  type HttpUpstreamClients,
-} from '../../src/gateway/upstream/create-upstream-clients.js';
-import { UpstreamError } from '../../src/gateway/upstream/errors.js';
+import { UpstreamCallError } from '../../src/gateway/errors.js';
+import type { HttpForm } from '../../src/gateway/upstream/dispatch.js';
+import { parsePiResponse } from '../../src/gateway/upstream/response-schemas.js';
+import { createTransport } from '../../src/gateway/upstream/transport.js';
+import type { PiResponse } from '../../src/gateway/upstream/types.js';
 import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
+import { createTestClients, type TestClients, testOperation } from '../support/clients.js';
 
 const PI = '/api/v1/pi';
 const INFERENCE = '/api/v1/inference';
@@ -28,19 +35,29 @@ const inferenceBody = {
   cost: '$1,234.50',
 };
 
-let up: ScriptedUpstream;
-let clients: HttpUpstreamClients;
+const MAPPING_ENV = {
+  RETRY_MAX_ATTEMPTS: '1',
+  BREAKER_THRESHOLD: '0',
+  UPSTREAM_TIMEOUT_MS: '2000',
+  NULL_API_VERSION: 'v1',
+  PI_API_VERSION: 'v1',
+};
 
-async function failure(promise: Promise<unknown>): Promise<UpstreamError> {
+let up: ScriptedUpstream;
+let clients: TestClients;
+
+const withKey = (requestId = 'test-request') => testOperation({ apiKey: KEY, requestId });
+
+async function failure(promise: Promise<unknown>): Promise<UpstreamCallError> {
   const error = await promise.then(
     () => undefined,
     (e: unknown) => e,
   );
-  expect(error).toBeInstanceOf(UpstreamError);
-  return error as UpstreamError;
+  expect(error).toBeInstanceOf(UpstreamCallError);
+  return error as UpstreamCallError;
 }
 
-function expectClientSafe(error: UpstreamError, rawBody?: string): void {
+function expectClientSafe(error: UpstreamCallError, rawBody?: string): void {
   expect(error.message).not.toContain('127.0.0.1');
   expect(error.message).not.toContain(String(up.port));
   expect(error.message).not.toContain(KEY);
@@ -49,19 +66,12 @@ function expectClientSafe(error: UpstreamError, rawBody?: string): void {
 
 beforeAll(async () => {
   up = await startScriptedUpstream();
-  clients = createUpstreamClients({
-    nullBaseUrl: up.url,
-    piBaseUrl: up.url,
-    retryMaxAttempts: 1,
-    breakerThreshold: 0,
-    timeoutMs: 2000,
-    maxResponseBytes: 4 * 1024 * 1024,
-  });
+  clients = createTestClients({ nullBaseUrl: up.url, piBaseUrl: up.url, env: MAPPING_ENV });
 });
 
 afterAll(async () => {
-  await clients.close();
-  await up.close();
+  await clients?.close();
+  await up?.close();
 });
 
 beforeEach(() => {
@@ -69,10 +79,13 @@ beforeEach(() => {
 });
 
 describe('GET /pi', () => {
-  it('sends only the given query parameters', async () => {
+  it('sends only the given query parameters, and no body', async () => {
     up.route('GET', PI, { body: piBody });
-    await clients.piDigits.pi({});
-    await clients.piDigits.pi({ digits: 0, model: 'pi-x-mini', temperature: 0.5, sponsored: false });
+    await clients.piDigits.pi({}, testOperation());
+    await clients.piDigits.pi(
+      { digits: 0, model: 'pi-x-mini', temperature: 0.5, sponsored: false },
+      testOperation(),
+    );
     expect(up.requests[0]?.query).toEqual({});
     expect(up.requests[1]?.query).toEqual({
       digits: '0',
@@ -81,18 +94,21 @@ describe('GET /pi', () => {
       sponsored: 'false',
     });
     expect(up.requests[1]?.rawBody).toBe('');
+    expect(up.requests[1]?.headers).not.toHaveProperty('content-type');
   });
 
-  it('maps the answer, with no marker when none is sent and an unknown model kept', async () => {
+  it('maps the answer, with no marker when none is sent and an unknown model kept; forwards key and id', async () => {
     up.route('GET', PI, { body: { ...piBody, model: 'pi-x-quantum', extra: [1, 2, 3] } });
-    const result = await clients.piDigits.pi({ digits: 5 }, { apiKey: KEY, requestId: 'rq-9' });
+    const result = await clients.piDigits.pi({ digits: 5 }, withKey('rq-9'));
     expect(result).toMatchObject({
       digits: '3.14159',
       precision: 5,
+      confidence: 0.99,
       model: 'pi-x-quantum',
       inferenceTimeMs: 40,
       gpuCostUsd: 0.3,
       sponsoredBy: 'PiCorp',
+      disclaimer: 'Digits may differ from actual pi.',
       constantMarker: null,
     });
     expect(up.requests[0]?.headers.authorization).toBe(`Bearer ${KEY}`);
@@ -101,7 +117,7 @@ describe('GET /pi', () => {
 
   it('reads an e marker', async () => {
     up.route('GET', PI, { body: { ...piBody, digits: '2.71828', constant: 'e' } });
-    const result = await clients.piDigits.pi({ digits: 5, temperature: 1 });
+    const result = await clients.piDigits.pi({ digits: 5, temperature: 1 }, testOperation());
     expect(result.constantMarker).toBe('e');
     expect(result.digits).toBe('2.71828');
   });
@@ -109,17 +125,9 @@ describe('GET /pi', () => {
   it('carries a body of a million digits', async () => {
     const digits = `3.${'1'.repeat(1_000_000)}`;
     up.route('GET', PI, { body: { ...piBody, digits, precision: 1_000_000 } });
-    const result = await clients.piDigits.pi({ digits: 1_000_000 });
+    const result = await clients.piDigits.pi({ digits: 1_000_000 }, testOperation());
     expect(result.digits.length).toBe(1_000_002);
     expect(result.precision).toBe(1_000_000);
-  });
-
-  it('refuses a body over the size cap with UPSTREAM_BAD_RESPONSE', async () => {
-    const digits = `3.${'1'.repeat(5 * 1024 * 1024)}`;
-    up.route('GET', PI, { body: { ...piBody, digits } });
-    const error = await failure(clients.piDigits.pi({ digits: 5 }));
-    expect(error.code).toBe('UPSTREAM_BAD_RESPONSE');
-    expect(error.message).toContain('too large');
   });
 
   it.each([
@@ -127,9 +135,9 @@ describe('GET /pi', () => {
     ['numeric digits', { ...piBody, digits: 3.14 }],
     ['a string precision', { ...piBody, precision: '5' }],
     ['a missing confidence', { ...piBody, confidence: undefined }],
-  ])('rejects %s', async (_name, body) => {
+  ])('rejects %s with UPSTREAM_BAD_RESPONSE', async (_name, body) => {
     up.route('GET', PI, { body });
-    const error = await failure(clients.piDigits.pi({ digits: 5 }));
+    const error = await failure(clients.piDigits.pi({ digits: 5 }, testOperation()));
     expect(error.code).toBe('UPSTREAM_BAD_RESPONSE');
     expect(error.upstream).toBe('pi-digits');
   });
@@ -138,24 +146,66 @@ describe('GET /pi', () => {
     ['HTML', { html: '<!doctype html><title>Oops</title>' }],
     ['truncated', { body: piBody, truncate: true }],
     ['not JSON', { body: '3.14159' }],
-  ])('rejects a %s body', async (_name, script) => {
+  ])('rejects a %s body with UPSTREAM_BAD_RESPONSE', async (_name, script) => {
     up.route('GET', PI, script);
-    const error = await failure(clients.piDigits.pi({ digits: 5 }, { apiKey: KEY }));
+    const error = await failure(clients.piDigits.pi({ digits: 5 }, withKey()));
     expect(error.code).toBe('UPSTREAM_BAD_RESPONSE');
     expectClientSafe(error);
+  });
+});
+
+describe('the response size cap (transport)', () => {
+  const form: HttpForm<PiResponse> = {
+    endpoint: 'pi',
+    version: 'v1',
+    method: 'GET',
+    path: PI,
+    retry: 'none',
+    decode: parsePiResponse,
+    facts: () => ({ costUsd: null, sponsor: null, model: null }),
+  };
+
+  it('refuses a body over maxResponseBytes with UPSTREAM_BAD_RESPONSE, and keeps one under it', async () => {
+    const transport = createTransport({
+      upstream: 'pi-digits',
+      baseUrl: up.url,
+      maxResponseBytes: 64 * 1024,
+    });
+    try {
+      const request = {
+        upstream: 'pi-digits' as const,
+        forms: { v1: form },
+        form,
+        operation: testOperation(),
+      };
+      up.route('GET', PI, { body: { ...piBody, digits: `3.${'1'.repeat(128 * 1024)}` } });
+      const error = await failure(transport.dispatch(request));
+      expect(error.code).toBe('UPSTREAM_BAD_RESPONSE');
+      expect(error.message).toContain('too large');
+
+      up.route('GET', PI, { body: { ...piBody, digits: `3.${'1'.repeat(32 * 1024)}` } });
+      const answer = await transport.dispatch(request);
+      expect(answer.value.digits.length).toBe(32 * 1024 + 2);
+      expect(answer).toMatchObject({ source: 'upstream', endpoint: 'pi', statusCode: 200 });
+    } finally {
+      await transport.close();
+    }
   });
 });
 
 describe('POST /inference', () => {
   it('sends the snake_case body and maps the answer', async () => {
     up.route('POST', INFERENCE, { body: inferenceBody });
-    const result = await clients.piDigits.inference({
-      desiredDigits: 10,
-      model: 'pi-x-4o',
-      temperature: 0,
-      useChainOfThought: true,
-      liabilityWaiverSigned: true,
-    });
+    const result = await clients.piDigits.inference(
+      {
+        desiredDigits: 10,
+        model: 'pi-x-4o',
+        temperature: 0,
+        useChainOfThought: true,
+        liabilityWaiverSigned: true,
+      },
+      testOperation(),
+    );
     expect(up.requests[0]?.body).toEqual({
       desired_digits: 10,
       model: 'pi-x-4o',
@@ -163,6 +213,7 @@ describe('POST /inference', () => {
       use_chain_of_thought: true,
       liability_waiver_signed: true,
     });
+    expect(up.requests[0]?.headers['content-type']).toBe('application/json');
     expect(result).toMatchObject({
       digits: '3.1415926535',
       chainOfThought: 'Circles are round, therefore 3.14...',
@@ -179,10 +230,29 @@ describe('POST /inference', () => {
     up.route('POST', INFERENCE, {
       body: { ...inferenceBody, cost: 'one arm and one leg', chain_of_thought: null },
     });
-    const result = await clients.piDigits.inference({ desiredDigits: 10, liabilityWaiverSigned: true });
+    const result = await clients.piDigits.inference(
+      { desiredDigits: 10, liabilityWaiverSigned: true },
+      testOperation(),
+    );
     expect(result.cost).toBe('one arm and one leg');
     expect(result.costUsd).toBeNull();
     expect(result.chainOfThought).toBeNull();
+  });
+
+  it('is never shared: two identical inferences in flight are two upstream calls', async () => {
+    up.route('POST', INFERENCE, { delayMs: 50, body: inferenceBody });
+    const operation = testOperation();
+    await Promise.all([
+      clients.piDigits.inference(
+        { desiredDigits: 3, temperature: 0, liabilityWaiverSigned: true },
+        operation,
+      ),
+      clients.piDigits.inference(
+        { desiredDigits: 3, temperature: 0, liabilityWaiverSigned: true },
+        operation,
+      ),
+    ]);
+    expect(up.count('POST', INFERENCE)).toBe(2);
   });
 });
 
@@ -210,12 +280,13 @@ describe('error statuses', () => {
     up.route(endpoint === 'pi' ? 'GET' : 'POST', endpoint === 'pi' ? PI : INFERENCE, { status, body });
     const call =
       endpoint === 'pi'
-        ? clients.piDigits.pi({ digits: 4 }, { apiKey: KEY })
-        : clients.piDigits.inference({ desiredDigits: 4, liabilityWaiverSigned: true }, { apiKey: KEY });
+        ? clients.piDigits.pi({ digits: 4 }, withKey())
+        : clients.piDigits.inference({ desiredDigits: 4, liabilityWaiverSigned: true }, withKey());
     const error = await failure(call);
     expect(error.code).toBe(code);
     expect(error.upstream).toBe('pi-digits');
     expect(error.statusCode).toBe(status);
+    expect(error.toExtensions()).toMatchObject({ code, upstream: 'pi-digits', upstreamStatus: status });
     expect(error.body).toBe(body.replaceAll(KEY, '[redacted]'));
     expectClientSafe(error, body);
     expect(error.message).not.toContain('10.2.3.4');
@@ -224,29 +295,43 @@ describe('error statuses', () => {
   it('maps a 400 without an error code to WAIVER_REQUIRED when the waiver was not signed', async () => {
     up.route('POST', INFERENCE, { status: 400, body: 'waiver missing' });
     const error = await failure(
-      clients.piDigits.inference({ desiredDigits: 4, liabilityWaiverSigned: false }),
+      clients.piDigits.inference({ desiredDigits: 4, liabilityWaiverSigned: false }, testOperation()),
     );
     expect(error.code).toBe('WAIVER_REQUIRED');
+    expect(up.requests[0]?.body).toMatchObject({ liability_waiver_signed: false });
+  });
+
+  it('maps a 400 without an error code to BAD_USER_INPUT when the waiver was signed', async () => {
+    up.route('POST', INFERENCE, { status: 400, body: 'something else' });
+    const error = await failure(
+      clients.piDigits.inference({ desiredDigits: 4, liabilityWaiverSigned: true }, testOperation()),
+    );
+    expect(error.code).toBe('BAD_USER_INPUT');
   });
 });
 
 describe('health', () => {
-  it('reports every field of the health body', async () => {
+  it('reports every field of the health body, without the key', async () => {
     up.route('GET', '/api/v1/health', {
       body: { status: 'ok', pi_available: true, gpu_cluster: 'melting', monthly_burn_rate: '$3.14M' },
     });
-    const probe = await clients.piDigits.health();
+    const probe = await clients.health.piDigits(withKey());
     expect(probe).toMatchObject({
       reachable: true,
       statusCode: 200,
       error: null,
+      breaker: 'disabled',
+      apiVersion: 'v1',
+      deprecated: false,
+      sunset: null,
       body: { status: 'ok', piAvailable: true, gpuCluster: 'melting', monthlyBurnRate: '$3.14M' },
     });
+    expect(up.requests[0]?.headers).not.toHaveProperty('authorization');
   });
 
   it('reports a missing field as an error with no body', async () => {
     up.route('GET', '/api/v1/health', { body: { status: 'ok', pi_available: true } });
-    const probe = await clients.piDigits.health();
+    const probe = await clients.health.piDigits();
     expect(probe).toMatchObject({ reachable: true, body: null });
     expect(probe.error).toContain('gpu_cluster');
   });

@@ -20,7 +20,10 @@ export interface GatewayProcess {
 }
 
 /** Starts `src/main.ts` on a free port (PORT=0) with `env`; resolves once it listens. */
-export async function startGatewayProcess(env: Record<string, string>, startMs = 60_000): Promise<GatewayProcess> {
+export async function startGatewayProcess(
+  env: Record<string, string>,
+  startMs = 60_000,
+): Promise<GatewayProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: ROOT,
     env: { ...process.env, NODE_ENV: 'test', PORT: '0', HOST: '127.0.0.1', LOG_FORMAT: 'json', ...env },

@@ -125,7 +125,11 @@ describe('cost model: the table until observations, then the running mean of obs
 
   it('tracks a bounded number of models (model names come from requests)', () => {
     const model = createCostModel();
-    const madeUp = (i: number): ModelCall => ({ upstream: 'null-check', kind: 'check', model: `made-up-${i}` });
+    const madeUp = (i: number): ModelCall => ({
+      upstream: 'null-check',
+      kind: 'check',
+      model: `made-up-${i}`,
+    });
     for (let i = 0; i < 100; i++) model.observe(madeUp(i), listPrice(madeUp(i)) * 2);
     const mini: ModelCall = { upstream: 'null-check', kind: 'check', model: 'null-x-mini' };
     model.observe(mini, 0.5);
@@ -387,7 +391,11 @@ describe('cost control: admit and spent', () => {
       onRefusal: (r) => refusals.push(r),
     });
     expect(await control.admit(operation(undefined, 'sk-a'), plan(PI), undefined)).toBeUndefined();
-    control.spent(operation(undefined, 'sk-a'), { upstream: 'pi-digits', kind: 'pi', model: 'pi-x-4o', digits: 3 }, 0.02);
+    control.spent(
+      operation(undefined, 'sk-a'),
+      { upstream: 'pi-digits', kind: 'pi', model: 'pi-x-4o', digits: 3 },
+      0.02,
+    );
     now += 30_000;
     const refused = (await control.admit(operation(undefined, 'sk-a'), plan(PI), undefined)) as GraphQLError;
     expect(refused.extensions).toMatchObject({

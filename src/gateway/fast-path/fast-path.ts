@@ -189,16 +189,19 @@ export function createFastPath(options: FastPathOptions): FastPath {
       if (value === undefined) continue;
       for (const v of Array.isArray(value) ? value : [value]) headers.push([name, v]);
     }
-    // The client going away aborts the request, as Yoga's own node adapter does.
-    const controller = new AbortController();
+    // A Request built here has no signal of its own, so a client that went away would not cancel
+    // the operation's upstream calls (useOperation listens to request.signal): abort it ourselves,
+    // as the fast path and Yoga's own node adapter do. Only on this slow path: the cost is one
+    // AbortController per handed-over request.
+    const gone = new AbortController();
     res.once('close', () => {
-      if (!res.writableFinished) controller.abort();
+      if (!res.writableFinished) gone.abort(new Error('client went away'));
     });
     const request = new yoga.fetchAPI.Request(`http://${req.headers.host}${req.url}`, {
       method: 'POST',
       headers,
-      signal: controller.signal,
       body: new Uint8Array(body.buffer, body.byteOffset, body.byteLength) as Uint8Array<ArrayBuffer>,
+      signal: gone.signal,
     });
     const response = await yoga.handleRequest(request, { req, res });
     const type = response.headers.get('content-type')?.split(';', 1)[0];

@@ -70,7 +70,13 @@ export function createUpstreamObserver(options: UpstreamObserverOptions): Upstre
     const outcome = error === undefined ? 'ok' : error.kind === 'cancelled' ? 'cancelled' : error.code;
     metrics.recordUpstreamCall(event.upstream, event.endpoint, event.statusCode, outcome, event.durationMs);
     if (error === undefined) return;
-    const quiet = error.kind === 'cancelled' || CALLER_CAUSED.has(error.code);
+    // A 404/410 its caller handles (a version switch, a missing OpenAPI document) is no failure of
+    // the upstream: the caller logs what it learnt, this attempt goes to debug.
+    const retired =
+      request.mayBeGone === true &&
+      error.kind === 'status' &&
+      (error.statusCode === 404 || error.statusCode === 410);
+    const quiet = error.kind === 'cancelled' || CALLER_CAUSED.has(error.code) || retired;
     const level = quiet ? 'debug' : 'warn';
     if (!logger.isLevelEnabled(level)) return;
     const apiKey = operation?.apiKey;

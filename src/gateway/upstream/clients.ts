@@ -10,7 +10,7 @@
  */
 import type { Logger } from 'pino';
 import type { GroupValues } from '../../shared/settings.js';
-import type { UpstreamName } from '../errors.js';
+import { UpstreamCallError, type UpstreamName } from '../errors.js';
 import type { GatewayMetrics } from '../observability/metrics.js';
 import type { UpstreamObserver } from '../observability/upstream-observer.js';
 import type { Operation } from '../operation.js';
@@ -182,7 +182,21 @@ export function createUpstreamClients(options: UpstreamClientsOptions): Upstream
           operation: undefined,
           anonymous: true,
           timeoutMs: upstreams.healthTimeoutMs,
-        }).then((answer) => answer.value),
+          mayBeGone: true,
+        }).then(
+          (answer) => answer.value,
+          // No document (404/410) is an answer: v1. As a rejection it was retried every 30 s forever,
+          // each time with a warn line, for any upstream that publishes no /openapi.json.
+          (error: unknown) => {
+            if (
+              error instanceof UpstreamCallError &&
+              error.kind === 'status' &&
+              (error.statusCode === 404 || error.statusCode === 410)
+            )
+              return undefined;
+            throw error;
+          },
+        ),
     }),
   );
   const piStack = stack(

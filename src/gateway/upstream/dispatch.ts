@@ -74,6 +74,13 @@ export interface UpstreamRequest<T = unknown> {
   timeoutMs?: number | undefined;
   /** Send no API key (health is not tier-dependent, and a caller's bad key must not make an upstream look down). */
   anonymous?: boolean | undefined;
+  /**
+   * A 404/410 answer is an outcome the caller handles, not upstream trouble: the API-versions layer
+   * then tries the other version (and logs a switch once), the start-up discovery reads a missing
+   * OpenAPI document as "v1". The observer logs such an answer at debug (contract §7: clients, and
+   * the log, never notice a migration).
+   */
+  mayBeGone?: boolean | undefined;
 }
 
 /** Where an answer came from. */
@@ -88,6 +95,11 @@ export interface UpstreamAnswer<T = unknown> {
   facts: AnswerFacts;
   /** Present when the upstream marked the endpoint deprecated (RFC 9745 / RFC 8594 headers). */
   deprecation?: { sunset: string | null } | undefined;
+  /**
+   * Characters of the body the answer was decoded from (set by the transport): the response cache's
+   * size estimate for its store, whose byte bound would otherwise count every answer as 1 KiB.
+   */
+  bodyChars?: number | undefined;
 }
 
 export type Dispatch = <T>(request: UpstreamRequest<T>) => Promise<UpstreamAnswer<T>>;

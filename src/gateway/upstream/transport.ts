@@ -268,6 +268,7 @@ export function createTransport(options: TransportOptions): Transport {
       facts: form.facts(value),
       deprecation:
         deprecation === undefined ? undefined : { sunset: header(responseHeaders, 'sunset') ?? null },
+      bodyChars: (text as string).length,
     };
   }
 

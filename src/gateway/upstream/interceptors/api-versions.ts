@@ -90,13 +90,16 @@ export function createApiVersions(options: ApiVersionsOptions): ApiVersions {
     next: Dispatch,
     request: UpstreamRequest<T>,
     to: ApiVersion,
+    mayBeGone = false,
   ): Promise<UpstreamAnswer<T>> => {
     const refusal = refuse?.(to);
     if (refusal !== undefined) return Promise.reject(refusal);
     const form = to === 'v2' ? request.forms.v2 : request.forms.v1;
-    return next(form === request.form ? request : { ...request, form: form ?? request.forms.v1 }).then(
-      observe,
-    );
+    const sent =
+      form === request.form && !mayBeGone
+        ? request
+        : { ...request, form: form ?? request.forms.v1, mayBeGone };
+    return next(sent).then(observe);
   };
 
   const moveTo = (to: ApiVersion, because: number | undefined) => {
@@ -135,7 +138,8 @@ export function createApiVersions(options: ApiVersionsOptions): ApiVersions {
       const current = version;
       if (setting !== 'auto') return send(next, request, current);
       try {
-        return await send(next, request, current);
+        // Marked so that a 404/410 (the switch below) is not also logged as an upstream failure.
+        return await send(next, request, current, true);
       } catch (error) {
         if (!isGone(error)) throw error;
         const alternative = other(current);

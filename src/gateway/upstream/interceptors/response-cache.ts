@@ -14,7 +14,8 @@ import { sharingKey } from './single-flight.js';
 /** Where answers are kept (src/gateway/shared-state): synchronous in memory, a promise via Redis. */
 export interface AnswerStore {
   get(key: string): unknown | undefined | Promise<unknown | undefined>;
-  set(key: string, value: unknown, ttlMs: number): void;
+  /** `bytes`: the caller's estimate of the value's size, for the store's byte bound. */
+  set(key: string, value: unknown, ttlMs: number, bytes?: number): void;
 }
 
 export interface ResponseCacheOptions {
@@ -36,8 +37,16 @@ export function responseCache(options: ResponseCacheOptions): Interceptor {
       onLookup?.(request, 'miss');
       if (request.operation !== undefined) request.operation.cacheMisses++;
       return next(request).then((answer) => {
+        // The decoded answer takes about as much heap as its body text (UTF-16: 2 bytes a character);
+        // without a size the memory store counts 1 KiB, and a million-digit answer would slip past
+        // its byte bound.
         if (ttlMs > 0 && request.cacheable?.(answer.value))
-          store.set(key, { ...answer, deprecation: undefined }, ttlMs);
+          store.set(
+            key,
+            { ...answer, deprecation: undefined },
+            ttlMs,
+            answer.bodyChars === undefined ? undefined : answer.bodyChars * 2,
+          );
         return answer;
       });
     };
