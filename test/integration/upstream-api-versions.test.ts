@@ -5,7 +5,7 @@
  * versions, pi over the v2 inference endpoint and its waiver, and deprecation headers (metric, one
  * log line per endpoint, the state the health query shows).
  */
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { UpstreamCallError } from '../../src/gateway/errors.js';
 import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
 import { createTestClients, type TestClients, testOperation } from '../support/clients.js';
@@ -83,7 +83,7 @@ async function discovered(clients: TestClients, how: Discovery): Promise<void> {
     // Nothing changes: the answer is read as v1 (a later resolution cannot change the state).
     'lists v1': () => true,
     // The 404/410 attempt is logged (at debug) before the discovery reads it as v1.
-    missing: () => lines.some((l) => l.endpoint === 'health' && l.upstreamStatus !== undefined),
+    missing: () => lines.some((l) => l.endpoint === 'openapi' && l.upstreamStatus !== undefined),
     failed: () => lines.some((l) => l.msg.includes('API version discovery failed')),
   }[how];
   expect(await until(done)).toBe(true);
@@ -119,7 +119,16 @@ describe('null-check auto: the start version from /openapi.json', () => {
       testOperation({ apiKey: 'demo-pro' }),
     );
     expect(answer.answer).toEqual({ kind: 'boolean', isNull: false });
-    expect(answer.philosophicalAnalysis).toEqual({ raw: analysis });
+    // Typed fields are read where the answer has them, null where it does not; `raw` keeps the object.
+    expect(answer.philosophicalAnalysis).toEqual({
+      school: 'apophatic',
+      certainty: null,
+      argument: null,
+      references: null,
+      verdictStability: null,
+      depth: null,
+      raw: analysis,
+    });
     expect(paths(nullUp)).toEqual([`POST ${CHECK_V2}`]);
     // The same request body as v1, and the caller's key.
     expect(nullUp.requests[0]?.body).toEqual({ value: 0 });
@@ -152,7 +161,7 @@ describe('null-check auto: the start version from /openapi.json', () => {
       expect(answer.answer).toEqual({ kind: 'boolean', isNull: true });
       expect(paths(nullUp)).toEqual([`GET ${OPENAPI}`, `POST ${CHECK_V1}`]);
       expect(warnings()).toEqual([]);
-      expect(lines.find((l) => l.endpoint === 'health')).toMatchObject({
+      expect(lines.find((l) => l.endpoint === 'openapi')).toMatchObject({
         level: LEVEL.debug,
         code: 'UPSTREAM_ERROR',
       });
@@ -204,7 +213,16 @@ describe('null-check auto: a retired v1 endpoint', () => {
       const operation = testOperation();
       const answer = await clients.nullCheck.check({ hasValue: true, value: 'x' }, operation);
       expect(answer.answer).toEqual({ kind: 'boolean', isNull: false });
-      expect(answer.philosophicalAnalysis).toEqual({ raw: analysis });
+      // Typed fields are read where the answer has them, null where it does not; `raw` keeps the object.
+      expect(answer.philosophicalAnalysis).toEqual({
+        school: 'apophatic',
+        certainty: null,
+        argument: null,
+        references: null,
+        verdictStability: null,
+        depth: null,
+        raw: analysis,
+      });
       expect(paths(nullUp)).toEqual([`POST ${CHECK_V1}`, `POST ${CHECK_V2}`]);
       // The same body went to both.
       expect(nullUp.requests[1]?.rawBody).toBe(nullUp.requests[0]?.rawBody);
@@ -313,7 +331,7 @@ describe('null-check fixed versions', () => {
     expect(clients.state('null-check').apiVersion).toBe('v2');
     expect(
       (await clients.nullCheck.check({ hasValue: true, value: 1 }, testOperation())).philosophicalAnalysis,
-    ).toEqual({ raw: analysis });
+    ).toMatchObject({ school: 'apophatic', raw: analysis });
     nullUp.route('POST', CHECK_V2, gone(404));
     const error = await failure(clients.nullCheck.check({ hasValue: true, value: 2 }, testOperation()));
     expect(error).toMatchObject({ code: 'UPSTREAM_ERROR', statusCode: 404 });
@@ -441,6 +459,30 @@ describe('pi over v2: the inference endpoint and the operator’s waiver', () =>
     expect(piUp.count()).toBe(1);
   });
 
+  it('auto: refused over v2 without the waiver, it looks at v1 again every 30 s and returns when v1 is back', async () => {
+    piUp.route('GET', PI_V1, gone(410));
+    const clients = clientsWith();
+    const start = Date.now();
+    expect((await failure(clients.piDigits.pi({ digits: 5 }, testOperation()))).code).toBe('WAIVER_REQUIRED');
+    piUp.route('GET', PI_V1, { body: piBody() });
+    // Only the clock moves (no sleep): within 30 s still refused without network, after it v1 is tried.
+    vi.useFakeTimers({ toFake: ['Date'], now: start + 10_000 });
+    try {
+      expect((await failure(clients.piDigits.pi({ digits: 5 }, testOperation()))).code).toBe(
+        'WAIVER_REQUIRED',
+      );
+      expect(piUp.count('GET', PI_V1)).toBe(1);
+      vi.setSystemTime(start + 31_000);
+      const answer = await clients.piDigits.pi({ digits: 3 }, testOperation());
+      expect(answer.digits).toBe('3.141');
+      expect(clients.state('pi-digits').apiVersion).toBe('v1');
+      expect(piUp.count('GET', PI_V1)).toBe(2);
+      expect(lines.filter((l) => String(l.msg).includes('pi-digits moved back to v1'))).toHaveLength(1);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it('auto: keeps GET /pi while it is served, deprecated included', async () => {
     piUp.route('GET', PI_V1, { headers: DEPRECATED, body: piBody() });
     const clients = clientsWith({ PI_WAIVER_ACCEPTED: 'true' });
@@ -540,7 +582,7 @@ describe('through the gateway', () => {
     });
     // The start-up discovery found no document (v1) before the first call.
     expect(
-      await until(() => captured.lines.some((l) => l.endpoint === 'health' && l.upstreamStatus === 404)),
+      await until(() => captured.lines.some((l) => l.endpoint === 'openapi' && l.upstreamStatus === 404)),
     ).toBe(true);
 
     const result = await gql(

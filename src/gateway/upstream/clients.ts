@@ -67,7 +67,7 @@ export const PI_WAIVER_MESSAGE =
 
 /** Reads an upstream's /openapi.json: v2 when it lists `POST /api/v2/null-or-not`. */
 const OPENAPI_FORM: HttpForm<ApiVersion | undefined> = {
-  endpoint: 'health',
+  endpoint: 'openapi',
   version: 'v1',
   method: 'GET',
   path: '/openapi.json',
@@ -238,6 +238,8 @@ export function createUpstreamClients(options: UpstreamClientsOptions): Upstream
     health: { nullCheck: (operation) => probeNull(operation), piDigits: (operation) => probePi(operation) },
     state,
     close() {
+      nullStack.versions.close();
+      piStack.versions.close();
       closing ??= Promise.all([nullStack.transport.close(), piStack.transport.close()]).then(() => undefined);
       return closing;
     },

@@ -8,7 +8,7 @@ import type { UpstreamName } from '../errors.js';
 import type { Operation } from '../operation.js';
 import type { ModelCall } from '../operation-plan.js';
 
-export type EndpointName = 'check' | 'null-or-not' | 'pi' | 'inference' | 'health';
+export type EndpointName = 'check' | 'null-or-not' | 'pi' | 'inference' | 'health' | 'openapi';
 export type ApiVersion = 'v1' | 'v2';
 
 /**

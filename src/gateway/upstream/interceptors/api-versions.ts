@@ -55,7 +55,15 @@ export interface ApiVersionsState {
 export interface ApiVersions {
   readonly interceptor: Interceptor;
   state(): ApiVersionsState;
+  /** Stops looking for the start version again (the upstream's pool is closing). */
+  close(): void;
 }
+
+/**
+ * How often a version the gateway may not call (pi over v2 without the waiver) gives way to one more
+ * try of the other: if the retired v1 comes back, calls find it again.
+ */
+const REVISIT_MS = 30_000;
 
 const other = (version: ApiVersion): ApiVersion => (version === 'v1' ? 'v2' : 'v1');
 const isGone = (error: unknown): error is UpstreamCallError =>
@@ -66,6 +74,11 @@ const isGone = (error: unknown): error is UpstreamCallError =>
 export function createApiVersions(options: ApiVersionsOptions): ApiVersions {
   const { upstream, setting, logger, refuse } = options;
   let version: ApiVersion = setting === 'auto' ? 'v1' : setting;
+  /** Set once a call taught the version: a late discovery answer must not undo it. */
+  let learnt = false;
+  let revisitedAt = 0;
+  let rediscovery: NodeJS.Timeout | undefined;
+  let closed = false;
   /** Endpoint → Sunset of every endpoint seen deprecated (logged once each). */
   const deprecatedEndpoints = new Map<EndpointName, string | null>();
   let lastEndpoint: EndpointName | undefined;
@@ -103,10 +116,14 @@ export function createApiVersions(options: ApiVersionsOptions): ApiVersions {
   };
 
   const moveTo = (to: ApiVersion, because: number | undefined) => {
+    learnt = true;
+    revisitedAt = Date.now();
     if (version === to) return;
     logger?.warn(
       { upstream, from: version, to, upstreamStatus: because },
-      `upstream ${upstream} moved to ${to}: its ${version} endpoint answered ${because}`,
+      because === undefined
+        ? `upstream ${upstream} moved back to ${to}: it answers there again`
+        : `upstream ${upstream} moved to ${to}: its ${version} endpoint answered ${because}`,
     );
     version = to;
   };
@@ -116,7 +133,7 @@ export function createApiVersions(options: ApiVersionsOptions): ApiVersions {
       const discover = (): void => {
         options.initial?.(next).then(
           (found) => {
-            if (found !== undefined && found !== version) {
+            if (found !== undefined && found !== version && !learnt) {
               logger?.info({ upstream, version: found }, `upstream ${upstream}: using API ${found}`);
               version = found;
             }
@@ -126,7 +143,9 @@ export function createApiVersions(options: ApiVersionsOptions): ApiVersions {
               { upstream, err: error instanceof Error ? error.message : String(error) },
               `upstream ${upstream}: API version discovery failed; using ${version}, trying again later`,
             );
-            setTimeout(discover, options.rediscoverAfterMs ?? 30_000).unref();
+            if (closed || learnt) return;
+            rediscovery = setTimeout(discover, options.rediscoverAfterMs ?? 30_000);
+            rediscovery.unref();
           },
         );
       };
@@ -137,6 +156,21 @@ export function createApiVersions(options: ApiVersionsOptions): ApiVersions {
       if (request.forms.v2 === undefined) return next(request).then(observe);
       const current = version;
       if (setting !== 'auto') return send(next, request, current);
+      const refusal = refuse?.(current);
+      if (refusal !== undefined) {
+        // The gateway may not call this version; once in a while, see whether the other is back.
+        const now = Date.now();
+        if (now - revisitedAt < REVISIT_MS) throw refusal;
+        revisitedAt = now;
+        try {
+          const answer = await send(next, request, other(current), true);
+          moveTo(other(current), undefined);
+          return answer;
+        } catch (error) {
+          if (isGone(error)) throw refusal;
+          throw error;
+        }
+      }
       try {
         // Marked so that a 404/410 (the switch below) is not also logged as an upstream failure.
         return await send(next, request, current, true);
@@ -159,6 +193,10 @@ export function createApiVersions(options: ApiVersionsOptions): ApiVersions {
 
   return {
     interceptor,
+    close() {
+      closed = true;
+      clearTimeout(rediscovery);
+    },
     state() {
       const sunset = lastEndpoint === undefined ? undefined : deprecatedEndpoints.get(lastEndpoint);
       return { apiVersion: version, deprecated: sunset !== undefined, sunset: sunset ?? null };
