@@ -181,10 +181,18 @@ export function createFastPath(options: FastPathOptions): FastPath {
       if (value === undefined) continue;
       for (const v of Array.isArray(value) ? value : [value]) headers.push([name, v]);
     }
+    // Without a signal, a handed-over operation would never learn that its client went away: its
+    // upstream calls would run on (and keep app.close() waiting for them past SHUTDOWN_TIMEOUT_MS).
+    // Yoga's own node handler ties its requests to the connection the same way.
+    const gone = new AbortController();
+    res.once('close', () => {
+      if (!res.writableFinished) gone.abort(new Error('client went away'));
+    });
     const request = new yoga.fetchAPI.Request(`http://${req.headers.host}${req.url}`, {
       method: 'POST',
       headers,
       body: new Uint8Array(body.buffer, body.byteOffset, body.byteLength) as Uint8Array<ArrayBuffer>,
+      signal: gone.signal,
     });
     const response = await yoga.handleRequest(request, { req, res });
     const type = response.headers.get('content-type')?.split(';', 1)[0];
