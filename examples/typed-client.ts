@@ -4,7 +4,8 @@
  *
  * It shows what a frontend must handle: every member of every union (switch on `__typename`, checked
  * exhaustively by the compiler), every error code of the contract (also exhaustive), partial results,
- * the sponsor messages in `extensions.sponsoredBy`, and the `x-request-id` to quote in a bug report.
+ * the sponsor messages in `extensions.sponsoredBy`, the bill in `extensions.cost`, a cost cap
+ * (`X-Max-Cost-Usd`), and the `x-request-id` to quote in a bug report.
  *
  * Run it against a running gateway (`npm start` in another terminal):
  *   npm run codegen && npx tsx examples/typed-client.ts http://localhost:4000/graphql
@@ -28,7 +29,7 @@ import {
 
 // --- errors ----------------------------------------------------------------------------------------
 
-/** Every `extensions.code` of the gateway contract (§2). */
+/** Every `extensions.code` of the gateway contract a client acts on (§2, and §8's BUDGET_EXCEEDED). */
 export const GATEWAY_ERROR_CODES = [
   'UNDEFINED_VALUE',
   'TIER_FORBIDDEN',
@@ -41,6 +42,7 @@ export const GATEWAY_ERROR_CODES = [
   'UNAUTHENTICATED',
   'WAIVER_REQUIRED',
   'BAD_USER_INPUT',
+  'BUDGET_EXCEEDED',
 ] as const;
 export type GatewayErrorCode = (typeof GATEWAY_ERROR_CODES)[number];
 
@@ -52,6 +54,7 @@ export type Remedy =
   | 'sign-waiver'
   | 'retry'
   | 'retry-later'
+  | 'raise-cost-cap'
   | 'report';
 
 export interface ErrorAdvice {
@@ -128,6 +131,25 @@ export function adviceFor(error: WireError): ErrorAdvice {
       return { code, remedy: 'sign-waiver', message: 'Sign the liability waiver to use inference.' };
     case 'BAD_USER_INPUT':
       return { code, remedy: 'fix-input', message: `Check your input: ${error.message}` };
+    case 'BUDGET_EXCEEDED': {
+      // Either the hourly budget of the API key is spent (retryAfterSeconds), or the operation is
+      // expected to cost more than the X-Max-Cost-Usd the client sent (estimatedCostUsd).
+      const after = error.extensions?.retryAfterSeconds;
+      if (typeof after === 'number') {
+        return {
+          code,
+          remedy: 'retry-later',
+          message: `This key spent its hourly budget; retry in ${after} s.`,
+          retryAfterSeconds: after,
+        };
+      }
+      const estimate = error.extensions?.estimatedCostUsd;
+      return {
+        code,
+        remedy: 'raise-cost-cap',
+        message: `This would cost ${typeof estimate === 'number' ? `about ${estimate} USD` : 'more'} than your cap allows; nothing was charged.`,
+      };
+    }
     default: {
       const unhandled: never = code;
       return unhandled;
@@ -141,14 +163,17 @@ type NullCheckResult = NonNullable<IsNullQuery['isNull']>;
 type PiResult = NonNullable<PiQuery['pi']>;
 type InferenceResult = NonNullable<InferenceQuery['inference']>;
 
+/** `modelName` is null when the service did not name its model (the pi-digits v2 answers do not). */
+const modelOf = (modelName: string | null | undefined) => modelName ?? 'an unnamed model';
+
 export function describeNullCheck(result: NullCheckResult): string {
   switch (result.__typename) {
     case 'NullVerdict':
-      return `${result.modelName} says ${result.isNull ? 'null' : 'not null'} (${result.correct ? 'right' : 'wrong'})`;
+      return `${modelOf(result.modelName)} says ${result.isNull ? 'null' : 'not null'} (${result.correct ? 'right' : 'wrong'})`;
     case 'MaybeVerdict':
-      return `${result.modelName} says "${result.answer}" (actually ${result.actuallyNull ? 'null' : 'not null'})`;
+      return `${modelOf(result.modelName)} says "${result.answer}" (actually ${result.actuallyNull ? 'null' : 'not null'})`;
     case 'ExistentialVerdict':
-      return `${result.modelName} muses: ${result.musing ?? JSON.stringify(result.raw)}`;
+      return `${modelOf(result.modelName)} muses: ${result.musing ?? JSON.stringify(result.raw)}`;
     default: {
       const unhandled: never = result;
       return unhandled;
@@ -159,9 +184,9 @@ export function describeNullCheck(result: NullCheckResult): string {
 export function describePi(result: PiResult): string {
   switch (result.__typename) {
     case 'PiDigits':
-      return `pi = ${result.digits} (${result.correctDigits}/${result.requestedDigits} places right)`;
+      return `pi = ${result.digits} (${result.correctDigits}/${result.requestedDigits} places right, by ${modelOf(result.modelName)})`;
     case 'EulerDigits':
-      return `asked for pi, got e = ${result.digits}`;
+      return `asked for pi, got e = ${result.digits} (from ${modelOf(result.modelName)})`;
     default: {
       const unhandled: never = result;
       return unhandled;
@@ -199,13 +224,35 @@ export function describeHealth(status: HealthStatus): string {
 
 // --- transport -------------------------------------------------------------------------------------
 
-/** One answer: the typed data (maybe partial), the errors, the sponsor messages, the request id. */
+/** What one operation cost (contract §8); present when it touched an upstream. */
+export interface OperationCost {
+  /** US dollars the upstreams reported for this operation's own calls (cache hits add nothing). */
+  gpuCostUsd: number;
+  /** Upstream attempts that were answered (retries included). */
+  upstreamCalls: number;
+  /** Answers served from the gateway's response cache. */
+  cacheHits: number;
+}
+
+/** One answer: the typed data (maybe partial), the errors, the sponsor messages, the cost, the request id. */
 export interface Answer<Data> {
   data: Data | undefined;
   errors: WireError[];
   sponsoredBy: string[];
+  cost: OperationCost | undefined;
   requestId: string | null;
 }
+
+const isCost = (value: unknown): value is OperationCost => {
+  const cost = value as Partial<Record<keyof OperationCost, unknown>> | null;
+  return (
+    typeof cost === 'object' &&
+    cost !== null &&
+    typeof cost.gpuCostUsd === 'number' &&
+    typeof cost.upstreamCalls === 'number' &&
+    typeof cost.cacheHits === 'number'
+  );
+};
 
 /**
  * Sends a generated document. GraphQL errors are data here (partial results are normal: one failing
@@ -225,7 +272,7 @@ export async function send<Data, Variables extends Record<string, unknown>>(
     if (!(error instanceof ClientError) || error.response.errors === undefined) throw error;
     response = { ...error.response, data: error.response.data as Data | undefined };
   }
-  const extensions = response.extensions as { sponsoredBy?: unknown } | undefined;
+  const extensions = response.extensions as { sponsoredBy?: unknown; cost?: unknown } | undefined;
   const sponsoredBy = Array.isArray(extensions?.sponsoredBy)
     ? extensions.sponsoredBy.filter((s): s is string => typeof s === 'string')
     : [];
@@ -233,6 +280,7 @@ export async function send<Data, Variables extends Record<string, unknown>>(
     data: response.data ?? undefined,
     errors: [...(response.errors ?? [])],
     sponsoredBy,
+    cost: isCost(extensions?.cost) ? extensions.cost : undefined,
     requestId: response.headers.get('x-request-id'),
   };
 }
@@ -253,6 +301,12 @@ export interface ClientSummary {
   sponsors: string[];
   /** The `x-request-id` of every answer, in order. */
   requestIds: string[];
+  /** What the tour cost, summed over every answer's `extensions.cost`. */
+  costUsd: number;
+  /** Upstream calls the gateway made for the tour (answered attempts). */
+  upstreamCalls: number;
+  /** Answers that carried `extensions.cost`. */
+  costed: number;
   /** Fields answered while another field of the same operation failed. */
   partialResults: number;
   /** What a user would have been shown. */
@@ -280,6 +334,9 @@ export async function main(url: string, options: TourOptions = {}): Promise<Clie
     remedies: {},
     sponsors: [],
     requestIds: [],
+    costUsd: 0,
+    upstreamCalls: 0,
+    costed: 0,
     partialResults: 0,
     lines: [],
   };
@@ -288,6 +345,12 @@ export async function main(url: string, options: TourOptions = {}): Promise<Clie
   };
   const record = <D>(answer: Answer<D>): D | undefined => {
     if (answer.requestId !== null) summary.requestIds.push(answer.requestId);
+    if (answer.cost !== undefined) {
+      summary.costed++;
+      // Binary fractions: rounded to a millionth of a cent, as the gateway does.
+      summary.costUsd = Math.round((summary.costUsd + answer.cost.gpuCostUsd) * 1e8) / 1e8;
+      summary.upstreamCalls += answer.cost.upstreamCalls;
+    }
     for (const sponsor of answer.sponsoredBy)
       if (!summary.sponsors.includes(sponsor)) summary.sponsors.push(sponsor);
     for (const error of answer.errors) {
@@ -360,6 +423,9 @@ export async function main(url: string, options: TourOptions = {}): Promise<Clie
   );
   record(await send(client, PiDocument, { digits: 3 }, { authorization: 'Bearer not-a-real-key' }));
 
+  // A cost cap the operation cannot meet: refused before anything is called (BUDGET_EXCEEDED).
+  record(await send(client, PiDocument, { digits: 3 }, { 'x-max-cost-usd': '0' }));
+
   // At temperature 1.0 the models hedge: maybe, existential musings, e instead of pi.
   for (let i = 0; i < samples; i++) {
     nullCheck(record(await send(client, IsNullDocument, { value: i, temperature: 1 }, paid))?.isNull);
@@ -384,6 +450,7 @@ if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.a
   main(url).then(
     (summary) => {
       for (const line of summary.lines) console.log(line);
+      console.log(`cost of the tour: ${summary.costUsd} USD over ${summary.upstreamCalls} upstream calls`);
       console.log(JSON.stringify({ ...summary, lines: undefined }, null, 2));
     },
     (error: unknown) => {

@@ -1,10 +1,8 @@
 /**
- * The typed client example (examples/typed-client.ts) against the embedded default: the reference
- * services and the gateway on loopback, the example's own `main(url)`, assertions on its summary.
+ * The typed client example (examples/typed-client.ts) against the embedded default: the gateway
+ * (`createApp`) with the reference services in-process on loopback, the example's own `main(url)`,
+ * assertions on its summary.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   adviceFor,
@@ -13,37 +11,18 @@ import {
   main,
   type Remedy,
 } from '../../examples/typed-client.js';
-import { loadConfig } from '../../src/config.js';
-import { createDigitEngine, type DigitEngine } from '../../src/digits/digit-engine.js';
-import {
-  createUpstreamClients,
-  type HttpUpstreamClients,
-} from '../../src/gateway/upstream/create-upstream-clients.js';
-import { createGateway } from '../../src/gateway/yoga.js';
-import { type RunningServices, startServices } from '../../src/services/start-services.js';
+import { startTestGateway, type TestGateway } from '../support/gateway.js';
 
-let services: RunningServices;
-let clients: HttpUpstreamClients;
-let digits: DigitEngine;
-let server: Server;
+let gateway: TestGateway;
 let summary: ClientSummary;
 
 beforeAll(async () => {
-  services = await startServices({ host: '127.0.0.1' });
-  clients = createUpstreamClients({ nullBaseUrl: services.nullCheckUrl, piBaseUrl: services.piDigitsUrl });
-  digits = createDigitEngine({ useWorker: false });
-  const config = loadConfig({ NODE_ENV: 'test' });
-  server = createServer(createGateway({ clients, digits, config, logger: pino({ level: 'silent' }) }));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  summary = await main(`http://127.0.0.1:${(server.address() as AddressInfo).port}/graphql`);
+  gateway = await startTestGateway();
+  summary = await main(gateway.url);
 });
 
 afterAll(async () => {
-  server?.closeAllConnections();
-  await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
-  await clients?.close();
-  await services?.close();
-  await digits?.close();
+  await gateway?.close();
 });
 
 describe('typed client example', () => {
@@ -73,6 +52,7 @@ describe('typed client example', () => {
       BAD_USER_INPUT: 1,
       WAIVER_REQUIRED: 1,
       UNAUTHENTICATED: 1,
+      BUDGET_EXCEEDED: 1,
     });
     expect(summary.errorCodes.OTHER).toBeUndefined();
     expect(summary.remedies).toMatchObject({
@@ -80,7 +60,17 @@ describe('typed client example', () => {
       UNDEFINED_VALUE: 'fix-input',
       WAIVER_REQUIRED: 'sign-waiver',
       UNAUTHENTICATED: 'fix-api-key',
+      BUDGET_EXCEEDED: 'raise-cost-cap',
     });
+  });
+
+  it('adds up extensions.cost: operations that called an upstream were billed, refused ones were not', () => {
+    // Three operations were refused before any call: temperature 2 (BAD_USER_INPUT), the unsigned
+    // waiver (WAIVER_REQUIRED) and the cap of 0 USD (BUDGET_EXCEEDED). Every other one says its cost.
+    expect(summary.costed).toBe(summary.requestIds.length - 3);
+    // One answered upstream call each, but two for health (both upstreams) and for the partial result.
+    expect(summary.upstreamCalls).toBe(summary.costed + 2);
+    expect(summary.costUsd).toBeGreaterThan(0);
   });
 
   it('keeps a partial result, the sponsor messages and every request id', () => {
@@ -100,13 +90,23 @@ describe('typed client error handling', () => {
       expect(advice.message.length).toBeGreaterThan(0);
       remedies.set(code, advice.remedy);
     }
-    expect(remedies.size).toBe(11);
+    expect(remedies.size).toBe(12);
     expect(
       adviceFor({ message: 'x', extensions: { code: 'RATE_LIMITED', retryAfterSeconds: 7 } }),
     ).toMatchObject({
       remedy: 'retry-later',
       retryAfterSeconds: 7,
     });
+    // BUDGET_EXCEEDED: a spent hourly budget is a wait, a cap below the estimate is the caller's to raise.
+    expect(
+      adviceFor({ message: 'x', extensions: { code: 'BUDGET_EXCEEDED', retryAfterSeconds: 30 } }),
+    ).toMatchObject({ remedy: 'retry-later', retryAfterSeconds: 30 });
+    expect(
+      adviceFor({
+        message: 'x',
+        extensions: { code: 'BUDGET_EXCEEDED', estimatedCostUsd: 0.01, maxCostUsd: 0 },
+      }),
+    ).toMatchObject({ remedy: 'raise-cost-cap', message: expect.stringContaining('0.01 USD') });
     expect(adviceFor({ message: 'x', extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } }).code).toBe('OTHER');
   });
 });

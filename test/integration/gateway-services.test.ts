@@ -3,9 +3,6 @@
  * documents GraphQL Code Generator makes from test/operations/*.graphql (a schema change that breaks
  * these client operations breaks the typecheck).
  */
-import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { print } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,62 +14,20 @@ import {
   NullAndPiDocument,
   PiDocument,
 } from '../../generated/client/graphql.js';
-import { loadConfig } from '../../src/config.js';
-import { createDigitEngine } from '../../src/digits/digit-engine.js';
-import {
-  createUpstreamClients,
-  type HttpUpstreamClients,
-} from '../../src/gateway/upstream/create-upstream-clients.js';
-import { createGateway } from '../../src/gateway/yoga.js';
-import { type RunningServices, startServices } from '../../src/services/start-services.js';
-import { createLogger } from '../../src/shared/logger.js';
+import { startTestGateway, type TestGateway, testDigitEngine } from '../support/gateway.js';
+import { type GqlError, gql, parsed } from '../support/graphql-client.js';
 
-const engine = createDigitEngine({ useWorker: false });
-const logger = createLogger({ level: 'silent' });
-
-interface Running {
-  url: string;
-  close(): Promise<void>;
-}
-
-/** Reference services + clients + gateway on loopback port 0. */
-async function startStack(
-  services: Parameters<typeof startServices>[0],
-  clientOptions: { retryMaxAttempts?: number } = {},
-): Promise<Running> {
-  const running: RunningServices = await startServices({
-    host: '127.0.0.1',
-    nullPort: 0,
-    piPort: 0,
-    ...services,
-  });
-  const clients: HttpUpstreamClients = createUpstreamClients({
-    nullBaseUrl: running.nullCheckUrl,
-    piBaseUrl: running.piDigitsUrl,
-    logger,
-    ...clientOptions,
-  });
-  const yoga = createGateway({ clients, digits: engine, config: loadConfig({ NODE_ENV: 'test' }), logger });
-  const server: Server = createServer(yoga);
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}/graphql`,
-    async close() {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      await clients.close();
-      await running.close();
-    },
-  };
-}
+const engine = testDigitEngine();
 
 interface Result<T> {
   status: number;
   headers: Headers;
   data?: T | null;
-  errors?: Array<{ message: string; path?: Array<string | number>; extensions?: Record<string, unknown> }>;
+  errors?: GqlError[];
+  extensions?: {
+    cost?: { gpuCostUsd: number; upstreamCalls: number; cacheHits: number };
+    sponsoredBy?: string[];
+  };
 }
 
 async function run<TData, TVariables>(
@@ -86,8 +41,7 @@ async function run<TData, TVariables>(
     headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json', ...headers },
     body: JSON.stringify({ query: print(document), variables }),
   });
-  const body = (await response.json()) as Omit<Result<TData>, 'status' | 'headers'>;
-  return { status: response.status, headers: response.headers, ...body };
+  return (await parsed(response)) as Result<TData>;
 }
 
 /** Leading decimal places of `digits` that agree with the true constant (0 if the integer part differs). */
@@ -103,14 +57,14 @@ async function agreeing(digits: string, constant: 'pi' | 'e'): Promise<number> {
 
 const ENTERPRISE = { authorization: 'Bearer demo-enterprise' };
 
-let stack: Running;
+let stack: TestGateway;
 beforeAll(async () => {
-  // Generous free-tier limit: this file makes more than 60 free calls a minute.
-  stack = await startStack({ freeRateLimit: 10_000 });
+  // The embedded reference services, with a generous free-tier limit: this file makes more than 60
+  // free calls a minute.
+  stack = await startTestGateway({ env: { FREE_RATE_LIMIT: '10000' } });
 });
 afterAll(async () => {
   await stack?.close();
-  await engine.close();
 });
 
 describe('isNull against the reference service', () => {
@@ -194,7 +148,7 @@ describe('isNull against the reference service', () => {
 });
 
 describe('pi against the reference service', () => {
-  it('the default is 3 true decimals of pi', async () => {
+  it('the default is 3 true decimals of pi; extensions.cost is what the service reported', async () => {
     const result = await run(stack.url, PiDocument, {});
     expect(result.data?.pi).toMatchObject({
       __typename: 'PiDigits',
@@ -203,7 +157,11 @@ describe('pi against the reference service', () => {
       requestedDigits: 3,
       correctDigits: 3,
       model: 'PI_X_4O',
+      modelName: 'pi-x-4o',
     });
+    const reported = result.data?.pi?.gpuCostUsd;
+    expect(reported).toBeGreaterThan(0);
+    expect(result.extensions?.cost).toEqual({ gpuCostUsd: reported, upstreamCalls: 1, cacheHits: 0 });
   });
 
   it('pi(digits: 0) is "3"', async () => {
@@ -218,6 +176,8 @@ describe('pi against the reference service', () => {
       upstream: 'pi-digits',
       upstreamStatus: 418,
     });
+    // The refusal was an answered call, and cost nothing.
+    expect(free.extensions?.cost).toEqual({ gpuCostUsd: 0, upstreamCalls: 1, cacheHits: 0 });
     const enterprise = await run(stack.url, PiDocument, { digits: 1000 }, ENTERPRISE);
     expect(enterprise.data?.pi).toMatchObject({
       digits: await engine.digits('pi', 1000),
@@ -266,6 +226,8 @@ describe('inference and health against the reference services', () => {
       input: { desiredDigits: 3, liabilityWaiverSigned: false },
     });
     expect(result.errors?.[0]?.extensions).toEqual({ code: 'WAIVER_REQUIRED' });
+    // No upstream was touched: no cost to report.
+    expect(result.extensions?.cost).toBeUndefined();
   });
 
   it('health is OK with every field of both health bodies', async () => {
@@ -286,6 +248,21 @@ describe('inference and health against the reference services', () => {
     expect(health?.pi.monthlyBurnRate).toBeTypeOf('string');
   });
 
+  it('health names the API version in use per upstream, and whether its endpoint is deprecated', async () => {
+    // The reference null-check service of this tree lists no v2 in its /openapi.json, and serves v1
+    // undeprecated: auto stays on v1 for both.
+    const result = await gql(
+      stack.url,
+      '{ health { nullCheck { apiVersion deprecated sunset } pi { apiVersion deprecated sunset } } }',
+    );
+    expect(result.errors).toBeUndefined();
+    expect(result.data?.health).toEqual({
+      nullCheck: { apiVersion: 'v1', deprecated: false, sunset: null },
+      pi: { apiVersion: 'v1', deprecated: false, sunset: null },
+    });
+    expect(stack.app.clients.state('null-check')).toMatchObject({ apiVersion: 'v1', breaker: 'closed' });
+  });
+
   it('one failing field leaves the other (partial results)', async () => {
     const result = await run(stack.url, NullAndPiDocument, { digits: 5 });
     expect(result.status).toBe(200);
@@ -297,10 +274,12 @@ describe('inference and health against the reference services', () => {
 });
 
 describe('the other readings of the spec', () => {
-  let other: Running;
+  let other: TestGateway;
   beforeAll(async () => {
     // Clamp politely instead of 418, and a tiny free-tier limit; no retries so a 429 comes back at once.
-    other = await startStack({ piOverLimit: 'clamp', freeRateLimit: 3 }, { retryMaxAttempts: 1 });
+    other = await startTestGateway({
+      env: { PI_OVER_LIMIT: 'clamp', FREE_RATE_LIMIT: '3', RETRY_MAX_ATTEMPTS: '1' },
+    });
   });
   afterAll(() => other?.close());
 

@@ -7,23 +7,12 @@
 import { once } from 'node:events';
 import { connect } from 'node:net';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createDigitEngine } from '../../src/digits/digit-engine.js';
 import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
-import {
-  codes,
-  type GqlResult,
-  gql,
-  nullBody,
-  nullHealth,
-  parsed,
-  piBody,
-  piHealth,
-  startTestGateway,
-  type TestGateway,
-  within,
-} from './resilience-helpers.js';
+import { startTestGateway, type TestGateway } from '../support/gateway.js';
+import { codes, type GqlResult, gql, parsed } from '../support/graphql-client.js';
+import { nullBody, nullHealth, piBody, piHealth } from '../support/upstream-bodies.js';
+import { within } from '../support/waits.js';
 
-const digits = createDigitEngine({ useWorker: false });
 let nullUp: ScriptedUpstream;
 let piUp: ScriptedUpstream;
 let gateway: TestGateway;
@@ -37,7 +26,7 @@ beforeAll(async () => {
   nullUp.route('GET', '/api/v1/health', { body: nullHealth });
   piUp.route('GET', '/api/v1/pi', { body: piBody() });
   piUp.route('GET', '/api/v1/health', { body: piHealth });
-  const upstreams = { nullBaseUrl: nullUp.url, piBaseUrl: piUp.url, digits };
+  const upstreams = { nullBaseUrl: nullUp.url, piBaseUrl: piUp.url };
   [gateway, production] = await Promise.all([
     startTestGateway(upstreams),
     startTestGateway({ ...upstreams, env: { NODE_ENV: 'production' } }),
@@ -56,7 +45,6 @@ afterEach(async () => {
 afterAll(async () => {
   await Promise.all([gateway?.close(), production?.close()]);
   await Promise.all([nullUp?.close(), piUp?.close()]);
-  await digits.close();
 });
 
 /** POSTs a raw body with the given headers. */
@@ -80,7 +68,7 @@ describe('malformed requests', () => {
     ],
     ['an array operationName', '{"query": "{ __typename }", "operationName": ["a"]}', 'BAD_REQUEST'],
     ['string variables', '{"query": "{ __typename }", "variables": "x"}', 'BAD_REQUEST'],
-  ])('%s → 400 %s', async (_what, body, code) => {
+  ])('%s (%s) → 400 %s', async (_what, body, code) => {
     const result = await raw(body, JSON_HEADERS);
     expect(result.status).toBe(400);
     expect(codes(result)).toEqual([code]);
@@ -108,6 +96,33 @@ describe('malformed requests', () => {
     const result = await gql(production.url, '{ __schema { queryType { name } } }');
     expect(result.status).toBe(200);
     expect(result.data).toEqual({ __schema: { queryType: { name: 'Query' } } });
+  });
+
+  it('in production, a browser gets GraphiQL (on by default in every environment)', async () => {
+    const page = await fetch(production.url, { headers: { accept: 'text/html' } });
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(page.headers.get('content-security-policy')).toContain("script-src 'self'");
+    expect(await page.text()).toContain('graphiql-options');
+  });
+
+  it('INTROSPECTION=false refuses __schema and __type (400 GRAPHQL_VALIDATION_FAILED); __typename still works', async () => {
+    const closed = await startTestGateway({
+      nullBaseUrl: nullUp.url,
+      piBaseUrl: piUp.url,
+      env: { NODE_ENV: 'production', INTROSPECTION: 'false' },
+    });
+    try {
+      for (const query of ['{ __schema { queryType { name } } }', '{ __type(name: "Query") { name } }']) {
+        const result = await gql(closed.url, query);
+        expect(result.status).toBe(400);
+        expect(codes(result)).toEqual(['GRAPHQL_VALIDATION_FAILED']);
+        expect(result.errors?.[0]?.message).toMatch(/introspection is disabled/);
+      }
+      expect((await gql(closed.url, '{ __typename }')).data).toEqual({ __typename: 'Query' });
+    } finally {
+      await closed.close();
+    }
   });
 
   it('legacy application/json clients get the same errors with HTTP 200 (GraphQL over HTTP)', async () => {
@@ -204,17 +219,26 @@ async function sendHugeBody(chunked: boolean): Promise<{ status: number; body: s
     // `once` rejects on 'error' (a reset once the server has answered): that ends the loop too.
     if (!ok) await Promise.race([once(socket, 'drain').catch(() => answered()), answer]);
   }
-  await within(answer, 10_000, undefined);
+  await within(answer, 10_000);
   socket.destroy();
   const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(received)?.[1] ?? 0);
   return { status, body: received.slice(received.indexOf('\r\n\r\n') + 4), sentBytes };
 }
 
+/** The first GraphQL error of a raw HTTP body (chunked or not): the JSON between the outer braces. */
+function tooLargeError(body: string): unknown {
+  const json = JSON.parse(body.slice(body.indexOf('{'), body.lastIndexOf('}') + 1)) as { errors?: unknown[] };
+  return json.errors?.[0];
+}
+
+/** Yoga's own answer to a body over `maxRequestBodySize`. */
+const YOGA_413 = { message: 'Request body too large', extensions: { code: 'REQUEST_ENTITY_TOO_LARGE' } };
+
 describe('request body size (MAX_REQUEST_BODY_BYTES, 1 MiB by default)', () => {
   it('a 20 MiB body announced by Content-Length is answered 413 before it is sent', async () => {
     const { status, body, sentBytes } = await sendHugeBody(false);
     expect(status).toBe(413);
-    expect(body).toContain('REQUEST_ENTITY_TOO_LARGE');
+    expect(tooLargeError(body)).toMatchObject(YOGA_413);
     // The answer came while most of the body was still unsent: the server did not wait for it.
     expect(sentBytes).toBeLessThan(20 * 1024 * 1024);
   });
@@ -222,7 +246,7 @@ describe('request body size (MAX_REQUEST_BODY_BYTES, 1 MiB by default)', () => {
   it('a chunked 20 MiB body (no Content-Length) is cut off at the limit with 413', async () => {
     const { status, body, sentBytes } = await sendHugeBody(true);
     expect(status).toBe(413);
-    expect(body).toContain('REQUEST_ENTITY_TOO_LARGE');
+    expect(tooLargeError(body)).toMatchObject(YOGA_413);
     expect(sentBytes).toBeLessThan(20 * 1024 * 1024);
   });
 });

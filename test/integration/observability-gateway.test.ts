@@ -1,176 +1,178 @@
 /**
- * Observability of the real gateway over a real socket, in front of the reference services: the log
- * line and request id (gateway, response and upstream agree), sponsor logging and extensions, /metrics.
+ * Observability of the real gateway (`createApp`) over a real socket, in front of the reference
+ * services: the log line and request id (gateway, response and upstream agree), sponsor logging and
+ * extensions, /metrics, tracing. Then, in front of a scripted upstream: two concurrent operations
+ * with the SAME x-request-id keep their own figures, a client that goes away is a cancellation (not
+ * an upstream failure), and every route of the gateway answers with an x-request-id.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { Writable } from 'node:stream';
 import { SpanKind } from '@opentelemetry/api';
 import {
   BasicTracerProvider,
   InMemorySpanExporter,
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
-import { createDigitEngine, type DigitEngine } from '../../src/digits/digit-engine.js';
-import {
-  createObservability,
-  type GatewayObservability,
-} from '../../src/gateway/observability/create-observability.js';
-import {
-  createUpstreamClients,
-  type HttpUpstreamClients,
-} from '../../src/gateway/upstream/create-upstream-clients.js';
-import { createGateway } from '../../src/gateway/yoga.js';
-import { type RunningServices, startServices } from '../../src/services/start-services.js';
-import { REDACT_PATHS } from '../../src/shared/logger.js';
-
-type LogLine = Record<string, unknown>;
-
-function captureLogger(level = 'info') {
-  const lines: LogLine[] = [];
-  const raw: string[] = [];
-  const stream = new Writable({
-    write(chunk, _encoding, callback) {
-      for (const line of String(chunk).split('\n')) {
-        if (!line) continue;
-        raw.push(line);
-        lines.push(JSON.parse(line));
-      }
-      callback();
-    },
-  });
-  return {
-    logger: pino({ level, redact: { paths: REDACT_PATHS, censor: '[redacted]' } }, stream),
-    lines,
-    raw,
-  };
-}
+import type { RunningServices } from '../../src/services/start-services.js';
+import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
+import { startTestGateway, startTestServices, type TestGateway } from '../support/gateway.js';
+import { type GqlResult, gql, parsed } from '../support/graphql-client.js';
+import { capturedLogger, LEVEL, type LogLine } from '../support/logs.js';
+import { nullBody, nullHealth, piBody, piHealth } from '../support/upstream-bodies.js';
+import { until, within } from '../support/waits.js';
 
 const SECRET = 'demo-pro';
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 let services: RunningServices;
-let clients: HttpUpstreamClients;
-let digits: DigitEngine;
-let server: Server;
-let url: string;
-let observability: GatewayObservability;
-const gatewayLog = captureLogger();
-const servicesLog = captureLogger();
+let gateway: TestGateway;
+/** The gateway's log at debug level: the operation lines carry each call (`calls`). */
+const gatewayLog = capturedLogger('debug');
+const servicesLog = capturedLogger('info');
 
 beforeAll(async () => {
-  services = await startServices({
-    host: '127.0.0.1',
-    logger: servicesLog.logger,
-    logRequests: true,
-    freeRateLimit: 0,
-  });
-  const config = loadConfig({ NODE_ENV: 'test', RESPONSE_CACHE: 'false', SPONSOR_LOG_INTERVAL_MS: '60000' });
-  observability = createObservability({ config, logger: gatewayLog.logger });
-  clients = createUpstreamClients({
+  services = await startTestServices({ logger: servicesLog.logger, logRequests: true, freeRateLimit: 0 });
+  gateway = await startTestGateway({
     nullBaseUrl: services.nullCheckUrl,
     piBaseUrl: services.piDigitsUrl,
-    onCall: observability.onCall,
+    logger: gatewayLog.logger,
+    defaultMetrics: true,
+    env: { SPONSOR_LOG_INTERVAL_MS: '60000' },
   });
-  digits = createDigitEngine({ useWorker: false });
-  const gateway = createGateway({ clients, digits, config, logger: gatewayLog.logger, observability });
-  server = createServer(gateway);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
 
 afterAll(async () => {
-  server?.closeAllConnections();
-  await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
-  await clients?.close();
+  await gateway?.close();
   await services?.close();
-  await digits?.close();
 });
 
-async function post(
-  query: string,
-  headers: Record<string, string> = {},
-  variables?: Record<string, unknown>,
-) {
-  const res = await fetch(`${url}/graphql`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json', ...headers },
-    body: JSON.stringify({ query, variables }),
-  });
-  return {
-    res,
-    body: (await res.json()) as {
-      data?: Record<string, unknown>;
-      errors?: unknown[];
-      extensions?: { sponsoredBy?: string[] };
-    },
-  };
-}
+const post = (query: string, headers: Record<string, string> = {}, variables?: Record<string, unknown>) =>
+  gql(gateway.url, query, { headers, variables });
 
-const operationLine = (requestId: string) =>
-  gatewayLog.lines.find((l) => l.msg === 'graphql operation' && l.requestId === requestId);
+const operationLines = (requestId: string, lines: LogLine[] = gatewayLog.lines) =>
+  lines.filter((l) => l.msg === 'graphql operation' && l.requestId === requestId);
+const operationLine = (requestId: string, lines: LogLine[] = gatewayLog.lines) =>
+  operationLines(requestId, lines)[0];
 
 describe('request id and the operation log line', () => {
   it('uses the caller’s x-request-id on the response, in the log line and at the upstream', async () => {
-    const { res, body } = await post('query ObsPi { pi(digits: 3) { ... on ConstantDigits { digits } } }', {
-      'x-request-id': 'obs-it-0001',
-    });
-    expect(body.data?.pi).toEqual({ digits: '3.141' });
-    expect(res.headers.get('x-request-id')).toBe('obs-it-0001');
+    const result = await post(
+      'query ObsPi { pi(digits: 3) { ... on ConstantDigits { digits gpuCostUsd } } }',
+      {
+        'x-request-id': 'obs-it-0001',
+      },
+    );
+    expect(result.data?.pi.digits).toBe('3.141');
+    expect(result.headers.get('x-request-id')).toBe('obs-it-0001');
+    const cost = result.extensions?.cost as { gpuCostUsd: number } | undefined;
+    expect(cost).toEqual({ gpuCostUsd: result.data?.pi.gpuCostUsd, upstreamCalls: 1, cacheHits: 0 });
+    expect(operationLines('obs-it-0001')).toHaveLength(1);
+    // The log line carries the same figures as the extensions.
     expect(operationLine('obs-it-0001')).toMatchObject({
+      level: LEVEL.info,
       operation: 'ObsPi',
       operationType: 'query',
       outcome: 'ok',
-      upstreamCalls: [expect.objectContaining({ upstream: 'pi-digits', endpoint: 'pi', status: 200 })],
+      upstreamCalls: 1,
+      costUsd: cost?.gpuCostUsd,
+      cacheHits: 0,
+      calls: [
+        expect.objectContaining({ upstream: 'pi-digits', endpoint: 'pi', status: 200, source: 'upstream' }),
+      ],
     });
     expect(servicesLog.lines.some((l) => l.reqId === 'obs-it-0001')).toBe(true);
   });
 
   it('generates an id when the caller sends none, and uses that one everywhere', async () => {
-    const { res } = await post('query ObsNull { isNull(value: null) { __typename } }');
-    const id = res.headers.get('x-request-id');
-    expect(id).toMatch(/^[0-9a-f-]{36}$/);
+    const result = await post('query ObsNull { isNull(value: null) { __typename } }');
+    const id = result.headers.get('x-request-id');
+    expect(id).toMatch(UUID);
     expect(operationLine(id as string)).toMatchObject({
       operation: 'ObsNull',
-      upstreamCalls: [expect.objectContaining({ upstream: 'null-check', endpoint: 'check', status: 200 })],
+      upstreamCalls: 1,
+      calls: [expect.objectContaining({ upstream: 'null-check', endpoint: 'check', status: 200 })],
     });
     expect(servicesLog.lines.some((l) => l.reqId === id)).toBe(true);
   });
 
-  it('logs an operation rejected by validation with the generated id the response carries', async () => {
-    const { res, body } = await post('query ObsInvalid { noSuchField }');
-    expect(body.errors?.length).toBeGreaterThan(0);
-    const id = res.headers.get('x-request-id');
-    expect(id).toMatch(/^[0-9a-f-]{36}$/);
-    expect(operationLine(id as string)).toMatchObject({
-      outcome: 'invalid',
-      upstreamCalls: [],
+  it('an insane x-request-id is replaced by a generated one (the same everywhere)', async () => {
+    const result = await post('query ObsInsane { pi(digits: 1) { __typename } }', {
+      'x-request-id': 'has spaces and "quotes"',
     });
+    const id = result.headers.get('x-request-id');
+    expect(id).toMatch(UUID);
+    expect(operationLine(id as string)).toMatchObject({ operation: 'ObsInsane', outcome: 'ok' });
+    expect(servicesLog.lines.some((l) => l.reqId === id)).toBe(true);
+  });
+
+  it('logs an operation rejected by validation with the generated id the response carries', async () => {
+    const result = await post('query ObsInvalid { noSuchField }');
+    expect(result.errors?.length).toBeGreaterThan(0);
+    const id = result.headers.get('x-request-id');
+    expect(id).toMatch(UUID);
+    const line = operationLine(id as string);
+    expect(line).toMatchObject({
+      outcome: 'invalid',
+      upstreamCalls: 0,
+      errorCodes: ['GRAPHQL_VALIDATION_FAILED'],
+    });
+    // No upstream was touched: no calls, no cost.
+    expect(line).not.toHaveProperty('calls');
+    expect(line).not.toHaveProperty('costUsd');
+    expect(result.extensions?.cost).toBeUndefined();
   });
 
   it('logs failed upstream calls with their status and code, partial results as partial', async () => {
-    await post('query ObsPartial { a: isNull(value: 1) { __typename } b: pi(digits: 50) { __typename } }', {
-      'x-request-id': 'obs-it-partial',
-    });
+    const result = await post(
+      'query ObsPartial { a: isNull(value: 1) { __typename } b: pi(digits: 50) { __typename } }',
+      { 'x-request-id': 'obs-it-partial' },
+    );
     const line = operationLine('obs-it-partial');
-    expect(line).toMatchObject({ outcome: 'partial', errorCodes: ['TIER_FORBIDDEN'] });
-    expect(line?.upstreamCalls).toEqual(
+    expect(line).toMatchObject({ outcome: 'partial', errorCodes: ['TIER_FORBIDDEN'], upstreamCalls: 2 });
+    expect(line?.calls).toEqual(
       expect.arrayContaining([
         expect.objectContaining({ upstream: 'pi-digits', status: 418, code: 'TIER_FORBIDDEN' }),
+        expect.objectContaining({ upstream: 'null-check', status: 200 }),
       ]),
     );
+    const cost = result.extensions?.cost as { gpuCostUsd: number } | undefined;
+    expect(cost?.gpuCostUsd).toBeGreaterThan(0);
+    expect(line?.costUsd).toBe(cost?.gpuCostUsd);
   });
 
   it('never writes the API key into a log line', async () => {
     await post('query ObsKey { pi(digits: 5) { __typename } }', { authorization: `Bearer ${SECRET}` });
     await post('query ObsKey2 { pi(digits: 5) { __typename } }', { 'x-api-key': SECRET });
     await post('query ObsBadKey { pi(digits: 5) { __typename } }', { 'x-api-key': 'sk-wrong-key-42' });
+    expect(gatewayLog.lines.filter((l) => l.operation === 'ObsBadKey')).toHaveLength(1);
     expect(gatewayLog.raw.length).toBeGreaterThan(3);
     for (const line of gatewayLog.raw) {
       expect(line).not.toContain(SECRET);
       expect(line).not.toContain('sk-wrong-key-42');
+    }
+  });
+
+  it('at info level the line has the figures but not the list of calls', async () => {
+    const infoLog = capturedLogger('info');
+    const quiet = await startTestGateway({
+      nullBaseUrl: services.nullCheckUrl,
+      piBaseUrl: services.piDigitsUrl,
+      logger: infoLog.logger,
+    });
+    try {
+      await gql(quiet.url, 'query ObsInfo { pi(digits: 2) { __typename } }', {
+        headers: { 'x-request-id': 'obs-info-1' },
+      });
+      const line = operationLine('obs-info-1', infoLog.lines);
+      expect(line).toMatchObject({ operation: 'ObsInfo', outcome: 'ok', upstreamCalls: 1, cacheHits: 0 });
+      expect(line?.costUsd).toBeGreaterThan(0);
+      expect(line).not.toHaveProperty('calls');
+      // Each gateway has its own registry: this one never saw ObsPi.
+      expect(quiet.app.metrics.registry).not.toBe(gateway.app.metrics.registry);
+      const text = await quiet.app.metrics.render();
+      expect(text).toContain('operation="ObsInfo"');
+      expect(text).not.toContain('operation="ObsPi"');
+    } finally {
+      await quiet.close();
     }
   });
 });
@@ -179,13 +181,12 @@ describe('sponsor messages', () => {
   it('exposes them in extensions.sponsoredBy and logs each distinct one once per interval', async () => {
     const seen: string[] = [];
     for (let i = 0; i < 6; i++) {
-      const { body } = await post(
+      const result = await post(
         'query ObsSponsor { pi(digits: 2) { ... on ConstantDigits { sponsoredBy } } }',
       );
-      const sponsors = body.extensions?.sponsoredBy ?? [];
+      const sponsors = (result.extensions?.sponsoredBy as string[] | undefined) ?? [];
       expect(sponsors.length).toBeGreaterThan(0);
-      const field = (body.data?.pi as { sponsoredBy: string | null } | undefined)?.sponsoredBy;
-      expect(sponsors).toContain(field);
+      expect(sponsors).toContain(result.data?.pi.sponsoredBy);
       seen.push(...sponsors);
     }
     const logged = gatewayLog.lines.filter((l) => l.msg === 'sponsor message' && l.upstream === 'pi-digits');
@@ -199,13 +200,17 @@ describe('sponsor messages', () => {
 
 describe('GET /metrics', () => {
   it('serves this gateway’s metrics in Prometheus text format', async () => {
-    const res = await fetch(`${url}/metrics`);
+    const res = await fetch(`${gateway.origin}/metrics`);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
     const text = await res.text();
     expect(text).toContain('gateway_operations_total{operation="ObsPi",type="query",outcome="ok"} 1');
     expect(text).toContain(
       'gateway_operations_total{operation="ObsPartial",type="query",outcome="partial"} 1',
+    );
+    // Rejected before execution: its name in the document was never read (no operationName sent).
+    expect(text).toMatch(
+      /gateway_operations_total\{operation="\(anonymous\)",type="query",outcome="invalid"\} [1-9]/,
     );
     expect(text).toMatch(
       /gateway_operation_duration_seconds_bucket\{le="\+Inf",operation="ObsPi",type="query",outcome="ok"\} 1/,
@@ -216,76 +221,417 @@ describe('GET /metrics', () => {
     expect(text).toMatch(
       /gateway_upstream_request_duration_seconds_count\{upstream="null-check",endpoint="check"\} \d+/,
     );
-    const cost = /gateway_upstream_gpu_cost_usd_total\{upstream="pi-digits"\} ([\d.e-]+)/.exec(text);
-    expect(Number(cost?.[1])).toBeGreaterThan(0);
     expect(text).toContain('gateway_upstream_breaker_state{upstream="pi-digits",state="closed"} 1');
     expect(text).toContain('# TYPE gateway_dedup_hits_total counter');
     expect(text).toContain('process_cpu_user_seconds_total');
   });
 
+  it('counts the same dollars as the operation log lines (gateway_gpu_cost_usd_total{upstream,model})', async () => {
+    const text = await gateway.app.metrics.render();
+    let metric = 0;
+    for (const match of text.matchAll(
+      /^gateway_gpu_cost_usd_total\{upstream="[^"]+",model="([^"]+)"\} ([\d.e-]+)$/gm,
+    )) {
+      expect(match[1]).toMatch(/^(null|pi)-x-/);
+      metric += Number(match[2]);
+    }
+    const logged = gatewayLog.lines
+      .filter((l) => l.msg === 'graphql operation')
+      .reduce((sum, l) => sum + (typeof l.costUsd === 'number' ? l.costUsd : 0), 0);
+    expect(metric).toBeGreaterThan(0);
+    expect(metric).toBeCloseTo(logged, 6);
+  });
+
   it('counts the upstream calls the per-request loaders saved (dedup hits)', async () => {
     const dedupHits = async () => {
-      const text = await (await fetch(`${url}/metrics`)).text();
+      const text = await (await fetch(`${gateway.origin}/metrics`)).text();
       const match = /gateway_dedup_hits_total\{upstream="pi-digits",source="dataloader"\} (\d+)/.exec(text);
       return Number(match?.[1]);
     };
     const before = await dedupHits();
     // Three identical pi fields and one different: two of the four are served by the loader's cache.
-    const res = await fetch(`${url}/graphql`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({
-        query:
-          '{ a: pi(digits: 2) { __typename } b: pi(digits: 2) { __typename } c: pi(digits: 2) { __typename } d: pi(digits: 1) { __typename } }',
-      }),
-    });
-    expect(res.status).toBe(200);
-    expect((await res.json()) as unknown).toMatchObject({ data: { a: {}, b: {}, c: {}, d: {} } });
+    const result = await post(
+      '{ a: pi(digits: 2) { __typename } b: pi(digits: 2) { __typename } c: pi(digits: 2) { __typename } d: pi(digits: 1) { __typename } }',
+    );
+    expect(result.status).toBe(200);
+    expect(result.data).toMatchObject({ a: {}, b: {}, c: {}, d: {} });
+    expect(result.extensions?.cost).toMatchObject({ upstreamCalls: 2 });
     expect((await dedupHits()) - before).toBe(2);
-  });
-
-  it('keeps the registry per gateway: a second gateway starts from zero', async () => {
-    const other = createObservability({
-      config: { observability: { sponsorLogIntervalMs: 60_000, tracing: false } },
-      logger: pino({ level: 'silent' }),
-    });
-    expect(other.registry).not.toBe(observability.registry);
-    expect(await other.metrics.render()).not.toContain('operation="ObsPi"');
   });
 });
 
 describe('tracing (OTEL_TRACING=true)', () => {
-  it('creates an operation span with a child CLIENT span per upstream call', async () => {
+  it('creates an operation span with a child CLIENT span per upstream call, on the fast path and on Yoga’s', async () => {
     const exporter = new InMemorySpanExporter();
     const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
-    const config = loadConfig({ NODE_ENV: 'test', OTEL_TRACING: 'true' });
-    const traced = createObservability({
-      config,
-      logger: pino({ level: 'silent' }),
-      defaultMetrics: false,
+    const traced = await startTestGateway({
+      nullBaseUrl: services.nullCheckUrl,
+      piBaseUrl: services.piDigitsUrl,
+      env: { OTEL_TRACING: 'true' },
       tracerProvider: provider,
     });
-    const gateway = createGateway({
-      clients,
-      digits,
-      config,
-      logger: pino({ level: 'silent' }),
-      observability: traced,
+    try {
+      const query = 'query Traced { a: isNull(value: null) { __typename } b: pi(digits: 2) { __typename } }';
+      // The first request of an Accept value is Yoga's: it teaches the fast path its media type.
+      await gql(traced.url, '{ __typename }');
+      const fastBefore = traced.app.fastPath.served.fast;
+      const overHttp = await gql(traced.url, query, { headers: { 'x-request-id': 'obs-trace-1' } });
+      expect(overHttp.errors).toBeUndefined();
+      expect(traced.app.fastPath.served.fast).toBe(fastBefore + 1);
+      // The same operation through Yoga's own handler.
+      const overYoga = await traced.app.yoga.fetch('http://127.0.0.1/graphql', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-request-id': 'obs-trace-2' },
+        body: JSON.stringify({ query }),
+      });
+      expect(overYoga.status).toBe(200);
+      const spans = exporter.getFinishedSpans();
+      for (const id of ['obs-trace-1', 'obs-trace-2']) {
+        const operation = spans.find(
+          (s) => s.name === 'query Traced' && s.attributes['gateway.request_id'] === id,
+        );
+        expect(operation, id).toBeDefined();
+        const children = spans.filter((s) => s.parentSpanContext?.spanId === operation?.spanContext().spanId);
+        expect(children.map((s) => s.name).sort()).toEqual(['null-check check', 'pi-digits pi']);
+        for (const child of children) expect(child.kind).toBe(SpanKind.CLIENT);
+      }
+    } finally {
+      await traced.close();
+      await provider.shutdown();
+    }
+  });
+});
+
+describe('in front of a scripted upstream', () => {
+  let up: ScriptedUpstream;
+  let scripted: TestGateway;
+  const log = capturedLogger('debug');
+
+  /** Per value checked: the sponsor message and cost the upstream answers with. */
+  const ANSWERS: Record<string, { sponsor: string; cost: number }> = {
+    a: { sponsor: 'Sponsor of A', cost: 0.001 },
+    b1: { sponsor: 'Sponsor of B, first', cost: 0.002 },
+    b2: { sponsor: 'Sponsor of B, second', cost: 0.003 },
+  };
+
+  beforeAll(async () => {
+    up = await startScriptedUpstream();
+    up.route('GET', '/api/v1/health', { body: nullHealth });
+    up.route('GET', '/pi/api/v1/health', { body: piHealth });
+    up.route('GET', '/pi/api/v1/pi', { body: piBody() });
+    up.route('POST', '/api/v1/check', async (request) => {
+      const value = String((request.body as { value?: unknown }).value);
+      if (value === 'hang') return { hang: true };
+      // Every answer waits until all three calls of the two operations have arrived: the operations
+      // overlap for sure (bounded: after 5 s it answers anyway, and the assertions below fail).
+      await until(() => up.count('POST', '/api/v1/check') >= 3, 100, 50);
+      const answer = ANSWERS[value];
+      return {
+        body: nullBody({
+          is_null: false,
+          sponsored_by: answer?.sponsor ?? null,
+          gpu_cost_usd: answer?.cost ?? 0,
+        }),
+      };
     });
-    const res = await gateway.fetch('http://127.0.0.1/graphql', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-request-id': 'obs-trace-1' },
-      body: JSON.stringify({
-        query: 'query Traced { a: isNull(value: null) { __typename } b: pi(digits: 2) { __typename } }',
-      }),
+    scripted = await startTestGateway({
+      nullBaseUrl: up.url,
+      piBaseUrl: `${up.url}/pi`,
+      logger: log.logger,
+      env: { RETRY_MAX_ATTEMPTS: '1' },
     });
-    expect(res.status).toBe(200);
-    const spans = exporter.getFinishedSpans();
-    const operation = spans.find((s) => s.name === 'query Traced');
-    expect(operation?.attributes['gateway.request_id']).toBe('obs-trace-1');
-    const children = spans.filter((s) => s.parentSpanContext?.spanId === operation?.spanContext().spanId);
-    expect(children.map((s) => s.name).sort()).toEqual(['null-check check', 'pi-digits pi']);
-    for (const child of children) expect(child.kind).toBe(SpanKind.CLIENT);
-    await provider.shutdown();
+    // The first request of an Accept value is Yoga's: it teaches the fast path its media type.
+    await gql(scripted.url, '{ __typename }');
+  });
+  afterAll(async () => {
+    await scripted?.close();
+    await up?.close();
+  });
+
+  const A = 'query A { isNull(value: "a") { ... on NullCheck { sponsoredBy } } }';
+  const B =
+    'query B { one: isNull(value: "b1") { ... on NullCheck { sponsoredBy } } two: isNull(value: "b2") { ... on NullCheck { sponsoredBy } } }';
+
+  /** Sends an operation over the fast path (a JSON POST) or over Yoga's handler (a GET). */
+  async function send(path: 'fast' | 'yoga', query: string, requestId: string): Promise<GqlResult> {
+    const headers = { accept: 'application/graphql-response+json', 'x-request-id': requestId };
+    if (path === 'fast') return gql(scripted.url, query, { headers });
+    return parsed(await fetch(`${scripted.url}?query=${encodeURIComponent(query)}`, { headers }));
+  }
+
+  it.each([
+    ['both on the fast path', 'fast', 'fast'],
+    ['both through Yoga', 'yoga', 'yoga'],
+    ['one on each path', 'fast', 'yoga'],
+  ] as const)(
+    'two concurrent operations with the same x-request-id keep their own sponsors, cost, calls and log line (%s)',
+    async (_name, pathA, pathB) => {
+      const id = `same-id-${pathA}-${pathB}`;
+      up.resetRecords();
+      const fastBefore = scripted.app.fastPath.served.fast;
+      const [a, b] = await Promise.all([send(pathA, A, id), send(pathB, B, id)]);
+      const fastTaken = [pathA, pathB].filter((p) => p === 'fast').length;
+      expect(scripted.app.fastPath.served.fast - fastBefore).toBe(fastTaken);
+      // They did overlap: all three upstream calls were in flight together.
+      expect(up.count('POST', '/api/v1/check')).toBe(3);
+      expect(up.requests.every((r) => r.headers['x-request-id'] === id)).toBe(true);
+
+      expect(a.errors).toBeUndefined();
+      expect(b.errors).toBeUndefined();
+      expect(a.headers.get('x-request-id')).toBe(id);
+      expect(b.headers.get('x-request-id')).toBe(id);
+      expect(a.data).toEqual({ isNull: { sponsoredBy: 'Sponsor of A' } });
+      expect(a.extensions?.sponsoredBy).toEqual(['Sponsor of A']);
+      expect(a.extensions?.cost).toEqual({ gpuCostUsd: 0.001, upstreamCalls: 1, cacheHits: 0 });
+      expect(b.data).toEqual({
+        one: { sponsoredBy: 'Sponsor of B, first' },
+        two: { sponsoredBy: 'Sponsor of B, second' },
+      });
+      expect([...((b.extensions?.sponsoredBy as string[] | undefined) ?? [])].sort()).toEqual([
+        'Sponsor of B, first',
+        'Sponsor of B, second',
+      ]);
+      expect(b.extensions?.cost).toEqual({ gpuCostUsd: 0.005, upstreamCalls: 2, cacheHits: 0 });
+
+      // Two log lines with that id, each with its own operation's figures.
+      const lines = operationLines(id, log.lines);
+      expect(lines).toHaveLength(2);
+      const lineA = lines.find((l) => l.operation === 'A');
+      const lineB = lines.find((l) => l.operation === 'B');
+      expect(lineA).toMatchObject({ outcome: 'ok', upstreamCalls: 1, costUsd: 0.001, cacheHits: 0 });
+      expect(lineA?.calls).toHaveLength(1);
+      expect(lineB).toMatchObject({ outcome: 'ok', upstreamCalls: 2, costUsd: 0.005, cacheHits: 0 });
+      expect(lineB?.calls).toHaveLength(2);
+    },
+  );
+
+  it.each([
+    ['on the fast path', 'fast'],
+    ['through Yoga (a GET)', 'yoga'],
+    ['handed over to Yoga by the fast path (a new Accept value)', 'handed-over'],
+  ] as const)(
+    'a client that goes away cancels its upstream call: logged at debug as cancelled, not as a failure (%s)',
+    async (_name, path) => {
+      up.resetRecords();
+      const id = `obs-gone-${path}`;
+      const controller = new AbortController();
+      const query = 'query Gone { isNull(value: "hang") { __typename } }';
+      const served = { ...scripted.app.fastPath.served };
+      const headers = { 'x-request-id': id };
+      const request =
+        path === 'yoga'
+          ? fetch(`${scripted.url}?query=${encodeURIComponent(query)}`, {
+              headers: { ...headers, accept: 'application/graphql-response+json' },
+              signal: controller.signal,
+            })
+          : gql(scripted.url, query, {
+              headers,
+              // An Accept value the fast path has not seen yet: it reads the body, then hands it to Yoga.
+              accept:
+                path === 'handed-over'
+                  ? 'application/graphql-response+json, application/json;q=0.5'
+                  : undefined,
+              signal: controller.signal,
+            });
+      const gone = request.then(
+        () => 'answered',
+        (error: unknown) => (error instanceof Error ? error.name : 'unknown'),
+      );
+      expect(await until(() => up.count('POST', '/api/v1/check') === 1)).toBe(true);
+      expect(scripted.app.fastPath.served).toEqual({
+        fast: served.fast + (path === 'fast' ? 1 : 0),
+        handedOver: served.handedOver + (path === 'handed-over' ? 1 : 0),
+      });
+      controller.abort();
+      expect(await gone).toBe('AbortError');
+      // The gateway gave up its upstream call too.
+      expect(await within(up.requests[0]?.ended as Promise<string>, 5000)).toBe('client-closed');
+      expect(await until(() => operationLine(id, log.lines) !== undefined)).toBe(true);
+      const cancelled = log.lines.filter((l) => l.msg === 'upstream call cancelled' && l.requestId === id);
+      expect(cancelled).toHaveLength(1);
+      expect(cancelled[0]).toMatchObject({ level: LEVEL.debug, upstream: 'null-check', code: 'CANCELLED' });
+      const mine = log.lines.filter((l) => l.requestId === id);
+      expect(mine.filter((l) => l.level >= LEVEL.warn)).toEqual([]);
+      expect(JSON.stringify(mine)).not.toContain('UPSTREAM_UNAVAILABLE');
+      const line = operationLine(id, log.lines);
+      expect(line).toMatchObject({ operation: 'Gone', outcome: 'cancelled', upstreamCalls: 0, costUsd: 0 });
+      expect(line?.calls).toEqual([
+        expect.objectContaining({ upstream: 'null-check', status: null, code: 'CANCELLED' }),
+      ]);
+      expect(line).not.toHaveProperty('errorCodes');
+      const metrics = await scripted.app.metrics.render();
+      expect(metrics).not.toMatch(/gateway_upstream_requests_total\{[^}]*outcome="UPSTREAM_UNAVAILABLE"/);
+      expect(metrics).toMatch(
+        /gateway_upstream_requests_total\{upstream="null-check",endpoint="check",status="none",outcome="cancelled"\} [1-9]/,
+      );
+    },
+  );
+
+  it('counts every cancelled operation as such in /metrics', async () => {
+    const metrics = await scripted.app.metrics.render();
+    expect(metrics).toMatch(
+      /gateway_operations_total\{operation="Gone",type="query",outcome="cancelled"\} 3/,
+    );
+  });
+});
+
+describe('every route answers with x-request-id', () => {
+  let other: TestGateway;
+  const ORIGIN = 'http://app.example.test';
+
+  beforeAll(async () => {
+    // GraphiQL off, CORS on: the routes the main gateway does not have.
+    other = await startTestGateway({
+      nullBaseUrl: services.nullCheckUrl,
+      piBaseUrl: services.piDigitsUrl,
+      env: { GRAPHIQL: 'false', CORS_ORIGINS: ORIGIN },
+    });
+  });
+  afterAll(async () => {
+    await other?.close();
+  });
+
+  interface Route {
+    name: string;
+    on: () => TestGateway;
+    path: string | (() => Promise<string>);
+    init?: RequestInit;
+    status: number;
+    /** Also checked, to be sure the route is the one meant. */
+    check?: (response: Response, text: string) => void;
+  }
+
+  const JSON_POST = { method: 'POST', headers: { 'content-type': 'application/json' } };
+  const HTML = { headers: { accept: 'text/html' } };
+
+  /** The address of one GraphiQL asset, as the page links it. */
+  const assetPath = async () => {
+    const page = await (await fetch(`${gateway.url}`, HTML)).text();
+    const href = /href="(\/graphql\/assets\/graphiql\.css\?v=[^"]+)"/.exec(page)?.[1];
+    expect(href).toBeDefined();
+    return href as string;
+  };
+
+  const routes: Route[] = [
+    { name: 'GET /health', on: () => gateway, path: '/health', status: 200 },
+    {
+      name: 'GET /ready',
+      on: () => gateway,
+      path: '/ready',
+      status: 200,
+      check: (_r, text) => expect(JSON.parse(text)).toMatchObject({ status: 'ready' }),
+    },
+    {
+      name: 'GET /metrics',
+      on: () => gateway,
+      path: '/metrics',
+      status: 200,
+      check: (_r, text) => expect(text).toContain('gateway_operations_total'),
+    },
+    { name: 'a path that does not exist (404)', on: () => gateway, path: '/no/such/path', status: 404 },
+    {
+      name: 'the GraphiQL page',
+      on: () => gateway,
+      path: '/graphql',
+      init: HTML,
+      status: 200,
+      check: (r, text) => {
+        expect(r.headers.get('content-type')).toMatch(/^text\/html/);
+        expect(text).toContain('graphiql-options');
+      },
+    },
+    {
+      name: 'a GraphiQL asset',
+      on: () => gateway,
+      path: assetPath,
+      status: 200,
+      check: (r) => expect(r.headers.get('content-type')).toMatch(/^text\/css/),
+    },
+    {
+      name: 'the GraphiQL-off page (GRAPHIQL=false)',
+      on: () => other,
+      path: '/graphql',
+      init: HTML,
+      status: 200,
+      check: (_r, text) => expect(text).toContain('GraphiQL is off'),
+    },
+    {
+      name: 'an OPTIONS preflight (CORS_ORIGINS set)',
+      on: () => other,
+      path: '/graphql',
+      init: {
+        method: 'OPTIONS',
+        headers: {
+          origin: ORIGIN,
+          'access-control-request-method': 'POST',
+          'access-control-request-headers': 'content-type, x-request-id',
+        },
+      },
+      status: 204,
+      check: (r) => expect(r.headers.get('access-control-allow-origin')).toBe(ORIGIN),
+    },
+    {
+      name: 'a CORS GraphQL answer (x-request-id exposed to the page)',
+      on: () => other,
+      path: `/graphql?query=${encodeURIComponent('{ __typename }')}`,
+      init: { headers: { origin: ORIGIN } },
+      status: 200,
+      check: (r) => expect(r.headers.get('access-control-expose-headers')).toContain('x-request-id'),
+    },
+    {
+      name: 'a GraphQL answer over GET',
+      on: () => gateway,
+      path: `/graphql?query=${encodeURIComponent('{ __typename }')}`,
+      status: 200,
+    },
+    {
+      name: '400 (malformed JSON)',
+      on: () => gateway,
+      path: '/graphql',
+      init: { ...JSON_POST, body: '{"query": ' },
+      status: 400,
+    },
+    {
+      name: '405 (PUT)',
+      on: () => gateway,
+      path: '/graphql',
+      init: { ...JSON_POST, method: 'PUT', body: '{"query": "{ __typename }"}' },
+      status: 405,
+    },
+    {
+      name: '413 (a body over MAX_REQUEST_BODY_BYTES)',
+      on: () => gateway,
+      path: '/graphql',
+      init: { ...JSON_POST, body: JSON.stringify({ query: `{ __typename }${' '.repeat(1024 * 1024)}` }) },
+      status: 413,
+      check: (_r, text) => expect(text).toContain('REQUEST_ENTITY_TOO_LARGE'),
+    },
+    {
+      name: '415 (an XML body)',
+      on: () => gateway,
+      path: '/graphql',
+      init: { method: 'POST', headers: { 'content-type': 'application/xml' }, body: '<query/>' },
+      status: 415,
+    },
+  ];
+
+  it.each(routes)('$name', async (route) => {
+    const path = typeof route.path === 'string' ? route.path : await route.path();
+    const url = `${route.on().origin}${path}`;
+    const headersOf = (extra: Record<string, string>) => ({
+      ...(route.init?.headers as Record<string, string> | undefined),
+      ...extra,
+    });
+    // The caller's id comes back ...
+    const given = await fetch(url, { ...route.init, headers: headersOf({ 'x-request-id': 'route-id-1' }) });
+    const text = await given.text();
+    expect(given.status).toBe(route.status);
+    expect(given.headers.get('x-request-id')).toBe('route-id-1');
+    route.check?.(given, text);
+    // ... and without one, a generated id.
+    const generated = await fetch(url, { ...route.init, headers: headersOf({}) });
+    await generated.arrayBuffer();
+    expect(generated.status).toBe(route.status);
+    expect(generated.headers.get('x-request-id')).toMatch(UUID);
   });
 });

@@ -1,7 +1,11 @@
 /**
- * Graceful shutdown of the real CLI (`node --import tsx src/main.ts`, the embedded reference services
- * with 1 s of added latency): on SIGTERM or SIGINT, to the process or to its whole process group, it
- * stops accepting connections, answers every request it had accepted completely, and exits 0.
+ * Graceful shutdown. First the real CLI (`node --import tsx src/main.ts`): on SIGTERM or SIGINT, to
+ * the process or to its whole process group, it stops accepting connections, answers every request
+ * it had accepted completely, and exits 0, also when whoever read its output has gone. The drain
+ * scenarios front a scripted upstream that holds its answers until the test releases them (after
+ * the signal); the start scenarios run the embedded reference services. Then the drain itself, in
+ * process (`app.close()`): accepted requests answered, a request that outlives SHUTDOWN_TIMEOUT_MS
+ * cut off.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -9,10 +13,13 @@ import { Agent, request as httpRequest } from 'node:http';
 import { type AddressInfo, connect, createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { poll, within } from './resilience-helpers.js';
+import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
+import { startTestGateway } from '../support/gateway.js';
+import { gql } from '../support/graphql-client.js';
+import { nullBody, nullHealth, piBody, piHealth } from '../support/upstream-bodies.js';
+import { LATE, until, within } from '../support/waits.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
-const LATENCY_MS = 1000;
 const children: ChildProcess[] = [];
 
 interface RunningCli {
@@ -36,7 +43,6 @@ function spawnCli(detached: boolean, env: Record<string, string> = {}) {
       PORT: '0',
       NULL_BASE_URL: '',
       PI_BASE_URL: '',
-      NULL_FAULT_LATENCY_MS: String(LATENCY_MS),
       FREE_RATE_LIMIT: '0',
       SHUTDOWN_TIMEOUT_MS: '20000',
       ...env,
@@ -69,15 +75,22 @@ function spawnCli(detached: boolean, env: Record<string, string> = {}) {
   return { child, exited, url, output: () => out };
 }
 
-async function startCli(detached: boolean): Promise<RunningCli> {
-  const { child, exited, url, output } = spawnCli(detached);
-  const listening = await within(url, 25_000, undefined);
-  if (listening === undefined) throw new Error(`the CLI did not log its URL in time:\n${output()}`);
+/** What `exited` resolves to when the process did not exit in time. */
+const NO_EXIT = { code: -1, signal: null };
+const exitWithin = async (exited: RunningCli['exited'], ms: number) => {
+  const exit = await within(exited, ms);
+  return exit === LATE ? NO_EXIT : exit;
+};
+
+async function startCli(detached: boolean, env: Record<string, string> = {}): Promise<RunningCli> {
+  const { child, exited, url, output } = spawnCli(detached, env);
+  const listening = await within(url, 25_000);
+  if (listening === LATE) throw new Error(`the CLI did not log its URL in time:\n${output()}`);
   return { child, port: Number(new URL(listening).port), stdout: output, exited };
 }
 
 afterEach(() => {
-  // Only the children this file started, by pid; normally they have exited already.
+  // Only the children this file started, by pid (each is one process); normally they have exited already.
   for (const child of children.splice(0))
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
 });
@@ -142,46 +155,76 @@ function refused(port: number): Promise<boolean> {
   });
 }
 
-async function drainScenario(options: { requests: number; group: boolean; signal: NodeJS.Signals }) {
-  const cli = await startCli(options.group);
-  const agent = new Agent({ keepAlive: true, maxSockets: options.requests });
-  let signalled = false;
-  const calls = Array.from({ length: options.requests }, (_, i) =>
-    slowOperation(cli.port, agent, i, () => signalled),
-  );
-  await Promise.all(calls.map((c) => c.sent));
-  // A later request on a new connection answered: the server has read the earlier ones by now.
-  const health = await fetch(`http://127.0.0.1:${cli.port}/health`);
-  expect(health.status).toBe(200);
-
-  signalled = true;
-  const pid = cli.child.pid as number;
-  if (options.group) process.kill(-pid, options.signal);
-  else process.kill(pid, options.signal);
-
-  // It stops accepting while the accepted operations (1 s upstream latency) are still running.
-  let pending = options.requests;
-  for (const call of calls) void call.outcome.then(() => pending--);
-  expect(await poll(() => refused(cli.port), { tries: 100, intervalMs: 20 })).toBe(true);
-  expect(pending).toBeGreaterThan(0);
-
-  const outcomes = await Promise.all(calls.map((c) => c.outcome));
-  const exit = await within(cli.exited, 25_000, { code: -1, signal: null });
-  agent.destroy();
-
-  expect(outcomes.filter((o) => o.early)).toEqual([]);
-  expect(outcomes.map((o) => o.error ?? o.status)).toEqual(Array(options.requests).fill(200));
-  for (const outcome of outcomes) {
-    expect(JSON.parse(outcome.body)).toMatchObject({ data: { isNull: { __typename: 'NullVerdict' } } });
-    // Kept-alive connections are closed after their answer, not reused for more work.
-    expect(outcome.connection).toBe('close');
-  }
-  expect(await refused(cli.port)).toBe(true);
-  expect(exit).toEqual({ code: 0, signal: null });
-  expect(cli.stdout()).toContain('shutdown complete');
+/**
+ * A scripted upstream whose null checks are held until `release()`: the test decides when the
+ * accepted operations may finish (after the signal), so nothing depends on timing.
+ */
+async function heldUpstream() {
+  const up = await startScriptedUpstream();
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  up.route('POST', '/api/v1/check', async () => {
+    await within(released, 30_000); // bounded: a failed test never leaves a handler waiting for ever
+    return { body: nullBody() };
+  });
+  up.route('GET', '/api/v1/health', { body: nullHealth });
+  up.route('GET', '/pi/api/v1/pi', { body: piBody() });
+  up.route('GET', '/pi/api/v1/health', { body: piHealth });
+  const env = { NULL_BASE_URL: up.url, PI_BASE_URL: `${up.url}/pi`, UPSTREAM_TIMEOUT_MS: '30000' };
+  return { up, release, env };
 }
 
-describe('graceful shutdown of the CLI', () => {
+async function drainScenario(options: { requests: number; group: boolean; signal: NodeJS.Signals }) {
+  const { up, release, env } = await heldUpstream();
+  try {
+    const cli = await startCli(options.group, env);
+    const agent = new Agent({ keepAlive: true, maxSockets: options.requests });
+    let signalled = false;
+    const calls = Array.from({ length: options.requests }, (_, i) =>
+      slowOperation(cli.port, agent, i, () => signalled),
+    );
+    await Promise.all(calls.map((c) => c.sent));
+    // Every operation is accepted and waiting for its upstream answer.
+    expect(await until(() => up.count('POST', '/api/v1/check') === options.requests, 400, 50)).toBe(true);
+    expect((await fetch(`http://127.0.0.1:${cli.port}/health`)).status).toBe(200);
+
+    signalled = true;
+    const pid = cli.child.pid as number;
+    if (options.group) process.kill(-pid, options.signal);
+    else process.kill(pid, options.signal);
+
+    // It stops accepting while the accepted operations are still running (their answers are held).
+    let pending = options.requests;
+    for (const call of calls) void call.outcome.then(() => pending--);
+    expect(await until(() => refused(cli.port), 200, 20)).toBe(true);
+    expect(pending).toBe(options.requests);
+    release();
+
+    const outcomes = await Promise.all(calls.map((c) => c.outcome));
+    const exit = await exitWithin(cli.exited, 25_000);
+    agent.destroy();
+
+    expect(outcomes.filter((o) => o.early)).toEqual([]);
+    expect(outcomes.map((o) => o.error ?? o.status)).toEqual(Array(options.requests).fill(200));
+    for (const outcome of outcomes) {
+      expect(JSON.parse(outcome.body)).toMatchObject({ data: { isNull: { __typename: 'NullVerdict' } } });
+      // Kept-alive connections are closed after their answer, not reused for more work.
+      expect(outcome.connection).toBe('close');
+    }
+    expect(await refused(cli.port)).toBe(true);
+    expect(exit).toEqual({ code: 0, signal: null });
+    expect(cli.stdout()).toContain('shutdown complete');
+  } finally {
+    release();
+    await up.close();
+  }
+}
+
+// Each scenario starts the CLI (several seconds on a busy machine) and waits for it to exit: the
+// bounds of those waits, not a timing expectation, set this limit.
+describe('graceful shutdown of the CLI', { timeout: 90_000 }, () => {
   it('SIGTERM mid-load: stops accepting, answers all 40 accepted requests completely, exits 0', async () => {
     await drainScenario({ requests: 40, group: false, signal: 'SIGTERM' });
   });
@@ -198,7 +241,7 @@ describe('graceful shutdown of the CLI', () => {
         PORT: String((blocker.address() as AddressInfo).port),
       });
       url.catch(() => {}); // it never listens
-      expect(await within(exited, 25_000, { code: -1, signal: null })).toEqual({ code: 1, signal: null });
+      expect(await exitWithin(exited, 25_000)).toEqual({ code: 1, signal: null });
       expect(output()).toContain('EADDRINUSE');
       expect(output()).not.toMatch(/\bat .+:\d+:\d+/); // no stack trace
     } finally {
@@ -213,24 +256,122 @@ describe('graceful shutdown of the CLI', () => {
       child.stdout?.on('data', check);
       check();
     });
-    expect(
-      await within(
-        starting.then(() => true),
-        25_000,
-        false,
-      ),
-    ).toBe(true);
+    expect(await within(starting, 25_000)).not.toBe(LATE);
     // The gateway's modules and the embedded services are still loading at this point.
     expect(output()).not.toContain('gateway listening');
     child.kill('SIGTERM');
-    expect(await within(exited, 30_000, { code: -1, signal: null })).toEqual({ code: 0, signal: null });
+    expect(await exitWithin(exited, 30_000)).toEqual({ code: 0, signal: null });
     expect(output()).toContain('shutdown complete');
   });
 
   it('SIGINT (Ctrl-C reaches the whole group) when idle: exits 0 at once', async () => {
     const cli = await startCli(true);
     process.kill(-(cli.child.pid as number), 'SIGINT');
-    expect(await within(cli.exited, 20_000, { code: -1, signal: null })).toEqual({ code: 0, signal: null });
+    expect(await exitWithin(cli.exited, 20_000)).toEqual({ code: 0, signal: null });
     expect(cli.stdout()).toContain('shutdown complete');
   });
+
+  it('SIGTERM after whoever read its output went away: the accepted request is answered, the process exits by itself', async () => {
+    const { up, release, env } = await heldUpstream();
+    try {
+      const cli = await startCli(false, { ...env, SHUTDOWN_TIMEOUT_MS: '5000' });
+      const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+      let signalled = false;
+      const call = slowOperation(cli.port, agent, 1, () => signalled);
+      await call.sent;
+      expect(await until(() => up.count('POST', '/api/v1/check') === 1, 400, 50)).toBe(true);
+      // The reader of stdout and stderr is gone (a closed terminal, a dead log shipper).
+      cli.child.stdout?.destroy();
+      cli.child.stderr?.destroy();
+      signalled = true;
+      cli.child.kill('SIGTERM');
+      expect(await until(() => refused(cli.port), 200, 20)).toBe(true);
+      release();
+      const outcome = await call.outcome;
+      agent.destroy();
+      expect(outcome.early).toBe(false);
+      expect(outcome.error ?? outcome.status).toBe(200);
+      expect(JSON.parse(outcome.body)).toMatchObject({ data: { isNull: { __typename: 'NullVerdict' } } });
+      // Within SHUTDOWN_TIMEOUT_MS (5 s) plus the exit margin (5 s): on its own, not killed by a signal.
+      const exit = await exitWithin(cli.exited, 20_000);
+      expect(exit).not.toEqual(NO_EXIT);
+      expect(exit.signal).toBeNull();
+    } finally {
+      release();
+      await up.close();
+    }
+  });
+});
+
+describe('the drain itself (app.close(), in process)', () => {
+  let up: ScriptedUpstream | undefined;
+
+  afterEach(async () => {
+    await up?.close();
+    up = undefined;
+  });
+
+  /** A scripted null-check upstream whose checks answer as `check` says. */
+  async function upstream(check: Parameters<ScriptedUpstream['route']>[2]): Promise<ScriptedUpstream> {
+    const started = await startScriptedUpstream();
+    started.route('POST', '/api/v1/check', check);
+    started.route('GET', '/api/v1/health', { body: nullHealth });
+    started.route('GET', '/pi/api/v1/pi', { body: piBody() });
+    started.route('GET', '/pi/api/v1/health', { body: piHealth });
+    return started;
+  }
+
+  it('stops accepting, answers every accepted request, then closes; close() is idempotent', async () => {
+    up = await upstream({ delayMs: 300, body: nullBody() });
+    const gateway = await startTestGateway({ nullBaseUrl: up.url, piBaseUrl: `${up.url}/pi` });
+    const port = Number(new URL(gateway.origin).port);
+    const requests = Array.from({ length: 3 }, (_, i) =>
+      gql(gateway.url, `{ isNull(value: ${i}) { __typename } }`, { headers: { connection: 'close' } }),
+    );
+    // All three reached the upstream: the gateway has accepted them.
+    expect(await until(() => up?.count('POST', '/api/v1/check') === 3)).toBe(true);
+    const closing = gateway.app.close();
+    expect(gateway.app.close()).toBe(closing);
+    expect(await until(() => refused(port), 100, 20)).toBe(true);
+    const answers = await Promise.all(requests);
+    for (const answer of answers) {
+      expect(answer.status).toBe(200);
+      expect(answer.data).toEqual({ isNull: { __typename: 'NullVerdict' } });
+    }
+    expect(await closing).toEqual({ timedOut: false, inFlight: 3 });
+    expect(gateway.app.server.listening).toBe(false);
+  });
+
+  it.each([
+    ['on the fast path', true],
+    ['handed over to Yoga by the fast path (the first request of its Accept value)', false],
+  ])(
+    'a request that outlives SHUTDOWN_TIMEOUT_MS is cut off, and close() says so (%s)',
+    async (_name, warm) => {
+      up = await upstream({ hang: true });
+      const gateway = await startTestGateway({
+        nullBaseUrl: up.url,
+        piBaseUrl: `${up.url}/pi`,
+        env: { SHUTDOWN_TIMEOUT_MS: '200', UPSTREAM_TIMEOUT_MS: '60000', RETRY_MAX_ATTEMPTS: '1' },
+      });
+      // The first request of an Accept value is Yoga's: it teaches the fast path its media type.
+      if (warm) await gql(gateway.url, '{ __typename }');
+      const served = { ...gateway.app.fastPath.served };
+      const stuck = gql(gateway.url, '{ isNull(value: 1) { __typename } }').then(
+        (result) => result.status,
+        (error: unknown) => (error instanceof Error ? 'cut off' : 'unknown'),
+      );
+      expect(await until(() => up?.count('POST', '/api/v1/check') === 1)).toBe(true);
+      expect(gateway.app.fastPath.served).toEqual(
+        warm ? { ...served, fast: served.fast + 1 } : { ...served, handedOver: served.handedOver + 1 },
+      );
+      // The drain gives up after 200 ms; the upstream call is cancelled with the connection, so the
+      // upstream pools close at once instead of waiting for it (UPSTREAM_TIMEOUT_MS is 60 s here).
+      const closed = await within(gateway.app.close(), 10_000);
+      expect(closed).toEqual({ timedOut: true, inFlight: 1 });
+      expect(await within(stuck, 10_000)).toBe('cut off');
+      const call = up.requests.find((r) => r.path === '/api/v1/check');
+      expect(await within(call?.ended ?? Promise.resolve('none'), 10_000)).toBe('client-closed');
+    },
+  );
 });

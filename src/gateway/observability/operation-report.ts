@@ -131,7 +131,9 @@ export function createOperationReporter(options: OperationReporterOptions): Oper
           line.costUsd = costUsd;
           line.cacheHits = operation.cacheHits;
         }
-        const codes = errorCodesOf(result);
+        // A cancelled operation's result reaches nobody, and its field errors are the cancellation's
+        // own (UPSTREAM_UNAVAILABLE on the field): listing them would report an upstream outage.
+        const codes = outcome === 'cancelled' ? undefined : errorCodesOf(result);
         if (codes !== undefined) line.errorCodes = codes;
         // Each call in full (status, duration, source, code) is for debugging.
         if (operation.calls !== undefined && logger.isLevelEnabled('debug')) line.calls = operation.calls;

@@ -156,7 +156,14 @@ export function createUpstreamObserver(options: UpstreamObserverOptions): Upstre
     if (failure?.kind === 'circuit-open')
       metrics.recordUpstreamCall(request.upstream, endpoint, null, 'circuit-open', 0);
     const status = answer?.statusCode ?? failure?.statusCode ?? null;
-    const code = answer !== undefined ? undefined : (failure?.code ?? 'INTERNAL_SERVER_ERROR');
+    // A cancellation (the client went away) is no upstream failure: recorded as CANCELLED, as its
+    // exchange line says, not as the UPSTREAM_UNAVAILABLE its (unread) field error carries.
+    const code =
+      answer !== undefined
+        ? undefined
+        : failure?.kind === 'cancelled'
+          ? 'CANCELLED'
+          : (failure?.code ?? 'INTERNAL_SERVER_ERROR');
     if (operation !== undefined) {
       const durationMs = Math.round((performance.now() - started) * 100) / 100;
       const source = answer?.source ?? 'upstream';
