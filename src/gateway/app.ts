@@ -138,6 +138,8 @@ export async function createApp(config: AppConfig, options: AppOptions): Promise
     backoff: options.backoff,
   });
 
+  // The first calls already go to each upstream's API version (a discovery is bounded by its timeout).
+  await clients.ready();
   const reporter = createOperationReporter({ metrics, logger, tracer, responseCache });
   const plan = createPlanner(schema);
   const context = createContextFactory({

@@ -249,18 +249,18 @@ describe('inference and health against the reference services', () => {
   });
 
   it('health names the API version in use per upstream, and whether its endpoint is deprecated', async () => {
-    // The reference null-check service of this tree lists no v2 in its /openapi.json, and serves v1
-    // undeprecated: auto stays on v1 for both.
+    // The reference null-check service lists its v2 in /openapi.json: auto starts there. Pi-digits
+    // serves GET /api/v1/pi undeprecated: auto stays on v1.
     const result = await gql(
       stack.url,
       '{ health { nullCheck { apiVersion deprecated sunset } pi { apiVersion deprecated sunset } } }',
     );
     expect(result.errors).toBeUndefined();
     expect(result.data?.health).toEqual({
-      nullCheck: { apiVersion: 'v1', deprecated: false, sunset: null },
+      nullCheck: { apiVersion: 'v2', deprecated: false, sunset: null },
       pi: { apiVersion: 'v1', deprecated: false, sunset: null },
     });
-    expect(stack.app.clients.state('null-check')).toMatchObject({ apiVersion: 'v1', breaker: 'closed' });
+    expect(stack.app.clients.state('null-check')).toMatchObject({ apiVersion: 'v2', breaker: 'closed' });
   });
 
   it('one failing field leaves the other (partial results)', async () => {

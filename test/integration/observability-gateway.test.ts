@@ -89,7 +89,8 @@ describe('request id and the operation log line', () => {
     expect(operationLine(id as string)).toMatchObject({
       operation: 'ObsNull',
       upstreamCalls: 1,
-      calls: [expect.objectContaining({ upstream: 'null-check', endpoint: 'check', status: 200 })],
+      // The reference null-check service serves v2, which the gateway found in its /openapi.json.
+      calls: [expect.objectContaining({ upstream: 'null-check', endpoint: 'null-or-not', status: 200 })],
     });
     expect(servicesLog.lines.some((l) => l.reqId === id)).toBe(true);
   });
@@ -219,7 +220,7 @@ describe('GET /metrics', () => {
       /gateway_upstream_requests_total\{upstream="pi-digits",endpoint="pi",status="418",outcome="TIER_FORBIDDEN"\} \d+/,
     );
     expect(text).toMatch(
-      /gateway_upstream_request_duration_seconds_count\{upstream="null-check",endpoint="check"\} \d+/,
+      /gateway_upstream_request_duration_seconds_count\{upstream="null-check",endpoint="null-or-not"\} \d+/,
     );
     expect(text).toContain('gateway_upstream_breaker_state{upstream="pi-digits",state="closed"} 1');
     expect(text).toContain('# TYPE gateway_dedup_hits_total counter');

@@ -47,11 +47,14 @@ const form: HttpForm<string> = {
 
 const operationOf = (apiKey?: string) => new Operation({ apiKey, requestId: 'req-obs', deadlineMs: 15_000 });
 
+const PRICING = { upstream: 'null-check', kind: 'check', model: 'null-x-4o' } as const;
+
 const requestOf = (operation: Operation | undefined): UpstreamRequest<string> => ({
   upstream: 'null-check',
   forms: { v1: form },
   form,
   operation,
+  pricing: PRICING,
 });
 
 function setup(options: { level?: string; tracer?: Tracer } = {}) {
@@ -279,9 +282,10 @@ describe('each logical call (the interceptor)', () => {
     expect(await value('gateway_gpu_cost_usd_total', { upstream: 'null-check', model: 'null-x-4o' })).toBe(
       0.75,
     );
+    // What the call asked for (its pricing), not what the answer says, keys the running means.
     expect(spent.mock.calls).toEqual([
-      [operation, 'check', 'null-x-4o', 0.25],
-      [operation, 'check', 'null-x-4o', 0.5],
+      [operation, PRICING, 0.25],
+      [operation, PRICING, 0.5],
     ]);
   });
 
@@ -304,7 +308,7 @@ describe('each logical call (the interceptor)', () => {
       upstream: 'pi-digits',
     });
     expect(await value('gateway_gpu_cost_usd_total', { upstream: 'pi-digits', model: 'pi-x-4o' })).toBe(0.5);
-    expect(spent).toHaveBeenCalledWith(undefined, 'check', 'pi-x-4o', 0.5);
+    expect(spent).toHaveBeenCalledWith(undefined, PRICING, 0.5);
   });
 
   it.each([

@@ -57,6 +57,8 @@ export interface UpstreamClients {
     piDigits(operation?: Operation): Promise<HealthProbe<PiHealthBody>>;
   };
   state(upstream: UpstreamName): UpstreamState;
+  /** Settles once each upstream's start version is known (its discovery answered or failed). */
+  ready(): Promise<void>;
   /** Closes both connection pools (in-flight calls finish first). */
   close(): Promise<void>;
 }
@@ -237,6 +239,7 @@ export function createUpstreamClients(options: UpstreamClientsOptions): Upstream
     piDigits: createPiDigitsClient(piStack.dispatch),
     health: { nullCheck: (operation) => probeNull(operation), piDigits: (operation) => probePi(operation) },
     state,
+    ready: () => Promise.all([nullStack.versions.ready, piStack.versions.ready]).then(() => undefined),
     close() {
       nullStack.versions.close();
       piStack.versions.close();

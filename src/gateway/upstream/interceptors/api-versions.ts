@@ -57,6 +57,8 @@ export interface ApiVersions {
   state(): ApiVersionsState;
   /** Stops looking for the start version again (the upstream's pool is closing). */
   close(): void;
+  /** Settles once the first look for the start version has answered or failed (at once without one). */
+  readonly ready: Promise<void>;
 }
 
 /**
@@ -79,6 +81,11 @@ export function createApiVersions(options: ApiVersionsOptions): ApiVersions {
   let revisitedAt = 0;
   let rediscovery: NodeJS.Timeout | undefined;
   let closed = false;
+  let settleReady: () => void = () => {};
+  const ready = new Promise<void>((resolve) => {
+    settleReady = resolve;
+  });
+  if (setting !== 'auto' || options.initial === undefined) settleReady();
   /** Endpoint → Sunset of every endpoint seen deprecated (logged once each). */
   const deprecatedEndpoints = new Map<EndpointName, string | null>();
   let lastEndpoint: EndpointName | undefined;
@@ -137,8 +144,10 @@ export function createApiVersions(options: ApiVersionsOptions): ApiVersions {
               logger?.info({ upstream, version: found }, `upstream ${upstream}: using API ${found}`);
               version = found;
             }
+            settleReady();
           },
           (error: unknown) => {
+            settleReady();
             logger?.info(
               { upstream, err: error instanceof Error ? error.message : String(error) },
               `upstream ${upstream}: API version discovery failed; using ${version}, trying again later`,
@@ -193,6 +202,7 @@ export function createApiVersions(options: ApiVersionsOptions): ApiVersions {
 
   return {
     interceptor,
+    ready,
     close() {
       closed = true;
       clearTimeout(rediscovery);
