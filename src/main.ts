@@ -6,7 +6,8 @@ import type { Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { type AppConfig, ConfigError, helpText, loadConfig } from './config.js';
 import type { RunningServices } from './services/start-services.js';
-import { createLogger, type Logger } from './shared/logger.js';
+import { createLogger, flushLogger, type Logger, logFormatFor } from './shared/logger.js';
+import { armShutdownWatchdog } from './shared/shutdown-watchdog.js';
 
 /**
  * The gateway's modules, loaded only after `--help`, the configuration and the signal handlers are
@@ -199,7 +200,7 @@ async function main(argv: string[]): Promise<void> {
   }
   const logger = createLogger({
     level: config.logs.logLevel,
-    format: config.logs.logFormat ?? (config.process.nodeEnv === 'production' ? 'json' : 'pretty'),
+    format: logFormatFor(config.logs.logFormat, config.process.nodeEnv),
   });
 
   // Installed before anything slow: a signal during the start (loading modules, starting the embedded
@@ -207,6 +208,11 @@ async function main(argv: string[]): Promise<void> {
   let gateway: RunningGateway | undefined;
   let signalledEarly: NodeJS.Signals | undefined;
   const onSignal = (signal: NodeJS.Signals) => {
+    // Whatever happens from here (a hung drain, a blocked main thread), the process ends in time.
+    armShutdownWatchdog({
+      timeoutMs: config.process.shutdownTimeoutMs,
+      onTimeout: () => logger.error('shutdown did not finish in time; exiting'),
+    });
     // `gateway` is set only after `stop` below exists.
     if (gateway) stop(gateway, signal);
     else signalledEarly ??= signal;
@@ -230,17 +236,10 @@ async function main(argv: string[]): Promise<void> {
   }
 
   const stop = (running: RunningGateway, signal: NodeJS.Signals) => {
-    // The drain is bounded by SHUTDOWN_TIMEOUT_MS; this bounds everything after it (pools, services).
-    setTimeout(() => {
-      logger.error('shutdown did not finish in time; exiting');
-      logger.flush?.();
-      process.exit(1);
-    }, config.process.shutdownTimeoutMs + 10_000).unref();
+    // The drain is bounded by SHUTDOWN_TIMEOUT_MS; the watchdog armed in onSignal bounds the rest.
     running.shutdown(signal).then(
-      () => {
-        logger.flush?.();
-        process.exit(0);
-      },
+      // Every line written before exiting (bounded: a reader that stopped reading cannot hold it).
+      () => flushLogger(logger).then(() => process.exit(0)),
       (error: unknown) => {
         logger.error({ err: error }, 'shutdown failed');
         process.exit(1);

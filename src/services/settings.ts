@@ -4,7 +4,8 @@
  * fault injection. The gateway knows none of these.
  */
 import { z } from 'zod';
-import { bool, type GroupValues, int, ratio, setting, settingsGroup } from '../shared/settings.js';
+import { logSettings, processSettings, redisSettings } from '../shared/process-settings.js';
+import { bool, type GroupValues, helpText, int, ratio, setting, settingsGroup } from '../shared/settings.js';
 import type { ServicesOptions } from './start-services.js';
 
 export const referenceServiceSettings = settingsGroup('reference services', {
@@ -126,6 +127,24 @@ export const servicesSettings = {
   services: referenceServiceSettings,
   faults: faultInjectionSettings,
 };
+
+/** Every group `npm run services` reads, in the order its `--help` lists them. */
+export const servicesCliSettings = {
+  process: processSettings,
+  ...servicesSettings,
+  redis: redisSettings,
+  logs: logSettings,
+};
+
+/** The `--help` text of `npm run services`. */
+export function servicesHelpText(): string {
+  return helpText(servicesCliSettings, [
+    'Usage: npm run services [-- --help]',
+    '',
+    'The reference null-check and pi-digits services.',
+    '',
+  ]);
+}
 
 export interface ServicesSettingsValues {
   services: GroupValues<typeof referenceServiceSettings>;
