@@ -43,7 +43,7 @@ export const referenceServiceSettings = settingsGroup('reference services', {
     'PI_OVER_LIMIT',
     z.enum(['reject', 'clamp']).default('reject'),
     'reject',
-    'Pi service, more digits than the tier allows: reject answers 418 TIER_FORBIDDEN; clamp answers with as many digits as the tier allows.',
+    'What the pi service does when a caller asks for more digits than their tier allows: reject answers 418 TIER_FORBIDDEN; clamp answers with as many digits as the tier allows.',
   ),
   piEnterpriseMaxDigits: setting(
     'PI_ENTERPRISE_MAX_DIGITS',
