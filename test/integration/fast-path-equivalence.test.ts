@@ -369,7 +369,7 @@ describe('fast path and Yoga path answer alike', () => {
     for (const [origin, allowed] of [
       ['https://a.example', 'https://a.example'],
       ['https://evil.example', 'null'],
-    ]) {
+    ] as const) {
       const request = {
         headers: headers({ origin, 'x-request-id': 'cors-1' }),
         body: json({ query: '{ __typename }' }),
