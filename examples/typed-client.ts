@@ -148,7 +148,8 @@ export function describeNullCheck(result: NullCheckResult): string {
     case 'MaybeVerdict':
       return `${result.modelName} says "${result.answer}" (actually ${result.actuallyNull ? 'null' : 'not null'})`;
     case 'ExistentialVerdict':
-      return `${result.modelName} muses: ${result.musing ?? JSON.stringify(result.raw)}`;
+      // An existential answer may not name its model (modelName: null).
+      return `${result.modelName ?? 'the model'} muses: ${result.musing ?? JSON.stringify(result.raw)}`;
     default: {
       const unhandled: never = result;
       return unhandled;

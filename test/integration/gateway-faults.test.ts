@@ -232,6 +232,12 @@ describe('the error table (contract §2), at the GraphQL level', () => {
       { code: 'UPSTREAM_BAD_RESPONSE', upstream: 'null-check', upstreamStatus: 200 },
     ],
     [
+      '200 with an unknown is_null shape and a wrong-typed confidence (no invented confidence: 0)',
+      'null',
+      { body: nullBody({ is_null: 42, confidence: 'high' }) },
+      { code: 'UPSTREAM_BAD_RESPONSE', upstream: 'null-check', upstreamStatus: 200 },
+    ],
+    [
       '200 with digits that are not digits',
       'pi',
       { body: { digits: 'three point one', precision: 3 } },

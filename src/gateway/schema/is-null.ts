@@ -37,7 +37,9 @@ export const NullCheck = builder.interfaceRef<NullCheckShape>('NullCheck').imple
       resolve: (p) => nullModelOf(p.response.model),
     }),
     modelName: t.string({
-      description: 'The model variant exactly as the service named it (upstream `model`).',
+      nullable: true,
+      description:
+        'The model variant exactly as the service named it (upstream `model`); null only when an existential answer did not say.',
       resolve: (p) => p.response.model,
     }),
     inferenceTimeMs: t.int({
