@@ -269,8 +269,14 @@ function compactCalls(calls: unknown[]): string {
   return `[${shown.join(', ')}]`;
 }
 
+/** Longest text field shown whole below debug (an upstream's error body can be megabytes). */
+const MAX_TEXT = 200;
+
 function valueText(key: string, value: unknown, full: boolean): string {
-  if (typeof value === 'string') return PLAIN_TEXT.test(value) ? value : safeText(JSON.stringify(value));
+  if (typeof value === 'string') {
+    const text = full || value.length <= MAX_TEXT ? value : `${value.slice(0, MAX_TEXT)}…`;
+    return PLAIN_TEXT.test(text) ? text : safeText(JSON.stringify(text));
+  }
   if (typeof value === 'number' || typeof value === 'boolean' || value === null) return String(value);
   if (!full && key === 'upstreamCalls' && Array.isArray(value)) return compactCalls(value);
   if (value !== null && typeof value === 'object' && 'message' in value && !full) {
@@ -292,8 +298,10 @@ function messageFormat(full: boolean) {
     keys.sort((a, b) => rank(a) - rank(b));
     for (const key of keys) {
       const value = log[key];
-      // Skipped when already in the message (`listening on <url>` with `url`): one line, no echo.
-      if (value === undefined || (typeof value === 'string' && parts[0]?.includes(value))) continue;
+      // Skipped when the message already shows it (`listening on <url>` with `url`); short values are
+      // always shown, since a word like `ok` may be in a message by chance.
+      const echoed = typeof value === 'string' && value.length >= 8 && parts[0]?.includes(value);
+      if (value === undefined || echoed) continue;
       parts.push(`${extras.colors.gray(`${key}=`)}${valueText(key, value, full)}`);
     }
     return parts.join(' ');

@@ -31,7 +31,7 @@ export const logSettings = settingsGroup('logs', {
     'LOG_LEVEL',
     z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     'info',
-    'Lowest level written: fatal, error, warn, info, debug, trace, or silent for none. From debug on, pretty lines show objects (every upstream call, error stacks) in full.',
+    'Lowest level written: fatal, error, warn, info, debug, trace, or silent for none. From debug on, pretty lines show everything in full (every upstream call, error stacks, long texts).',
   ),
   logFormat: setting(
     'LOG_FORMAT',

@@ -83,6 +83,20 @@ describe('pretty format', () => {
     expect(debug.text()).toContain(`upstreamCalls=${JSON.stringify(operationLine.upstreamCalls)}`);
   });
 
+  it('shortens long texts below debug and shows them whole at debug', () => {
+    const body = `<html>${'x'.repeat(5000)}</html>`;
+    const info = capture(false);
+    createLogger({ format: 'pretty', destination: info.stream }).warn({ body }, 'upstream call failed');
+    expect(info.text()).toContain('…');
+    expect(info.text().length).toBeLessThan(400);
+    const debug = capture(false);
+    createLogger({ level: 'debug', format: 'pretty', destination: debug.stream }).warn(
+      { body },
+      'upstream call failed',
+    );
+    expect(debug.text()).toContain(body);
+  });
+
   it('shows an error as its type and message at info, its stack only at debug', () => {
     const info = capture(false);
     createLogger({ format: 'pretty', destination: info.stream }).error({ err: new Error('boom') }, 'failed');
