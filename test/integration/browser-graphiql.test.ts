@@ -98,15 +98,20 @@ describe.skipIf(optedOut)('GraphiQL in headless Chromium', () => {
   let digits: DigitEngine;
   let server: Server;
   let origin: string;
-  let browser: Browser;
+  let browser: Browser | undefined;
+
+  const missing =
+    `${CHROMIUM} not found: the GraphiQL browser tests need it (apt-get install -y chromium; .ci/run ` +
+    `installs it). ${inCi ? 'In CI this is a failure.' : 'To skip them knowingly: SKIP_BROWSER_TESTS=1.'}`;
+  /** The browser, or a failure of the test that needs it (counted as a failed test, not a skip). */
+  const launched = () => {
+    if (browser === undefined) throw new Error(missing);
+    return browser;
+  };
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) {
-      throw new Error(
-        `${CHROMIUM} not found: the GraphiQL browser tests need it (apt-get install -y chromium; .ci/run ` +
-          `installs it). ${inCi ? 'In CI this is a failure.' : 'To skip them knowingly: SKIP_BROWSER_TESTS=1.'}`,
-      );
-    }
+    // Without Chromium nothing starts: the first test below fails with the reason, the others with it.
+    if (!existsSync(CHROMIUM)) return;
     services = await startServices({ host: '127.0.0.1' });
     clients = createUpstreamClients({ nullBaseUrl: services.nullCheckUrl, piBaseUrl: services.piDigitsUrl });
     digits = createDigitEngine({ useWorker: false });
@@ -125,6 +130,10 @@ describe.skipIf(optedOut)('GraphiQL in headless Chromium', () => {
     await clients?.close();
     await services?.close();
     await digits?.close();
+  });
+
+  it(`finds Chromium at ${CHROMIUM}`, () => {
+    expect(existsSync(CHROMIUM), missing).toBe(true);
   });
 
   /** Watches a page for requests off the gateway's origin, page errors and CSP violations. */
@@ -153,7 +162,7 @@ describe.skipIf(optedOut)('GraphiQL in headless Chromium', () => {
     'a first visit runs the $name tab as shown: no errors, the expected data',
     async ({ index, name, variables }) => {
       // A new context: no localStorage, no cache, nothing remembered from another tab's run.
-      const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+      const context = await launched().newContext({ viewport: { width: 1280, height: 800 } });
       try {
         const page = await context.newPage();
         const seen = watch(page);
@@ -219,7 +228,7 @@ describe.skipIf(optedOut)('GraphiQL in headless Chromium', () => {
   );
 
   it('the Headers editor carries the API key example', async () => {
-    const context = await browser.newContext();
+    const context = await launched().newContext();
     try {
       const page = await context.newPage();
       await page.goto(`${origin}/graphql`);
