@@ -55,6 +55,12 @@ beforeAll(async () => {
     () => lines().some((l) => l.msg?.startsWith('gateway listening with 2 workers')),
     'the workers',
   );
+  // Each worker writes its own line to the shared stdout, asynchronously: the primary's line may come
+  // first, so wait (bounded) for both rather than race them.
+  await until(
+    () => lines().filter((l) => l.msg?.startsWith('gateway listening on')).length >= 2,
+    'both workers to log their URL',
+  );
 });
 
 afterAll(async () => {
