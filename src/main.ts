@@ -5,10 +5,8 @@
  * SHUTDOWN_TIMEOUT_MS plus a few seconds, whatever happens (even with closed stdout and stderr).
  */
 import { type AppConfig, ConfigError, helpText, loadConfig } from './config.js';
-import { createLogger, type Logger } from './shared/logger.js';
-
-/** How long after SHUTDOWN_TIMEOUT_MS the process exits anyway (pools, services, logs). */
-const EXIT_MARGIN_MS = 5000;
+import { createLogger, flushLogger, type Logger, logFormatFor } from './shared/logger.js';
+import { armShutdownWatchdog } from './shared/shutdown-watchdog.js';
 
 /**
  * The gateway's modules, loaded only after `--help`, the settings and the signal handlers are dealt
@@ -18,18 +16,6 @@ const EXIT_MARGIN_MS = 5000;
 async function loadRuntime() {
   const [app, cluster] = await Promise.all([import('./gateway/app.js'), import('./gateway/cluster.js')]);
   return { ...app, ...cluster };
-}
-
-/** Exits at the latest `ms` from now, whatever the event loop is doing otherwise. */
-function exitWithin(ms: number, logger: Logger): void {
-  setTimeout(() => {
-    try {
-      logger.error('shutdown did not finish in time; exiting');
-    } catch {
-      // Logging must never keep the process alive.
-    }
-    process.exit(1);
-  }, ms).unref();
 }
 
 async function main(argv: string[]): Promise<void> {
@@ -50,13 +36,18 @@ async function main(argv: string[]): Promise<void> {
   }
   const logger = createLogger({
     level: config.logs.logLevel,
-    format: config.logs.logFormat ?? (config.process.nodeEnv === 'production' ? 'json' : 'pretty'),
+    format: logFormatFor(config.logs.logFormat, config.process.nodeEnv),
   });
 
   // Installed before anything slow: a signal during the start shuts down as soon as the gateway is up.
   let stop: ((signal: NodeJS.Signals) => void) | undefined;
   let signalledEarly: NodeJS.Signals | undefined;
   const onSignal = (signal: NodeJS.Signals) => {
+    // Whatever happens from here (a hung drain, a blocked main thread), the process ends in time.
+    armShutdownWatchdog({
+      timeoutMs: config.process.shutdownTimeoutMs,
+      onTimeout: () => logger.error('shutdown did not finish in time; exiting'),
+    });
     if (stop) stop(signal);
     else signalledEarly ??= signal;
   };
@@ -73,7 +64,7 @@ async function main(argv: string[]): Promise<void> {
       logger.fatal({ code: (error as { code?: unknown }).code }, `cannot start: ${String(error)}`);
       return 1;
     });
-    logger.flush();
+    await flushLogger(logger);
     process.exit(code);
   }
 
@@ -92,7 +83,7 @@ async function main(argv: string[]): Promise<void> {
     // One clear line (e.g. EADDRINUSE), not a stack trace.
     const message = error instanceof Error ? error.message : String(error);
     logger.fatal({ code: (error as { code?: unknown }).code }, `cannot start: ${message}`);
-    logger.flush();
+    await flushLogger(logger);
     process.exitCode = 1;
     process.off('SIGTERM', onSignal);
     process.off('SIGINT', onSignal);
@@ -104,14 +95,13 @@ async function main(argv: string[]): Promise<void> {
     // A service manager may signal the whole process group: the second signal must not cut the drain short.
     if (stopping) return;
     stopping = true;
-    exitWithin(config.process.shutdownTimeoutMs + EXIT_MARGIN_MS, logger);
     logger.info({ reason: signal }, 'shutting down: no new connections, draining');
     app.close().then(
       ({ timedOut, inFlight }) => {
         if (timedOut) logger.warn({ inFlight }, 'shutdown timeout reached; remaining connections closed');
         logger.info('shutdown complete');
-        logger.flush();
-        process.exit(0);
+        // Every line written before exiting (bounded: a reader that stopped reading cannot hold it).
+        flushLogger(logger).then(() => process.exit(0));
       },
       (error: unknown) => {
         logger.error({ err: error }, 'shutdown failed');

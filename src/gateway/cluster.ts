@@ -16,6 +16,7 @@ import type { AppConfig } from '../config.js';
 import { servicesOptionsFromSettings } from '../services/settings.js';
 import { type RunningServices, startServices } from '../services/start-services.js';
 import type { Logger } from '../shared/logger.js';
+import { armShutdownWatchdog } from '../shared/shutdown-watchdog.js';
 
 /** How long after a worker's death it is replaced, at the earliest. */
 const RESPAWN_DELAY_MS = 1000;
@@ -97,6 +98,8 @@ export async function runClusterPrimary(config: AppConfig, logger: Logger): Prom
   };
 
   const onSignal = (signal: NodeJS.Signals) => {
+    // The primary too ends in time whatever happens (its workers are killed first, at the same bound).
+    armShutdownWatchdog({ timeoutMs: config.process.shutdownTimeoutMs, marginMs: 8000 });
     void stop(signal);
   };
   process.on('SIGTERM', onSignal);

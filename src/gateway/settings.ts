@@ -65,7 +65,7 @@ export const upstreamSettings = settingsGroup('upstreams', {
     'UPSTREAM_TIMEOUT_MS',
     int(1, 600_000).default(5000),
     '5000',
-    'How long the gateway waits for one upstream answer (headers and body) before UPSTREAM_TIMEOUT.',
+    'How long the gateway waits for one upstream answer (headers and body) before the field fails with UPSTREAM_TIMEOUT.',
   ),
   connections: setting(
     'UPSTREAM_CONNECTIONS',
@@ -141,7 +141,12 @@ export const limitSettings = settingsGroup('limits', {
   ),
   maxDepth: setting('MAX_DEPTH', int(1, 100).default(10), '10', 'Deepest selection set nesting accepted.'),
   maxAliases: setting('MAX_ALIASES', int(1, 1000).default(30), '30', 'Most aliases in one operation.'),
-  maxTokens: setting('MAX_TOKENS', int(10, 100_000).default(2000), '2000', 'Most tokens in one document.'),
+  maxTokens: setting(
+    'MAX_TOKENS',
+    int(10, 100_000).default(2000),
+    '2000',
+    'Most tokens in one GraphQL document.',
+  ),
   maxDirectives: setting(
     'MAX_DIRECTIVES',
     int(1, 1000).default(20),
@@ -203,7 +208,7 @@ export const observabilitySettings = settingsGroup('observability', {
     'SPONSOR_LOG_INTERVAL_MS',
     int(0, 86_400_000).default(60_000),
     '60000',
-    'Each distinct upstream sponsor message is logged at most once per interval (the upstream terms require logging it); 0 logs every one.',
+    'Each distinct sponsor message of the upstreams is logged at most once per interval, in milliseconds; 0 logs every one.',
   ),
   tracing: setting(
     'OTEL_TRACING',

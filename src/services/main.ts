@@ -4,24 +4,19 @@
  * what was accepted, exit by itself (forced after SHUTDOWN_TIMEOUT_MS).
  */
 import { sharedDigitEngine } from '../digits/digit-engine.js';
-import { createLogger } from '../shared/logger.js';
-import { logSettings, processSettings, redisSettings } from '../shared/process-settings.js';
-import { ConfigError, helpText, loadSettings, type SettingsValues } from '../shared/settings.js';
-import { servicesOptionsFromSettings, servicesSettings } from './settings.js';
+import { createLogger, logFormatFor } from '../shared/logger.js';
+import { ConfigError, loadSettings, type SettingsValues } from '../shared/settings.js';
+import { armShutdownWatchdog } from '../shared/shutdown-watchdog.js';
+import {
+  servicesHelpText,
+  servicesOptionsFromSettings,
+  servicesCliSettings as settings,
+} from './settings.js';
 import { startServices } from './start-services.js';
-
-/** The settings `npm run services` reads. */
-const settings = { process: processSettings, ...servicesSettings, redis: redisSettings, logs: logSettings };
 
 async function main(): Promise<void> {
   if (process.argv.includes('--help') || process.argv.includes('-h')) {
-    const intro = [
-      'Usage: npm run services [-- --help]',
-      '',
-      'The reference null-check and pi-digits services.',
-      '',
-    ];
-    process.stdout.write(`${helpText(settings, intro)}\n`);
+    process.stdout.write(`${servicesHelpText()}\n`);
     return;
   }
   let config: SettingsValues<typeof settings>;
@@ -36,7 +31,7 @@ async function main(): Promise<void> {
   }
   const logger = createLogger({
     level: config.logs.logLevel,
-    format: config.logs.logFormat ?? (config.process.nodeEnv === 'production' ? 'json' : 'pretty'),
+    format: logFormatFor(config.logs.logFormat, config.process.nodeEnv),
   });
   const running = await startServices({
     ...servicesOptionsFromSettings(config),
@@ -53,6 +48,8 @@ async function main(): Promise<void> {
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
+    // The timer below needs a free main thread; the watchdog does not.
+    armShutdownWatchdog({ timeoutMs: config.process.shutdownTimeoutMs });
     logger.info({ signal }, 'shutting down: no new connections, finishing accepted requests');
     // Forced exit if in-flight requests take too long; unref'd so it never keeps the process alive.
     setTimeout(() => {

@@ -6,8 +6,8 @@
  */
 import { z } from 'zod';
 import { DEFAULT_MAX_DIGITS } from '../digits/digit-engine.js';
-import type { redisSettings } from '../shared/process-settings.js';
-import { bool, type GroupValues, int, ratio, setting, settingsGroup } from '../shared/settings.js';
+import { logSettings, processSettings, redisSettings } from '../shared/process-settings.js';
+import { bool, type GroupValues, helpText, int, ratio, setting, settingsGroup } from '../shared/settings.js';
 import { DEFAULT_SUNSET_DAYS, ENDPOINT_STAGES } from './shared/retirement.js';
 import type { ServicesOptions } from './start-services.js';
 
@@ -46,7 +46,7 @@ export const referenceServiceSettings = settingsGroup('reference services', {
     'PI_OVER_LIMIT',
     z.enum(['reject', 'clamp']).default('reject'),
     'reject',
-    'Pi service, more digits than the tier allows: reject answers 418 TIER_FORBIDDEN; clamp answers with as many digits as the tier allows.',
+    'What the pi service does when a caller asks for more digits than their tier allows: reject answers 418 TIER_FORBIDDEN; clamp answers with as many digits as the tier allows.',
   ),
   piEnterpriseMaxDigits: setting(
     'PI_ENTERPRISE_MAX_DIGITS',
@@ -174,6 +174,24 @@ export const servicesSettings = {
   apiVersions: apiVersionSettings,
   faults: faultInjectionSettings,
 };
+
+/** Every group `npm run services` reads, in the order its `--help` lists them. */
+export const servicesCliSettings = {
+  process: processSettings,
+  ...servicesSettings,
+  redis: redisSettings,
+  logs: logSettings,
+};
+
+/** The `--help` text of `npm run services`. */
+export function servicesHelpText(): string {
+  return helpText(servicesCliSettings, [
+    'Usage: npm run services [-- --help]',
+    '',
+    'The reference null-check and pi-digits services.',
+    '',
+  ]);
+}
 
 export interface ServicesSettingsValues {
   services: GroupValues<typeof referenceServiceSettings>;

@@ -10,7 +10,7 @@ export const processSettings = settingsGroup('process', {
     'NODE_ENV',
     z.enum(['development', 'production', 'test']).default('development'),
     'development',
-    'production: JSON log lines on standard output and GraphQL field suggestions hidden. GraphiQL and introspection stay on in every environment.',
+    'production: JSON log lines (unless LOG_FORMAT says otherwise), and the gateway hides GraphQL field suggestions. GraphiQL and introspection stay on in every environment.',
   ),
   host: setting(
     'HOST',
@@ -31,7 +31,7 @@ export const logSettings = settingsGroup('logs', {
     'LOG_LEVEL',
     z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     'info',
-    'Lowest level written: fatal, error, warn, info, debug, trace, or silent for none. At debug each operation line carries every upstream call.',
+    'Lowest level written: fatal, error, warn, info, debug, trace, or silent for none. From debug on, pretty lines show everything in full (every upstream call, error stacks, long texts).',
   ),
   logFormat: setting(
     'LOG_FORMAT',

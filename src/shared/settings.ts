@@ -99,7 +99,8 @@ function uniqueSettings(groups: Record<string, SettingsGroup>): Array<{ title: s
   for (const group of Object.values(groups)) {
     const specs = Object.values(group.settings).filter((spec) => !seen.has(spec.env));
     for (const spec of specs) seen.add(spec.env);
-    const existing = out.find((g) => g.title === group.title);
+    // Headings are printed upper-case: 'cache' and 'Cache' are one heading, not two.
+    const existing = out.find((g) => g.title.toUpperCase() === group.title.toUpperCase());
     if (existing) existing.specs.push(...specs);
     else if (specs.length > 0) out.push({ title: group.title, specs });
   }

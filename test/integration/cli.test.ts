@@ -1,5 +1,10 @@
-/** The CLI as a user runs it: --help, and a bad setting stopping the start with one clear line. */
+/**
+ * The CLI as a user runs it: --help, a bad setting stopping the start with one clear line, and
+ * `npm start` / `npm run services` building dist/ only when a source changed (scripts/start.mjs).
+ */
 import { spawnSync } from 'node:child_process';
+import { existsSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
@@ -35,4 +40,66 @@ describe('npm start CLI', () => {
     expect(lines[0]).toContain(name);
     expect(result.stderr).not.toMatch(/\bat .+:\d+:\d+/); // no stack frames
   });
+});
+
+/** `npm <args>` in the repository, npm's own banner and notices off. */
+function runNpm(args: string[], env: Record<string, string> = {}) {
+  return spawnSync('npm', ['--silent', ...args], {
+    cwd: root,
+    env: { ...process.env, NODE_ENV: 'test', ...env },
+    encoding: 'utf8',
+    // A build on a busy machine takes tens of seconds.
+    timeout: 120_000,
+  });
+}
+
+const STAMP = join(root, 'dist', '.build-stamp');
+/** What scripts/start.mjs reports on stderr when it runs tsc. */
+const BUILDING = /^start: building dist\//m;
+
+// These tests build the repository's own dist/ (as `npm start` does); they run in this order.
+describe('npm start builds only when a source changed', () => {
+  it('with dist/ out of date, --help answers from the sources and builds nothing', () => {
+    rmSync(STAMP, { force: true }); // no record of a build: out of date, whatever dist/ holds
+    const result = runNpm(['start', '--', '--help']);
+    expect(result.status).toBe(0);
+    expect(result.stdout).toMatch(/PORT\s+default: 4000/);
+    expect(result.stderr).toMatch(/^start: dist\/ is out of date .*answering --help from the sources/m);
+    expect(result.stderr).not.toMatch(BUILDING);
+    expect(existsSync(STAMP)).toBe(false);
+  });
+
+  it('with dist/ out of date, a bad setting stops at once with one line, before any build', () => {
+    rmSync(STAMP, { force: true });
+    const result = runNpm(['start'], { PORT: 'eighty' });
+    expect(result.status).toBe(1);
+    expect(result.stderr).toMatch(/^invalid configuration: PORT="eighty"/m);
+    expect(result.stderr).not.toMatch(BUILDING);
+    expect(result.stderr).not.toMatch(/\bat .+:\d+:\d+/); // no stack frames
+    expect(existsSync(STAMP)).toBe(false);
+  });
+
+  it('builds when out of date; then `npm start -- --help` and `npm run services -- --help` run no tsc', () => {
+    rmSync(STAMP, { force: true });
+    const built = spawnSync(process.execPath, ['scripts/start.mjs', 'build'], {
+      cwd: root,
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
+    expect(built.status, built.stderr).toBe(0);
+    expect(built.stderr).toMatch(BUILDING);
+    expect(existsSync(STAMP)).toBe(true);
+
+    const gateway = runNpm(['start', '--', '--help']);
+    expect(gateway.status).toBe(0);
+    expect(gateway.stdout).toMatch(/^Usage: npm start/m);
+    expect(gateway.stderr).toMatch(/^start: dist\/ is up to date: not building$/m);
+    expect(gateway.stderr).not.toMatch(BUILDING);
+
+    const services = runNpm(['run', 'services', '--', '--help']);
+    expect(services.status).toBe(0);
+    expect(services.stdout).toMatch(/^Usage: npm run services/m);
+    expect(services.stderr).toMatch(/^start: dist\/ is up to date: not building$/m);
+    expect(services.stderr).not.toMatch(BUILDING);
+  }, 180_000);
 });

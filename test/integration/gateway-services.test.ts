@@ -134,15 +134,17 @@ describe('isNull against the reference service', () => {
     const seen = new Map<string, number>();
     for (let i = 0; i < 30; i++) {
       const result = await run(stack.url, IsNullDocument, { value: i, temperature: 1 }, ENTERPRISE);
+      // The reference service answers every check (no fault injection here): an error is a failure.
+      expect(result.errors).toBeUndefined();
       const verdict = result.data?.isNull;
-      if (!verdict) continue;
+      if (!verdict) throw new Error(`no verdict for value ${i}`);
       seen.set(verdict.__typename, (seen.get(verdict.__typename) ?? 0) + 1);
       if (verdict.__typename === 'NullVerdict') expect(verdict.correct).toBe(verdict.isNull === false);
       else expect(verdict.correct).toBeNull();
       if (verdict.__typename === 'ExistentialVerdict') expect(verdict.raw).toBeTypeOf('object');
     }
-    // The contract: at temperature 1.0 at least 60% are not a plain boolean, a fifth existential.
-    expect((seen.get('MaybeVerdict') ?? 0) + (seen.get('ExistentialVerdict') ?? 0)).toBeGreaterThan(0);
+    // Both odd members reach the client through the gateway (their shares are the services' tests' business).
+    expect(seen.get('MaybeVerdict') ?? 0).toBeGreaterThan(0);
     expect(seen.get('ExistentialVerdict') ?? 0).toBeGreaterThan(0);
   });
 });
@@ -195,8 +197,9 @@ describe('pi against the reference service', () => {
     const members = new Set<string>();
     for (let i = 0; i < 24; i++) {
       const result = await run(stack.url, PiDocument, { digits: 20 + i, temperature: 1 }, ENTERPRISE);
+      expect(result.errors).toBeUndefined();
       const pi = result.data?.pi;
-      if (!pi) continue;
+      if (!pi) throw new Error(`no pi answer for ${20 + i} digits`);
       members.add(pi.__typename);
       const constant = pi.__typename === 'EulerDigits' ? 'e' : 'pi';
       expect(pi.correctDigits).toBe(await agreeing(pi.digits, constant));

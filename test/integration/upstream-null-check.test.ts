@@ -229,7 +229,7 @@ describe('error statuses', () => {
     expect(error.toExtensions()).toMatchObject({ code, upstream: 'null-check', upstreamStatus: status });
     const raw = typeof body === 'string' ? body : JSON.stringify(body);
     // The raw body stays on the error for the log, with the key scrubbed; never in the message.
-    if (raw.length > 0) expect(error.body).toBe(raw.replaceAll(KEY, '[redacted]'));
+    expect(error.body ?? '').toBe(raw.replaceAll(KEY, '[redacted]'));
     expect(String(error.body)).not.toContain(KEY);
     expectClientSafe(error, raw.length > 0 ? raw : undefined);
     expect(error.message).not.toContain('10.1.2.3');

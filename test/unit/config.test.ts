@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, helpText, loadConfig } from '../../src/config.js';
+import { z } from 'zod';
+import { appSettings, ConfigError, helpText, loadConfig } from '../../src/config.js';
+import { servicesCliSettings, servicesHelpText } from '../../src/services/settings.js';
+import {
+  helpText as groupsHelpText,
+  type SettingsGroup,
+  setting,
+  settingsGroup,
+} from '../../src/shared/settings.js';
 
 describe('loadConfig', () => {
   it('applies the documented defaults when nothing is set', () => {
@@ -60,12 +68,14 @@ describe('loadConfig', () => {
   });
 
   it('never echoes API_KEYS values in its error', () => {
-    expect(() => loadConfig({ API_KEYS: 'secret-key-123:platinum' })).toThrow(/API_KEYS=\(value hidden\)/);
+    let message = '';
     try {
       loadConfig({ API_KEYS: 'secret-key-123:platinum' });
     } catch (e) {
-      expect((e as Error).message).not.toContain('secret-key-123');
+      message = (e as Error).message;
     }
+    expect(message).toMatch(/API_KEYS=\(value hidden\)/);
+    expect(message).not.toContain('secret-key-123');
   });
 });
 
@@ -75,5 +85,74 @@ describe('helpText', () => {
     expect(help).toMatch(/PORT\s+default: 4000/);
     expect(help).toMatch(/UPSTREAM_TIMEOUT_MS\s+default: 5000/);
     expect(help).toMatch(/BREAKER_THRESHOLD\s+default: 5/);
+  });
+});
+
+/**
+ * What makes a `--help` text unfit for people: a section heading twice, or a setting whose help leans
+ * on something the reader does not have (a spec, a table, a section, a contract, the README).
+ */
+const LEANING_PHRASES = [
+  /\bthe (error|limits?|tiers?|config(uration)?) table\b/i,
+  /\bspec(s|ification)?\b/i,
+  /\b(see|per|as in) (the )?(readme|docs?|contract|section|table|example)\b/i,
+  /\bcontract\b/i,
+  /\bsection \d/i,
+  /§/,
+  /\.md\b/i,
+  /\bterms\b/i,
+  /\bclient-library\b/i,
+];
+
+function helpProblems(help: string, groups: Record<string, SettingsGroup>): string[] {
+  const problems: string[] = [];
+  const headings = help.split('\n').filter((line) => /^[A-Z][A-Z ]*[A-Z]$/.test(line));
+  const titles = new Set(Object.values(groups).map((g) => g.title.toUpperCase()));
+  for (const title of titles) {
+    const count = headings.filter((h) => h === title).length;
+    if (count !== 1) problems.push(`heading ${title} appears ${count} times`);
+  }
+  for (const heading of headings) if (!titles.has(heading)) problems.push(`unexpected heading ${heading}`);
+  for (const group of Object.values(groups)) {
+    for (const spec of Object.values(group.settings)) {
+      const rows = help
+        .split('\n')
+        .filter((line) => line.startsWith(`  ${spec.env} `) && line.includes('default:'));
+      if (rows.length !== 1) problems.push(`${spec.env} is listed ${rows.length} times`);
+      for (const phrase of LEANING_PHRASES)
+        if (phrase.test(spec.help)) problems.push(`${spec.env}: "${spec.help}" leans on ${phrase}`);
+      if (spec.help.trim().length < 10) problems.push(`${spec.env}: help too short to stand on its own`);
+    }
+  }
+  return problems;
+}
+
+describe('--help of both CLIs', () => {
+  it('npm start: each heading once, every setting once, every help standing on its own', () => {
+    expect(helpProblems(helpText(), appSettings)).toEqual([]);
+  });
+
+  it('npm run services: the same', () => {
+    expect(helpProblems(servicesHelpText(), servicesCliSettings)).toEqual([]);
+  });
+
+  it('the check finds a repeated heading and help that leans on documents', () => {
+    const one = setting('ONE', z.string().optional(), '(unset)', 'Pi service: reject (the error table).');
+    const two = setting('TWO', z.string().optional(), '(unset)', 'As the spec example says.');
+    const groups = { a: settingsGroup('cache', { one }), b: settingsGroup('limits', { two }) };
+    const repeated = `${groupsHelpText(groups, [])}\nCACHE\n`;
+    expect(helpProblems(repeated, groups)).toEqual([
+      'heading CACHE appears 2 times',
+      expect.stringMatching(/^ONE: .*leans on/),
+      expect.stringMatching(/^TWO: .*leans on/),
+    ]);
+  });
+
+  it("prints groups whose titles differ only in case under one heading ('cache' and 'Cache')", () => {
+    const groups = {
+      a: settingsGroup('cache', { one: setting('ONE', z.string().optional(), '-', 'The first setting.') }),
+      b: settingsGroup('Cache', { two: setting('TWO', z.string().optional(), '-', 'The second setting.') }),
+    };
+    expect(helpProblems(groupsHelpText(groups, []), groups)).toEqual([]);
   });
 });

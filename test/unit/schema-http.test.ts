@@ -231,8 +231,9 @@ describe('GraphiQL', () => {
     expect(csp).toContain("default-src 'none'");
     const html = await response.text();
     // No inline executable script: every <script> either has src or is a JSON data block.
-    for (const tag of html.match(/<script[^>]*>/g) ?? [])
-      expect(tag).toMatch(/src="|type="application\/json"/);
+    const scripts = html.match(/<script[^>]*>/g) ?? [];
+    expect(scripts.length).toBeGreaterThanOrEqual(3); // the options block, the boot script, the bundle
+    for (const tag of scripts) expect(tag).toMatch(/src="|type="application\/json"/);
     const urls = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1] as string);
     expect(urls.length).toBeGreaterThanOrEqual(2);
     for (const url of urls) {

@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { errorCodeOf, errorFromStatus, parseRetryAfter } from '../../src/gateway/upstream/error-mapping.js';
 import {
   decimalsOf,
   parseInferenceResponse,
@@ -11,6 +10,7 @@ import {
   ResponseShapeError,
   readConstantMarker,
 } from '../../src/gateway/upstream/response-schemas.js';
+import { errorCodeOf, errorFromStatus, parseRetryAfter } from '../../src/gateway/upstream/status-mapping.js';
 
 const nullMeta = {
   confidence: 0.97,
@@ -91,20 +91,20 @@ describe('parseNullCheckResponse', () => {
     expect(result.confidence).toBe(nullMeta.confidence);
   });
 
-  it('defaults missing or wrong-typed metadata of an existential answer leniently', () => {
-    const body = { is_null: 'Who is asking?', confidence: 'infinite', sponsored_by: 42 };
-    const result = parseNullCheckResponse(body);
-    expect(result).toMatchObject({
+  it("reads an existential answer's missing metadata as null and refuses wrong-typed metadata", () => {
+    // Field by field, in every body: test/unit/upstream-response-bodies.test.ts.
+    const body = { is_null: 'Who is asking?', sponsored_by: 'Acme' };
+    expect(parseNullCheckResponse(body)).toMatchObject({
       answer: { kind: 'existential', musing: 'Who is asking?' },
-      confidence: 0,
-      model: '',
-      inferenceTimeMs: 0,
-      gpuCostUsd: 0,
-      expertsConsulted: 0,
-      sponsoredBy: null,
+      confidence: null,
+      model: null,
+      inferenceTimeMs: null,
+      gpuCostUsd: null,
+      expertsConsulted: null,
+      sponsoredBy: 'Acme',
       disclaimer: null,
     });
-    expect(result.raw).toBe(body);
+    expect(() => parseNullCheckResponse({ ...body, confidence: 'infinite' })).toThrow(ResponseShapeError);
   });
 
   it.each([
@@ -116,15 +116,15 @@ describe('parseNullCheckResponse', () => {
     ['sponsored_by', 7],
   ])('rejects a boolean answer whose %s has the wrong type', (field, value) => {
     const body = { ...nullMeta, is_null: true, [field]: value };
-    expect(() => parseNullCheckResponse(body)).toThrow(ResponseShapeError);
+    let error: unknown;
     try {
       parseNullCheckResponse(body);
-    } catch (error) {
-      expect((error as ResponseShapeError).detail).toContain(field);
-      expect((error as ResponseShapeError).detail).not.toContain(
-        String(value === null ? 'null-value' : value),
-      );
+    } catch (e) {
+      error = e;
     }
+    expect(error).toBeInstanceOf(ResponseShapeError);
+    expect((error as ResponseShapeError).detail).toContain(field);
+    expect((error as ResponseShapeError).detail).not.toContain(String(value === null ? 'null-value' : value));
   });
 
   it('rejects a maybe answer without its required fields', () => {

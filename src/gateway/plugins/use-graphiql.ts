@@ -127,6 +127,22 @@ function bootScript(assetBase: string, versions: Record<string, string>): string
   };
   document.addEventListener('DOMContentLoaded', function () {
     var options = JSON.parse(document.getElementById('graphiql-options').textContent);
+    // GraphiQL 5 builds its tabs from defaultTabs, but fills the editors of the active tab from its
+    // initialQuery / initialVariables props (Yoga's query / variables options) or its stored state;
+    // only the query falls back to the first tab (defaultQuery), the variables do not. So on a first
+    // visit (no stored tab state) the first tab's variables are handed over here, or its first run
+    // would go out without them. Not on later visits: there GraphiQL restores its own tabs, and an
+    // initialVariables that no stored tab matches would open an extra tab.
+    var first = options.defaultTabs && options.defaultTabs[0];
+    var stored = null;
+    try {
+      stored = window.localStorage.getItem('graphiql:tabState');
+    } catch (e) {
+      // Storage off (privacy settings): GraphiQL keeps nothing either, every visit is a first one.
+    }
+    if (first && stored === null && options.variables == null && first.variables != null) {
+      options.variables = first.variables;
+    }
     YogaGraphiQL.renderYogaGraphiQL(document.getElementById('root'), options);
   });
 })();

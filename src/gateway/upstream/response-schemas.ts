@@ -32,12 +32,19 @@ export class ResponseShapeError extends Error {
 export const DIGITS_PATTERN = /^\d+(\.\d+)?$/;
 
 const int = z.number().int();
-const nullableText = z
-  .string()
-  .nullish()
-  .transform((v) => v ?? null);
+/**
+ * An optional field: absent or JSON null is "not said" (null), never a default; present, it must have
+ * the type (a string `confidence` is not an absent one).
+ */
+const optional = <T extends z.ZodType>(schema: T) =>
+  schema.nullish().transform((v): z.output<T> | null => v ?? null);
+const nullableText = optional(z.string());
 
-/** The spec's fields of a boolean or `maybe` answer: all required, types checked. */
+/**
+ * The spec's fields of a boolean or `maybe` answer: the measured facts of the answer (confidence,
+ * model, timing, cost, experts) are required, since a documented answer without them does not fit the
+ * interface; the texts (sponsor, disclaimer) may be absent, as `sponsored=false` removes the sponsor.
+ */
 const nullCheckStrictSchema = z.object({
   confidence: z.number(),
   model: z.string(),
@@ -49,30 +56,40 @@ const nullCheckStrictSchema = z.object({
 });
 
 /**
- * The existential answer's shape is not in the spec ("not shown"), so its metadata is read
- * leniently: a missing or wrong-typed number becomes 0 and a missing model '' (the seam's types
- * are non-null, and `raw` keeps the untouched body, so nothing is lost by defaulting).
+ * The existential answer's shape is not in the spec ("not shown"), so none of its fields is required:
+ * a missing one is null. A field that is there must still have its type: a string `confidence` is a
+ * broken body (`UPSTREAM_BAD_RESPONSE`), not an answer with confidence 0.
  */
-const nullCheckLenientSchema = z.object({
-  confidence: z.number().catch(0),
-  model: z.string().catch(''),
-  inference_time_ms: z.number().catch(0),
-  gpu_cost_usd: z.number().catch(0),
-  experts_consulted: z.number().catch(0),
-  sponsored_by: z.string().nullable().catch(null),
-  disclaimer: z.string().nullable().catch(null),
+const nullCheckExistentialSchema = z.object({
+  confidence: optional(z.number()),
+  model: optional(z.string()),
+  inference_time_ms: optional(int),
+  gpu_cost_usd: optional(z.number()),
+  experts_consulted: optional(int),
+  sponsored_by: nullableText,
+  disclaimer: nullableText,
 });
+
+/**
+ * The constant marker of the reference pi service (`"pi"` or `"e"`): optional, a string when present.
+ * An unknown text is no marker (the gateway then decides from the digits); a number is a broken body.
+ */
+const constantField = nullableText;
 
 const piSchema = z.object({
   digits: z.string().regex(DIGITS_PATTERN, 'expected a decimal string of digits'),
-  /** Required by the spec; when absent (the e case is "not shown") it is derived from `digits`. */
-  precision: int.nonnegative().optional(),
+  /**
+   * Required by the spec; when absent or null (the e case is "not shown") it is counted from `digits`,
+   * whose decimal places it is by definition: read from the upstream's own answer, not invented.
+   */
+  precision: optional(int.nonnegative()),
   confidence: z.number(),
   model: z.string(),
   inference_time_ms: int,
   gpu_cost_usd: z.number(),
   sponsored_by: nullableText,
   disclaimer: nullableText,
+  constant: constantField,
 });
 
 const inferenceSchema = z.object({
@@ -81,8 +98,11 @@ const inferenceSchema = z.object({
   chain_of_thought: nullableText,
   tokens_used: int.nonnegative(),
   cost: z.string(),
-  precision: int.nonnegative().optional(),
-  model: z.string().optional(),
+  /** Not in the spec's inference answer: optional, counted from `digits` when absent (as for pi). */
+  precision: optional(int.nonnegative()),
+  /** Not in the spec's inference answer: optional, null when absent. */
+  model: nullableText,
+  constant: constantField,
 });
 
 const nullHealthSchema = z.object({
@@ -152,7 +172,7 @@ export function parseNullCheckResponse(json: unknown): NullCheckResponse {
   } else if (typeof isNull === 'string' && isNull.trim().toLowerCase() === 'maybe') {
     answer = { kind: 'maybe' };
   } else {
-    const meta = nullCheckLenientSchema.parse(body);
+    const meta = check(nullCheckExistentialSchema, body);
     return {
       answer: { kind: 'existential', musing: musingOf(isNull, body) },
       confidence: meta.confidence,

@@ -27,15 +27,19 @@ export type NullAnswer =
   /** Any other shape: the upstream's text (if any) as `musing`. */
   | { kind: 'existential'; musing: string | null };
 
-/** A validated answer of POST /api/v1/check. */
+/**
+ * A validated answer of POST /api/v1/check. A boolean or `maybe` answer has every number and the
+ * model; an existential answer (shape not in the spec) has them only when the upstream sent them:
+ * null is "not said", never a made-up 0 or ''.
+ */
 export interface NullCheckResponse {
   answer: NullAnswer;
-  confidence: number;
+  confidence: number | null;
   /** The upstream model string, whatever it is (the enum mapping happens in the schema). */
-  model: string;
-  inferenceTimeMs: number;
-  gpuCostUsd: number;
-  expertsConsulted: number;
+  model: string | null;
+  inferenceTimeMs: number | null;
+  gpuCostUsd: number | null;
+  expertsConsulted: number | null;
   sponsoredBy: string | null;
   disclaimer: string | null;
   /** The untouched upstream body, for `ExistentialVerdict.raw` (nothing is lost). */
