@@ -5,7 +5,7 @@
  * SHUTDOWN_TIMEOUT_MS plus a few seconds, whatever happens (even with closed stdout and stderr).
  */
 import { type AppConfig, ConfigError, helpText, loadConfig } from './config.js';
-import { createLogger, flushLogger, type Logger, logFormatFor } from './shared/logger.js';
+import { createLogger, flushLogger, logFormatFor } from './shared/logger.js';
 import { armShutdownWatchdog } from './shared/shutdown-watchdog.js';
 
 /**

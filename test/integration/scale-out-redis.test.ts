@@ -97,7 +97,9 @@ describe.skipIf(skip)('two replicas on one Redis', () => {
     expect(y.data).toEqual(x.data);
     expect(checks()).toBe(1);
     // One of them paid; the other shared its call.
-    const costs = [x, y].map((r) => (r.extensions?.cost as { gpuCostUsd: number }).gpuCostUsd).sort();
+    const costs = [x, y]
+      .map((r) => (r.extensions as { cost: { gpuCostUsd: number } }).cost.gpuCostUsd)
+      .sort();
     expect(costs).toEqual([0, CHECK_USD]);
   });
 

@@ -105,12 +105,12 @@ export function createOperationReporter(options: OperationReporterOptions): Oper
       metrics.recordOperation(operation.name, operation.type, outcome, durationMs);
       const costUsd = roundUsd(operation.costUsd);
 
-      let extensions: OperationExtensions | undefined;
-      if (operation.sponsors !== undefined) extensions = { sponsoredBy: operation.sponsors };
+      const extensions: OperationExtensions = {};
+      if (operation.sponsors !== undefined) extensions.sponsoredBy = operation.sponsors;
       if (responseCache && operation.cacheHits + operation.cacheMisses > 0)
-        (extensions ??= {}).cache = { hits: operation.cacheHits, misses: operation.cacheMisses };
+        extensions.cache = { hits: operation.cacheHits, misses: operation.cacheMisses };
       if (operation.touchedUpstream) {
-        (extensions ??= {}).cost = {
+        extensions.cost = {
           gpuCostUsd: costUsd,
           upstreamCalls: operation.upstreamCalls,
           cacheHits: operation.cacheHits,
@@ -147,7 +147,8 @@ export function createOperationReporter(options: OperationReporterOptions): Oper
           span.setStatus({ code: SpanStatusCode.ERROR, message: outcome });
         span.end();
       }
-      if (extensions === undefined) return result;
+      if (operation.sponsors === undefined && extensions.cache === undefined && extensions.cost === undefined)
+        return result;
       return { ...result, extensions: { ...result.extensions, ...extensions } };
     },
   };

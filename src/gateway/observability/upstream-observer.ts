@@ -18,13 +18,7 @@ import type { Logger } from 'pino';
 import { type ErrorCode, UpstreamCallError } from '../errors.js';
 import type { Operation } from '../operation.js';
 import type { ModelCall } from '../operation-plan.js';
-import type {
-  Dispatch,
-  EndpointName,
-  Interceptor,
-  UpstreamAnswer,
-  UpstreamRequest,
-} from '../upstream/dispatch.js';
+import type { Dispatch, Interceptor, UpstreamAnswer, UpstreamRequest } from '../upstream/dispatch.js';
 import { type ExchangeEvent, scrub } from '../upstream/transport.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { SponsorLog } from './sponsor-log.js';
