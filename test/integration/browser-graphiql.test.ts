@@ -67,6 +67,10 @@ const EXPECTED: Record<string, unknown> = {
   Inference: {
     inference: { __typename: 'PiInference', digits: '3.141', precision: 3, correctDigits: 3 },
   },
+  Bill: {
+    cheap: { modelName: 'null-x-4o', gpuCostUsd: 0.0042 },
+    dear: { modelName: 'null-x-opus', gpuCostUsd: 0.042 },
+  },
   Health: {
     health: {
       status: 'OK',
@@ -184,10 +188,21 @@ describe.skipIf(optedOut)('GraphiQL in headless Chromium', () => {
           });
         });
         const sent = answer.request().postDataJSON() as { variables?: unknown };
+        // And the tab's own headers: the Bill tab's cost cap reaches the gateway from the Headers pane.
+        const headers = JSON.parse(GRAPHIQL_TABS[index]?.headers ?? '{}') as Record<string, string>;
+        const requestHeaders = await answer.request().allHeaders();
+        for (const [header, value] of Object.entries(headers))
+          expect(requestHeaders[header.toLowerCase()]).toBe(value);
         // What the editors showed is what was sent: the tab's own example variables.
         expect(sent.variables ?? undefined).toEqual(variables);
-        const body = (await answer.json()) as { data?: unknown; errors?: unknown };
+        const body = (await answer.json()) as {
+          data?: unknown;
+          errors?: unknown;
+          extensions?: { cost?: unknown };
+        };
         expect(body.errors).toBeUndefined();
+        if (name === 'Bill')
+          expect(body.extensions?.cost).toEqual({ gpuCostUsd: 0.0462, upstreamCalls: 2, cacheHits: 0 });
         expect(body.data).toMatchObject(EXPECTED[name] as object);
         // And the result pane shows it.
         await expect

@@ -6,8 +6,8 @@
  * @graphql-yoga/render-graphiql (GraphiQL with Monaco, no CDN) is served as separate same-origin
  * assets, the page options travel in a non-executable JSON block, and workers load from 'self'.
  *
- * The 9 MB bundle is imported on the first GraphiQL request, not at start: production (GraphiQL off
- * by default) never loads it. Assets are gzipped once and revalidated by ETag.
+ * The 9 MB bundle is imported on the first GraphiQL request, not at start: a gateway nobody opens in a
+ * browser never loads it. Assets are gzipped once and revalidated by ETag.
  */
 import { createHash } from 'node:crypto';
 import { promisify } from 'node:util';
@@ -92,6 +92,18 @@ query Health {
 }
 `,
     headers: HEADERS_EXAMPLE,
+  },
+  {
+    query: `# What an operation costs. Every answer that called an upstream carries extensions.cost
+# { gpuCostUsd, upstreamCalls, cacheHits }. The Headers tab caps it: with "X-Max-Cost-Usd", an
+# operation expected to cost more is refused with BUDGET_EXCEEDED before anything is called
+# (lower the cap to 0.01 to see it). null-x-opus costs about ten times null-x-4o.
+query Bill {
+  cheap: isNull(value: 1, model: NULL_X_4O) { ... on NullCheck { modelName gpuCostUsd } }
+  dear: isNull(value: 2, model: NULL_X_OPUS) { ... on NullCheck { modelName gpuCostUsd } }
+}
+`,
+    headers: JSON.stringify({ Authorization: 'Bearer free', 'X-Max-Cost-Usd': '0.05' }, null, 2),
   },
 ];
 
