@@ -7,7 +7,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../bench/bench-processes.js';
+import { freePort } from '../support/redis-server.js';
 
 const ROOT = new URL('../../', import.meta.url);
 let child: ChildProcess;
