@@ -25,6 +25,8 @@ export interface ChildServer {
    * in ms. On a shared, noisy machine, CPU time per request varies far less than requests per second.
    */
   cpuMs(): Promise<number>;
+  /** The last few thousand characters the process wrote to stderr. */
+  stderr(): string;
   stop(): Promise<void>;
 }
 
@@ -148,7 +150,7 @@ export async function startChild(options: StartOptions): Promise<ChildServer> {
   });
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
-    stderr = (stderr + chunk.toString()).slice(-4000);
+    stderr = (stderr + chunk.toString()).slice(-16_000);
   });
   try {
     await waitReady(`http://127.0.0.1:${options.port}${options.readyPath}`, child, () => stderr);
@@ -171,6 +173,7 @@ export async function startChild(options: StartOptions): Promise<ChildServer> {
     port: options.port,
     child,
     rss: () => rssOf(pid),
+    stderr: () => stderr,
     totalRss: async () => {
       let total = await rssOf(pid);
       for (const worker of await childPids(pid)) total += await rssOf(worker).catch(() => 0);

@@ -425,46 +425,119 @@ async function redisGatewayRows(upstreamUrl: string, variant: GatewayVariant): P
   }
 }
 
+/**
+ * Preloaded into the memory row's gateway (with --expose-gc): on SIGUSR2, a full garbage collection,
+ * then one JSON line on stderr with the process's memory. The same as test/bench/load-memory-probe.ts
+ * (which test:load preloads under tsx), as plain JavaScript for the compiled gateway, on stderr because
+ * the benchmark does not read the gateway's stdout (its log lines).
+ */
+const MEMORY_PROBE = `data:text/javascript,${encodeURIComponent(
+  'let n = 0; process.on("SIGUSR2", () => { globalThis.gc?.(); const m = process.memoryUsage(); ' +
+    'process.stderr.write(JSON.stringify({ memoryProbe: { n: ++n, rss: m.rss, heapUsed: m.heapUsed } }) + "\\n"); });',
+)}`;
+
+interface MemoryPoint {
+  /** Operations sent so far (the warm-up included). */
+  operations: number;
+  /** RSS as found, before any forced collection (MB). */
+  rssMb: number;
+  /** RSS and V8 heap used right after a forced full GC (MB): what is really held. */
+  rssAfterGcMb: number;
+  heapUsedAfterGcMb: number;
+}
+
 interface MemoryResult {
   operations: number;
   rssStartMb: number;
   rssAfterWarmupMb: number;
   rssHalfwayMb: number;
   rssAfterMb: number;
+  points: MemoryPoint[];
   failures: number;
+}
+
+const mb = (bytes: number) => Math.round((bytes / 1024 / 1024) * 10) / 10;
+
+/** Full GC in the gateway (MEMORY_PROBE), then its RSS and heap used. */
+async function probeMemory(gateway: ChildServer, count: number): Promise<{ rss: number; heapUsed: number }> {
+  gateway.child.kill('SIGUSR2');
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    const lines = gateway.stderr().split('\n');
+    for (const line of lines) {
+      if (!line.startsWith('{"memoryProbe"')) continue;
+      const probe = (JSON.parse(line) as { memoryProbe: { n: number; rss: number; heapUsed: number } })
+        .memoryProbe;
+      if (probe.n === count) return probe;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`memory row: the gateway did not answer memory probe ${count}: ${gateway.stderr()}`);
 }
 
 async function memoryRow(upstreamUrl: string): Promise<MemoryResult | undefined> {
   if (flag('no-memory') || MEMORY_OPS === 0 || (only !== undefined && !selected('memory'))) return undefined;
-  const gateway = await startGateway(upstreamUrl, {
-    label: 'memory',
-    env: { RESPONSE_CACHE: 'false' },
-    workloads: ['pi'],
+  const gateway = await startChild({
+    name: 'memory',
+    script: GATEWAY_SCRIPT,
+    port: await freePort(),
+    readyPath: '/health',
+    nodeArgs: ['--expose-gc', '--import', MEMORY_PROBE],
+    env: {
+      NODE_ENV: 'production',
+      HOST: '127.0.0.1',
+      NULL_BASE_URL: upstreamUrl,
+      PI_BASE_URL: upstreamUrl,
+      LOG_LEVEL: 'info',
+      RESPONSE_CACHE: 'false',
+    },
   });
-  const mb = (bytes: number) => Math.round((bytes / 1024 / 1024) * 10) / 10;
+  const points: MemoryPoint[] = [];
+  const point = async (operations: number) => {
+    const rss = await gateway.rss();
+    const probe = await probeMemory(gateway, points.length + 1);
+    const p: MemoryPoint = {
+      operations,
+      rssMb: mb(rss),
+      rssAfterGcMb: mb(probe.rss),
+      heapUsedAfterGcMb: mb(probe.heapUsed),
+    };
+    points.push(p);
+    process.stderr.write(
+      `  memory after ${String(operations).padStart(6)} operations: RSS ${p.rssMb} MB; after a full GC: RSS ${p.rssAfterGcMb} MB, heap used ${p.heapUsedAfterGcMb} MB\n`,
+    );
+    return rss;
+  };
   try {
-    const rssStart = await gateway.rss();
     const target = gatewayTarget(gateway, WORKLOADS.pi);
-    await autocannon({ ...target, connections: CONNECTIONS, amount: 2000 });
-    const rssAfterWarmup = await gateway.rss();
+    const send = (amount: number) =>
+      autocannon({
+        url: target.url,
+        method: target.method,
+        headers: target.headers,
+        body: target.body,
+        connections: CONNECTIONS,
+        amount,
+        timeout: 10,
+      });
+    const warmup = 2000;
     const half = Math.floor(MEMORY_OPS / 2);
-    const first = await autocannon({ ...target, connections: CONNECTIONS, amount: half, timeout: 10 });
-    const rssHalfway = await gateway.rss();
-    const second = await autocannon({
-      ...target,
-      connections: CONNECTIONS,
-      amount: MEMORY_OPS - half,
-      timeout: 10,
-    });
-    const rssAfter = await gateway.rss();
-    const failures = first.non2xx + first.errors + second.non2xx + second.errors;
-    if (failures > 0) throw new Error(`memory run: ${failures} failures`);
+    const rssStart = await point(0);
+    const results = [await send(warmup)];
+    const rssAfterWarmup = await point(warmup);
+    results.push(await send(half));
+    const rssHalfway = await point(warmup + half);
+    results.push(await send(MEMORY_OPS - half));
+    const rssAfter = await point(warmup + MEMORY_OPS);
+    const failures = results.reduce((sum, r) => sum + r.non2xx + r.errors + r.timeouts, 0);
+    if (failures > 0) notice(`memory row: ${failures} failed requests (non-2xx, errors, timeouts)`);
     return {
       operations: MEMORY_OPS,
       rssStartMb: mb(rssStart),
       rssAfterWarmupMb: mb(rssAfterWarmup),
       rssHalfwayMb: mb(rssHalfway),
       rssAfterMb: mb(rssAfter),
+      points,
       failures,
     };
   } finally {
@@ -639,6 +712,7 @@ const list = (values: Array<number | null>, show: (n: number | null) => string) 
   values.every((v) => v === null) ? '' : values.map((v) => show(v) || '-').join(' / ');
 
 function printRun(rows: Row[], run: number): void {
+  if (rows.length === 0) return;
   console.log(`\nrun ${run} of ${RUNS}`);
   printTable(
     [
@@ -680,6 +754,11 @@ function printSummary(
   checks: TargetCheck[],
   memory: MemoryResult | undefined,
 ): void {
+  if (table.length > 0) printMedians(table);
+  printFindings(costs, checks, memory);
+}
+
+function printMedians(table: MedianRow[]): void {
   console.log(
     `\nmedian of ${RUNS} run(s) per row (each ratio is the median of the per-run ratios to that run's proxy; ` +
       'cpu ÷ proxy = gateway CPU per request ÷ proxy CPU per request; errors and non-2xx summed over the runs)',
@@ -718,6 +797,9 @@ function printSummary(
       list(r.perRun.ratio, (n) => (n === null ? '' : n.toFixed(2))),
     ]),
   );
+}
+
+function printFindings(costs: RedisCost[], checks: TargetCheck[], memory: MemoryResult | undefined): void {
   if (costs.length > 0) {
     console.log(
       '\nwhat Redis adds per request (gateway CPU, Redis row − in-memory row of the same run; median):',
@@ -738,9 +820,13 @@ function printSummary(
   }
   if (memory) {
     console.log(
-      `\nmemory (gateway process RSS, cache off): ${memory.rssStartMb} MB at start, ${memory.rssAfterWarmupMb} MB after warm-up, ` +
-        `${memory.rssHalfwayMb} MB after ${Math.floor(memory.operations / 2)} operations, ` +
-        `${memory.rssAfterMb} MB after ${memory.operations} operations`,
+      `\nmemory (gateway process, cache off): RSS ${memory.rssStartMb} MB at start, ${memory.rssAfterWarmupMb} MB after warm-up, ` +
+        `${memory.rssHalfwayMb} MB after ${Math.floor(memory.operations / 2)} more operations, ` +
+        `${memory.rssAfterMb} MB after ${memory.operations}; ${memory.failures} failed requests`,
+    );
+    console.log(
+      `  after a forced full GC at the same points: RSS ${memory.points.map((p) => p.rssAfterGcMb).join(' / ')} MB, ` +
+        `V8 heap used ${memory.points.map((p) => p.heapUsedAfterGcMb).join(' / ')} MB`,
     );
   }
   if (notices.length > 0) {
