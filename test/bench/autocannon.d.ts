@@ -21,6 +21,19 @@ declare module 'autocannon' {
     body?: string | Buffer;
     timeout?: number;
     pipelining?: number;
+    /** With `setupRequest`, each request is built anew from what it returns. */
+    requests?: RequestSpec[];
+  }
+
+  export interface RequestParams {
+    method?: string;
+    path?: string;
+    headers?: Record<string, string>;
+    body?: string | Buffer;
+  }
+
+  export interface RequestSpec extends RequestParams {
+    setupRequest?: (request: RequestParams, context: Record<string, unknown>) => RequestParams;
   }
 
   export interface Result {

@@ -1,10 +1,13 @@
 /**
  * Child processes of the gateway benchmark: each server under test runs in its own Node process (so it
  * never shares an event loop with the load generator or the upstream), on loopback only.
+ *
+ * Every process started here (and every other stoppable thing handed to `track`) is remembered until
+ * it is stopped, so `installSignalCleanup` can stop whatever is still running when the benchmark is
+ * interrupted (SIGINT, SIGTERM); the normal and the failing paths stop them in `finally` blocks.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
+import { readdir, readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 const ROOT = new URL('../../', import.meta.url);
@@ -22,20 +25,9 @@ export interface ChildServer {
    * in ms. On a shared, noisy machine, CPU time per request varies far less than requests per second.
    */
   cpuMs(): Promise<number>;
+  /** The last few thousand characters the process wrote to stderr. */
+  stderr(): string;
   stop(): Promise<void>;
-}
-
-/** A free loopback port (the tiny race until the child binds it is acceptable for a benchmark). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 async function rssOf(pid: number): Promise<number> {
@@ -46,8 +38,8 @@ async function rssOf(pid: number): Promise<number> {
 
 const CLOCK_TICKS_PER_SECOND = 100;
 
-/** utime + stime of one process from /proc/<pid>/stat, in ms. */
-async function cpuOf(pid: number): Promise<number> {
+/** utime + stime of one process (all its threads) from /proc/<pid>/stat, in ms. */
+export async function cpuOf(pid: number): Promise<number> {
   const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
   // The command name (2nd field) is in parentheses and may hold spaces: count fields after it.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
@@ -55,13 +47,66 @@ async function cpuOf(pid: number): Promise<number> {
   return (ticks * 1000) / CLOCK_TICKS_PER_SECOND;
 }
 
+/** Direct children of `pid` (of any of its threads). */
 async function childPids(pid: number): Promise<number[]> {
+  let tasks: string[];
   try {
-    const text = await readFile(`/proc/${pid}/task/${pid}/children`, 'utf8');
-    return text.trim().split(/\s+/).filter(Boolean).map(Number);
+    tasks = await readdir(`/proc/${pid}/task`);
   } catch {
     return [];
   }
+  const pids = new Set<number>();
+  for (const task of tasks) {
+    try {
+      const text = await readFile(`/proc/${pid}/task/${task}/children`, 'utf8');
+      for (const child of text.trim().split(/\s+/).filter(Boolean)) pids.add(Number(child));
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return [...pids];
+}
+
+/**
+ * The pid of a direct child of this process whose command line (arguments joined by spaces) matches
+ * `pattern`, e.g. the redis-server started by test/support/redis-server.ts (which does not expose it).
+ */
+export async function findChildPid(pattern: RegExp): Promise<number | undefined> {
+  for (const pid of await childPids(process.pid)) {
+    try {
+      const cmdline = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0').join(' ');
+      if (pattern.test(cmdline)) return pid;
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return undefined;
+}
+
+// --- cleanup on interruption ------------------------------------------------------------------------
+
+const live = new Set<() => Promise<void>>();
+
+/** Remembers `stop` until the returned function is called (once it has stopped). */
+export function track(stop: () => Promise<void>): () => void {
+  live.add(stop);
+  return () => live.delete(stop);
+}
+
+/** On SIGINT/SIGTERM: stop everything still tracked (newest first), then exit 130/143. */
+export function installSignalCleanup(): void {
+  let stopping = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    process.stderr.write(`\n${signal}: stopping ${live.size} process(es) started by the benchmark...\n`);
+    const stops = [...live].reverse();
+    Promise.allSettled(stops.map((stop) => stop())).finally(() =>
+      process.exit(signal === 'SIGINT' ? 130 : 143),
+    );
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
 }
 
 /** Polls `url` until it answers 2xx (or the child exits, or `timeoutMs` passes). */
@@ -105,7 +150,7 @@ export async function startChild(options: StartOptions): Promise<ChildServer> {
   });
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
-    stderr = (stderr + chunk.toString()).slice(-4000);
+    stderr = (stderr + chunk.toString()).slice(-16_000);
   });
   try {
     await waitReady(`http://127.0.0.1:${options.port}${options.readyPath}`, child, () => stderr);
@@ -114,11 +159,21 @@ export async function startChild(options: StartOptions): Promise<ChildServer> {
     throw error;
   }
   const pid = child.pid as number;
+  const stop = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+    await exited;
+    clearTimeout(timer);
+  };
+  const untrack = track(stop);
   return {
     name: options.name,
     port: options.port,
     child,
     rss: () => rssOf(pid),
+    stderr: () => stderr,
     totalRss: async () => {
       let total = await rssOf(pid);
       for (const worker of await childPids(pid)) total += await rssOf(worker).catch(() => 0);
@@ -130,12 +185,8 @@ export async function startChild(options: StartOptions): Promise<ChildServer> {
       return total;
     },
     stop: async () => {
-      if (child.exitCode !== null) return;
-      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-      await exited;
-      clearTimeout(timer);
+      await stop();
+      untrack();
     },
   };
 }

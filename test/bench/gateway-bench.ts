@@ -1,29 +1,55 @@
 /**
- * Gateway benchmark: `npm run bench [-- --duration 10 --warmup 3 --connections 50 --memory-ops 100000]`.
+ * Gateway benchmark: `npm run bench [-- --runs 3 --duration 10 --warmup 3 --connections 50 --memory-ops 100000]`.
  *
  * What a gateway costs is what it adds on top of the upstream call, so every figure is put next to the
  * physical limit measured in the same run: one at a time on loopback, under the same load (autocannon,
  * 50 connections), in front of the same fixed-answer upstream (test/bench/fixed-upstream.ts, its own
- * process):
+ * process). One run is the whole row set:
  *   1. the upstream directly (REST);
  *   2. the raw one-hop proxy (test/bench/raw-proxy.ts): node:http + one undici Pool request each, no
  *      GraphQL: the floor cost of any one-call gateway here;
  *   3. the gateway (its own process, as `npm start` runs it, NODE_ENV=production), pi and isNull with
- *      the response cache off; the same with the fast path off (Yoga's handler only), for reference;
- *   4. the gateway with the deterministic-answer cache on (repeated identical operations);
- *   5. the gateway under WORKERS=2 (node:cluster), cache off.
- * Then the memory row: RSS of a fresh gateway process before and after `--memory-ops` operations.
+ *      the defaults (response cache off); the same with the fast path off (Yoga's handler only).
+ *      Identical concurrent operations share one upstream call in the gateway (in-flight sharing, on
+ *      whatever the cache setting), so these rows make far fewer upstream calls than the proxy: the
+ *      `distinct isNull` row asks about a different value each request, one upstream call each, as the
+ *      proxy does;
+ *   4. the gateway with the response cache on (RESPONSE_CACHE=true; repeated identical operations: hits);
+ *   5. the gateway under WORKERS=2 (node:cluster), cache off;
+ *   6. the gateway with REDIS_URL set (a real redis-server started on a free loopback port for the
+ *      variant's rows and stopped after them), cache off (pi, isNull, distinct isNull) and cache on (pi,
+ *      isNull): the cost of sharing the state between replicas, as the difference with the in-memory
+ *      row of the same run plus the redis-server's own CPU. Skipped with a notice when redis-server is
+ *      not installed (REDIS_SERVER_BIN names another binary).
+ * `--runs N` (default 3) repeats the whole set; each row is compared with the proxy of its own run, and
+ * the median over the runs is printed per row with the per-run figures beside it. Then, once, the
+ * memory row: RSS of a fresh gateway process (cache off) at start, after a warm-up, half-way through
+ * and after `--memory-ops` operations.
  *
- * Prints one table (req/s, p50, p99, errors, non-2xx, ratio to the proxy of the same upstream call)
- * and writes it as JSON to bench-results/ (git-ignored). Options: `--only name,name` runs the rows
- * whose name contains one of the words; `--no-cluster`, `--no-memory` skip those parts.
+ * Per row: req/s, p50, p99, errors, non-2xx, the CPU time of the server process per answered request
+ * (workers included) and, gateway ÷ proxy, its ratio to the proxy's CPU per request, throughput ×
+ * proxy and p99 × proxy; for gateway rows also upstream calls per request and, for the Redis rows, the
+ * redis-server's own CPU per request and the Redis errors the gateway counted (each one a fallback to
+ * memory). Writes everything as JSON to bench-results/ (git-ignored).
+ *
+ * Options: `--only name,name` runs the rows whose name contains one of the words; `--no-cluster`,
+ * `--no-redis`, `--no-memory` skip those parts; `--no-build` reuses the last build; `--cpu-prof`
+ * writes V8 CPU profiles of each gateway process to bench-results/profiles/.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import autocannon, { type Result as AutocannonResult } from 'autocannon';
-import { type ChildServer, freePort, startChild } from './bench-processes.js';
+import { freePort, redisServerAvailable, startRedisServer } from '../support/redis-server.js';
+import {
+  type ChildServer,
+  cpuOf,
+  findChildPid,
+  installSignalCleanup,
+  startChild,
+  track,
+} from './bench-processes.js';
 
 // --- options -------------------------------------------------------------------------------------
 
@@ -38,6 +64,8 @@ const flag = (name: string) => process.argv.includes(`--${name}`);
 const onlyIndex = process.argv.indexOf('--only');
 const only = onlyIndex === -1 ? undefined : (process.argv[onlyIndex + 1] ?? '').split(',').filter(Boolean);
 
+const RUNS = option('runs', 3);
+if (!Number.isInteger(RUNS) || RUNS < 1) throw new Error('--runs needs a whole number ≥ 1');
 const DURATION_S = option('duration', 10);
 const WARMUP_S = option('warmup', 3);
 const CONNECTIONS = option('connections', 50);
@@ -63,12 +91,57 @@ const GRAPHQL_HEADERS = {
   accept: 'application/graphql-response+json, application/json',
 };
 
+const isPiAnswer = (text: string) => {
+  const body = JSON.parse(text) as { data?: { pi?: { digits?: string } }; errors?: unknown };
+  return body.errors === undefined && body.data?.pi?.digits === '3.1415926535';
+};
+const isNullVerdict = (expected: boolean) => (text: string) => {
+  const body = JSON.parse(text) as { data?: { isNull?: { isNull?: boolean } }; errors?: unknown };
+  return body.errors === undefined && body.data?.isNull?.isNull === expected;
+};
+
+const distinctIsNullBody = (n: number) =>
+  JSON.stringify({ query: IS_NULL_QUERY, operationName: 'IsNull', variables: { value: `bench-${n}` } });
+
+/** What one gateway row sends, what a correct answer is, and the proxy row it is compared with. */
+interface Workload {
+  /** Appended to the variant's label: the row's name. */
+  suffix: string;
+  body: string;
+  /** When set, the body of the n-th request (the benchmark counts them across rows and runs). */
+  bodyFor?: (n: number) => string;
+  expect: (text: string) => boolean;
+  baseline: string;
+}
+
+type WorkloadName = 'pi' | 'isNull' | 'distinct isNull';
+const WORKLOADS: Record<WorkloadName, Workload> = {
+  pi: { suffix: 'pi', body: BODIES.pi, expect: isPiAnswer, baseline: 'proxy pi' },
+  isNull: { suffix: 'isNull', body: BODIES.isNull, expect: isNullVerdict(true), baseline: 'proxy check' },
+  /**
+   * isNull of a different string each request: every operation makes its own upstream call (no
+   * in-flight sharing, no cache hit), as the proxy does. Identical concurrent operations (the two rows
+   * above) share one upstream call per burst in the gateway, which the proxy never does.
+   */
+  'distinct isNull': {
+    suffix: 'distinct isNull',
+    body: distinctIsNullBody(0),
+    bodyFor: distinctIsNullBody,
+    expect: isNullVerdict(false),
+    baseline: 'proxy check',
+  },
+};
+
 // --- measuring -----------------------------------------------------------------------------------
 
 interface Row {
+  /** 1-based run number. */
+  run: number;
   name: string;
-  /** The proxy row this row is compared with. */
+  /** The proxy row of the same run this row is compared with. */
   baseline: string | null;
+  /** For a Redis row: the in-memory row of the same run it is compared with. */
+  twin: string | null;
   requestsPerSecond: number;
   p50Ms: number;
   p99Ms: number;
@@ -77,9 +150,20 @@ interface Row {
   total: number;
   /** CPU time of the server under test per answered request, in µs (null for the bare upstream). */
   cpuUsPerRequest: number | null;
-  cpuRatio?: number | null;
-  ratio?: number | null;
-  p99Ratio?: number | null;
+  /** CPU time of the redis-server per answered request, in µs (Redis rows only). */
+  redisCpuUsPerRequest: number | null;
+  /** Upstream HTTP requests the gateway made per answered request (from its /metrics; one process). */
+  upstreamCallsPerRequest: number | null;
+  /** Failed Redis commands during the row (each answered from memory instead). */
+  redisErrors: number | null;
+  /** Where the gateway's shared state was after the row: redis, or fallback (memory). */
+  redisState: string | null;
+  /** This row's CPU per request ÷ the proxy's (gateway ÷ proxy: lower is better, 1 = the proxy). */
+  cpuRatio: number | null;
+  /** req/s × proxy (higher is better). */
+  ratio: number | null;
+  /** p99 × proxy (lower is better). */
+  p99Ratio: number | null;
 }
 
 interface Target {
@@ -87,6 +171,14 @@ interface Target {
   method: 'GET' | 'POST';
   headers?: Record<string, string>;
   body?: string;
+  bodyFor?: (n: number) => string;
+}
+
+/** What a gateway row observes besides the load: its metrics and, for a Redis row, the redis-server. */
+interface Observer {
+  /** Scrapes the gateway's /metrics (a single process only: under WORKERS a scrape sees one worker). */
+  metrics?: () => Promise<Map<string, number>>;
+  redisPid?: number;
 }
 
 /** One request first: a benchmark of error answers would be worthless. */
@@ -102,73 +194,126 @@ async function check(name: string, target: Target, expect: (body: string) => boo
   }
 }
 
+/** Requests sent with a varying body so far (each one gets the next number: no value repeats). */
+let varied = 0;
+
 async function drive(target: Target, seconds: number): Promise<AutocannonResult> {
+  const { bodyFor } = target;
   return autocannon({
     url: target.url,
     method: target.method,
     headers: target.headers,
     body: target.body,
+    ...(bodyFor && { requests: [{ setupRequest: (request) => ({ ...request, body: bodyFor(++varied) }) }] }),
     connections: CONNECTIONS,
     duration: seconds,
     timeout: 10,
   });
 }
 
-const rows: Row[] = [];
+/** Prometheus text → sum of every sample per metric name (labels summed over). */
+async function scrapeMetrics(port: number): Promise<Map<string, number>> {
+  const response = await fetch(`http://127.0.0.1:${port}/metrics`);
+  const text = await response.text();
+  const sums = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith('#')) continue;
+    const match = /^([A-Za-z_:][\w:]*)(?:\{.*\})?\s+(\S+)/.exec(line);
+    if (!match?.[1]) continue;
+    sums.set(match[1], (sums.get(match[1]) ?? 0) + Number(match[2]));
+  }
+  return sums;
+}
+
+const notices: string[] = [];
+function notice(text: string): void {
+  notices.push(text);
+  process.stderr.write(`  NOTICE: ${text}\n`);
+}
+
+/** The rows of each run, in order. */
+const runs: Row[][] = [];
+const currentRun = (): Row[] => runs[runs.length - 1] ?? [];
 const selected = (name: string) => only === undefined || only.some((word) => name.includes(word));
 
-async function measure(
-  name: string,
-  baseline: string | null,
-  target: Target,
-  server?: ChildServer,
-): Promise<void> {
+interface MeasureOptions {
+  baseline: string | null;
+  twin?: string | null;
+  server?: ChildServer;
+  observer?: Observer;
+}
+
+async function measure(name: string, target: Target, options: MeasureOptions): Promise<void> {
   if (!selected(name)) return;
+  const { server, observer } = options;
   if (WARMUP_S > 0) await drive(target, WARMUP_S);
+  const metricsBefore = await observer?.metrics?.();
+  const redisCpuBefore = observer?.redisPid === undefined ? 0 : await cpuOf(observer.redisPid);
   const cpuBefore = server ? await server.cpuMs() : 0;
   const result = await drive(target, DURATION_S);
   const cpuAfter = server ? await server.cpuMs() : 0;
+  const redisCpuAfter = observer?.redisPid === undefined ? 0 : await cpuOf(observer.redisPid);
+  const metricsAfter = await observer?.metrics?.();
+  const total = result.requests.total;
+  const perRequest = (ms: number) => (total > 0 ? Math.round((ms * 1000) / total) : null);
+  const delta = (metric: string) =>
+    metricsBefore && metricsAfter ? (metricsAfter.get(metric) ?? 0) - (metricsBefore.get(metric) ?? 0) : null;
+  const upstreamCalls = delta('gateway_upstream_requests_total');
+  const redis = observer?.redisPid !== undefined;
+  const redisUp = metricsAfter?.get('gateway_redis_up');
   const row: Row = {
+    run: runs.length,
     name,
-    baseline,
+    baseline: options.baseline,
+    twin: options.twin ?? null,
     requestsPerSecond: Math.round(result.requests.average),
     p50Ms: result.latency.p50,
     p99Ms: result.latency.p99,
     errors: result.errors + result.timeouts,
     non2xx: result.non2xx,
-    total: result.requests.total,
-    cpuUsPerRequest:
-      server && result.requests.total > 0
-        ? Math.round(((cpuAfter - cpuBefore) * 1000) / result.requests.total)
-        : null,
+    total,
+    cpuUsPerRequest: server ? perRequest(cpuAfter - cpuBefore) : null,
+    redisCpuUsPerRequest: redis ? perRequest(redisCpuAfter - redisCpuBefore) : null,
+    upstreamCallsPerRequest:
+      upstreamCalls === null || total === 0 ? null : Math.round((upstreamCalls / total) * 1000) / 1000,
+    redisErrors: redis ? delta('gateway_redis_errors_total') : null,
+    redisState: redis && redisUp !== undefined ? (redisUp === 1 ? 'redis' : 'fallback') : null,
+    cpuRatio: null,
+    ratio: null,
+    p99Ratio: null,
   };
-  rows.push(row);
+  currentRun().push(row);
   process.stderr.write(
-    `  ${name.padEnd(34)} ${String(row.requestsPerSecond).padStart(7)} req/s  p50 ${row.p50Ms} ms  p99 ${row.p99Ms} ms  cpu ${row.cpuUsPerRequest ?? '-'} µs/req\n`,
+    `  ${name.padEnd(34)} ${String(row.requestsPerSecond).padStart(7)} req/s  p50 ${row.p50Ms} ms  p99 ${row.p99Ms} ms  cpu ${row.cpuUsPerRequest ?? '-'} µs/req` +
+      `${row.upstreamCallsPerRequest === null ? '' : `  upstream calls/req ${row.upstreamCallsPerRequest}`}` +
+      `${redis ? `  redis-server ${row.redisCpuUsPerRequest ?? '-'} µs/req, redis errors ${row.redisErrors ?? '?'}` : ''}\n`,
   );
+  if (row.errors > 0 || row.non2xx > 0)
+    notice(`run ${row.run}, ${name}: ${row.errors} errors/timeouts, ${row.non2xx} non-2xx answers`);
+  if (redis && (row.redisErrors !== 0 || row.redisState !== 'redis'))
+    notice(
+      `run ${row.run}, ${name}: ${row.redisErrors ?? '?'} Redis command errors, state ${row.redisState ?? '?'} after the row ` +
+        '(each error was answered from memory: the row measured Redis only in part)',
+    );
 }
 
-const gatewayTarget = (server: ChildServer, operation: Operation): Target => ({
+const gatewayTarget = (server: ChildServer, workload: Workload): Target => ({
   url: `http://127.0.0.1:${server.port}/graphql`,
   method: 'POST',
   headers: GRAPHQL_HEADERS,
-  body: BODIES[operation],
+  body: workload.body,
+  bodyFor: workload.bodyFor,
 });
-
-const isPiAnswer = (text: string) => {
-  const body = JSON.parse(text) as { data?: { pi?: { digits?: string } }; errors?: unknown };
-  return body.errors === undefined && body.data?.pi?.digits === '3.1415926535';
-};
-const isNullAnswer = (text: string) => {
-  const body = JSON.parse(text) as { data?: { isNull?: { isNull?: boolean } }; errors?: unknown };
-  return body.errors === undefined && body.data?.isNull?.isNull === true;
-};
 
 const slug = (text: string) => text.replace(/[^a-z0-9]+/gi, '-').toLowerCase();
 
 interface GatewayVariant {
   label: string;
   env: Record<string, string>;
+  /** The rows of this variant, all measured on one gateway process. */
+  workloads: WorkloadName[];
+  /** For a Redis variant: the label of the in-memory variant it is compared with. */
+  twin?: string;
 }
 
 /**
@@ -219,107 +364,572 @@ async function startGateway(upstreamUrl: string, variant: GatewayVariant): Promi
   });
 }
 
-async function gatewayRows(upstreamUrl: string, variant: GatewayVariant): Promise<void> {
-  if (!selected(`${variant.label} pi`) && !selected(`${variant.label} isNull`)) return;
-  const gateway = await startGateway(upstreamUrl, variant);
+/** Waits until the gateway's /ready says its shared state is in Redis (connected and answering). */
+async function waitForRedisState(gateway: ChildServer, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  while (Date.now() < deadline) {
+    const response = await fetch(`http://127.0.0.1:${gateway.port}/ready`);
+    last = await response.text();
+    if ((JSON.parse(last) as { redis?: string }).redis === 'redis') return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`${gateway.name}: shared state not in Redis after ${timeoutMs} ms: ${last}`);
+}
+
+const variantSelected = (variant: GatewayVariant) =>
+  variant.workloads.some((name) => selected(`${variant.label} ${WORKLOADS[name].suffix}`));
+
+async function gatewayRows(
+  upstreamUrl: string,
+  variant: GatewayVariant,
+  redis?: { url: string; pid: number },
+): Promise<void> {
+  if (!variantSelected(variant)) return;
+  const env = redis ? { ...variant.env, REDIS_URL: redis.url } : variant.env;
+  const gateway = await startGateway(upstreamUrl, { ...variant, env });
   try {
-    await check(`${variant.label} pi`, gatewayTarget(gateway, 'pi'), isPiAnswer);
-    await check(`${variant.label} isNull`, gatewayTarget(gateway, 'isNull'), isNullAnswer);
-    await measure(`${variant.label} pi`, 'proxy pi', gatewayTarget(gateway, 'pi'), gateway);
-    await measure(`${variant.label} isNull`, 'proxy check', gatewayTarget(gateway, 'isNull'), gateway);
+    if (redis) await waitForRedisState(gateway);
+    const observer: Observer = {
+      metrics: env.WORKERS === undefined ? () => scrapeMetrics(gateway.port) : undefined,
+      redisPid: redis?.pid,
+    };
+    for (const workload of variant.workloads.map((name) => WORKLOADS[name])) {
+      const name = `${variant.label} ${workload.suffix}`;
+      if (!selected(name)) continue;
+      await check(name, gatewayTarget(gateway, workload), workload.expect);
+      await measure(name, gatewayTarget(gateway, workload), {
+        baseline: workload.baseline,
+        twin: variant.twin === undefined ? null : `${variant.twin} ${workload.suffix}`,
+        server: gateway,
+        observer,
+      });
+    }
   } finally {
     await gateway.stop();
   }
+}
+
+/** A Redis variant: a fresh redis-server (loopback, free port, in memory only) for its row pair. */
+async function redisGatewayRows(upstreamUrl: string, variant: GatewayVariant): Promise<void> {
+  if (!variantSelected(variant)) return;
+  const redis = await startRedisServer();
+  const untrack = track(() => redis.stop());
+  try {
+    const pid = await findChildPid(new RegExp(`redis-server.*(:|--port )${redis.port}\\b`));
+    if (pid === undefined) throw new Error(`cannot find the pid of the redis-server on port ${redis.port}`);
+    await gatewayRows(upstreamUrl, variant, { url: redis.url, pid });
+  } finally {
+    await redis.stop();
+    untrack();
+  }
+}
+
+/**
+ * Preloaded into the memory row's gateway (with --expose-gc): on SIGUSR2, a full garbage collection,
+ * then one JSON line on stderr with the process's memory. The same as test/bench/load-memory-probe.ts
+ * (which test:load preloads under tsx), as plain JavaScript for the compiled gateway, on stderr because
+ * the benchmark does not read the gateway's stdout (its log lines).
+ */
+const MEMORY_PROBE = `data:text/javascript,${encodeURIComponent(
+  'let n = 0; process.on("SIGUSR2", () => { globalThis.gc?.(); const m = process.memoryUsage(); ' +
+    'process.stderr.write(JSON.stringify({ memoryProbe: { n: ++n, rss: m.rss, heapUsed: m.heapUsed } }) + "\\n"); });',
+)}`;
+
+interface MemoryPoint {
+  /** Operations sent so far (the warm-up included). */
+  operations: number;
+  /** RSS as found, before any forced collection (MB). */
+  rssMb: number;
+  /** RSS and V8 heap used right after a forced full GC (MB): what is really held. */
+  rssAfterGcMb: number;
+  heapUsedAfterGcMb: number;
 }
 
 interface MemoryResult {
   operations: number;
   rssStartMb: number;
   rssAfterWarmupMb: number;
+  rssHalfwayMb: number;
   rssAfterMb: number;
+  points: MemoryPoint[];
+  failures: number;
+}
+
+const mb = (bytes: number) => Math.round((bytes / 1024 / 1024) * 10) / 10;
+
+/** Full GC in the gateway (MEMORY_PROBE), then its RSS and heap used. */
+async function probeMemory(gateway: ChildServer, count: number): Promise<{ rss: number; heapUsed: number }> {
+  gateway.child.kill('SIGUSR2');
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    const lines = gateway.stderr().split('\n');
+    for (const line of lines) {
+      if (!line.startsWith('{"memoryProbe"')) continue;
+      const probe = (JSON.parse(line) as { memoryProbe: { n: number; rss: number; heapUsed: number } })
+        .memoryProbe;
+      if (probe.n === count) return probe;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`memory row: the gateway did not answer memory probe ${count}: ${gateway.stderr()}`);
 }
 
 async function memoryRow(upstreamUrl: string): Promise<MemoryResult | undefined> {
   if (flag('no-memory') || MEMORY_OPS === 0 || (only !== undefined && !selected('memory'))) return undefined;
-  const gateway = await startGateway(upstreamUrl, { label: 'memory', env: { RESPONSE_CACHE: 'false' } });
-  const mb = (bytes: number) => Math.round((bytes / 1024 / 1024) * 10) / 10;
+  const gateway = await startChild({
+    name: 'memory',
+    script: GATEWAY_SCRIPT,
+    port: await freePort(),
+    readyPath: '/health',
+    nodeArgs: ['--expose-gc', '--import', MEMORY_PROBE],
+    env: {
+      NODE_ENV: 'production',
+      HOST: '127.0.0.1',
+      NULL_BASE_URL: upstreamUrl,
+      PI_BASE_URL: upstreamUrl,
+      LOG_LEVEL: 'info',
+      RESPONSE_CACHE: 'false',
+    },
+  });
+  const points: MemoryPoint[] = [];
+  const point = async (operations: number) => {
+    const rss = await gateway.rss();
+    const probe = await probeMemory(gateway, points.length + 1);
+    const p: MemoryPoint = {
+      operations,
+      rssMb: mb(rss),
+      rssAfterGcMb: mb(probe.rss),
+      heapUsedAfterGcMb: mb(probe.heapUsed),
+    };
+    points.push(p);
+    process.stderr.write(
+      `  memory after ${String(operations).padStart(6)} operations: RSS ${p.rssMb} MB; after a full GC: RSS ${p.rssAfterGcMb} MB, heap used ${p.heapUsedAfterGcMb} MB\n`,
+    );
+    return rss;
+  };
   try {
-    const rssStart = await gateway.rss();
-    const target = gatewayTarget(gateway, 'pi');
-    await autocannon({ ...target, connections: CONNECTIONS, amount: 2000 });
-    const rssAfterWarmup = await gateway.rss();
-    const result = await autocannon({ ...target, connections: CONNECTIONS, amount: MEMORY_OPS, timeout: 10 });
-    const rssAfter = await gateway.rss();
-    if (result.non2xx + result.errors > 0)
-      throw new Error(`memory run: ${result.non2xx + result.errors} failures`);
+    const target = gatewayTarget(gateway, WORKLOADS.pi);
+    const send = (amount: number) =>
+      autocannon({
+        url: target.url,
+        method: target.method,
+        headers: target.headers,
+        body: target.body,
+        connections: CONNECTIONS,
+        amount,
+        timeout: 10,
+      });
+    const warmup = 2000;
+    const half = Math.floor(MEMORY_OPS / 2);
+    const rssStart = await point(0);
+    const results = [await send(warmup)];
+    const rssAfterWarmup = await point(warmup);
+    results.push(await send(half));
+    const rssHalfway = await point(warmup + half);
+    results.push(await send(MEMORY_OPS - half));
+    const rssAfter = await point(warmup + MEMORY_OPS);
+    const failures = results.reduce((sum, r) => sum + r.non2xx + r.errors + r.timeouts, 0);
+    if (failures > 0) notice(`memory row: ${failures} failed requests (non-2xx, errors, timeouts)`);
     return {
       operations: MEMORY_OPS,
       rssStartMb: mb(rssStart),
       rssAfterWarmupMb: mb(rssAfterWarmup),
+      rssHalfwayMb: mb(rssHalfway),
       rssAfterMb: mb(rssAfter),
+      points,
+      failures,
     };
   } finally {
     await gateway.stop();
   }
 }
 
-// --- the run -------------------------------------------------------------------------------------
+// --- figures -------------------------------------------------------------------------------------
 
-function printTable(memory: MemoryResult | undefined): void {
+const round2 = (n: number) => Math.round(n * 100) / 100;
+
+/** Ratios of each row to the proxy row of its own run. */
+function compareWithProxy(rows: Row[]): void {
   const byName = new Map(rows.map((r) => [r.name, r]));
   for (const row of rows) {
     const base = row.baseline === null ? undefined : byName.get(row.baseline);
-    row.ratio = base ? Math.round((row.requestsPerSecond / base.requestsPerSecond) * 100) / 100 : null;
-    row.p99Ratio = base && base.p99Ms > 0 ? Math.round((row.p99Ms / base.p99Ms) * 100) / 100 : null;
-    // Proxy CPU per request ÷ this row's: the throughput ratio a CPU-bound run would show.
+    row.ratio =
+      base && base.requestsPerSecond > 0 ? round2(row.requestsPerSecond / base.requestsPerSecond) : null;
+    row.p99Ratio = base && base.p99Ms > 0 ? round2(row.p99Ms / base.p99Ms) : null;
     row.cpuRatio =
-      base?.cpuUsPerRequest && row.cpuUsPerRequest
-        ? Math.round((base.cpuUsPerRequest / row.cpuUsPerRequest) * 100) / 100
+      base?.cpuUsPerRequest && row.cpuUsPerRequest !== null
+        ? round2(row.cpuUsPerRequest / base.cpuUsPerRequest)
         : null;
   }
-  const header = [
-    '',
-    'req/s',
-    'p50 ms',
-    'p99 ms',
-    'errors',
-    'non-2xx',
-    '× proxy',
-    'p99 × proxy',
-    'cpu µs/req',
-    'cpu × proxy',
-  ];
-  const lines = rows.map((r) => [
-    r.name,
-    String(r.requestsPerSecond),
-    String(r.p50Ms),
-    String(r.p99Ms),
-    String(r.errors),
-    String(r.non2xx),
-    r.ratio == null ? '' : `${r.ratio.toFixed(2)}×`,
-    r.p99Ratio == null ? '' : `${r.p99Ratio.toFixed(2)}×`,
-    r.cpuUsPerRequest == null ? '' : String(r.cpuUsPerRequest),
-    r.cpuRatio == null ? '' : `${r.cpuRatio.toFixed(2)}×`,
-  ]);
+}
+
+function median(values: Array<number | null>): number | null {
+  const sorted = values.filter((v): v is number => v !== null && Number.isFinite(v)).sort((a, b) => a - b);
+  if (sorted.length === 0) return null;
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1
+    ? (sorted[middle] as number)
+    : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
+}
+
+interface MedianRow {
+  name: string;
+  runs: number;
+  requestsPerSecond: number | null;
+  p50Ms: number | null;
+  p99Ms: number | null;
+  /** Summed over the runs. */
+  errors: number;
+  non2xx: number;
+  cpuUsPerRequest: number | null;
+  cpuRatio: number | null;
+  ratio: number | null;
+  p99Ratio: number | null;
+  upstreamCallsPerRequest: number | null;
+  redisCpuUsPerRequest: number | null;
+  redisErrors: number | null;
+  /** The figures of each run, in run order. */
+  perRun: {
+    requestsPerSecond: number[];
+    cpuUsPerRequest: Array<number | null>;
+    cpuRatio: Array<number | null>;
+    ratio: Array<number | null>;
+    p99Ratio: Array<number | null>;
+  };
+}
+
+/** Per row (in the order of first appearance): the median of each figure over the runs. */
+function medians(): MedianRow[] {
+  const names: string[] = [];
+  for (const rows of runs) for (const row of rows) if (!names.includes(row.name)) names.push(row.name);
+  return names.map((name) => {
+    const rows = runs.flatMap((rowsOfRun) => rowsOfRun.filter((r) => r.name === name));
+    const of = (pick: (r: Row) => number | null) => median(rows.map(pick));
+    const round = (n: number | null) => (n === null ? null : Math.round(n));
+    const redisErrors = rows.map((r) => r.redisErrors).filter((n): n is number => n !== null);
+    return {
+      name,
+      runs: rows.length,
+      requestsPerSecond: round(of((r) => r.requestsPerSecond)),
+      p50Ms: of((r) => r.p50Ms),
+      p99Ms: of((r) => r.p99Ms),
+      errors: rows.reduce((sum, r) => sum + r.errors, 0),
+      non2xx: rows.reduce((sum, r) => sum + r.non2xx, 0),
+      cpuUsPerRequest: round(of((r) => r.cpuUsPerRequest)),
+      cpuRatio: of((r) => r.cpuRatio),
+      ratio: of((r) => r.ratio),
+      p99Ratio: of((r) => r.p99Ratio),
+      upstreamCallsPerRequest: of((r) => r.upstreamCallsPerRequest),
+      redisCpuUsPerRequest: round(of((r) => r.redisCpuUsPerRequest)),
+      redisErrors: redisErrors.length === 0 ? null : redisErrors.reduce((a, b) => a + b, 0),
+      perRun: {
+        requestsPerSecond: rows.map((r) => r.requestsPerSecond),
+        cpuUsPerRequest: rows.map((r) => r.cpuUsPerRequest),
+        cpuRatio: rows.map((r) => r.cpuRatio),
+        ratio: rows.map((r) => r.ratio),
+        p99Ratio: rows.map((r) => r.p99Ratio),
+      },
+    };
+  });
+}
+
+interface RedisCost {
+  row: string;
+  twin: string;
+  /** Median over the runs of (Redis row − in-memory row) gateway CPU per request, µs. */
+  gatewayCpuDeltaUs: number | null;
+  perRunDeltaUs: Array<number | null>;
+  /** Median redis-server CPU per request, µs. */
+  redisServerCpuUs: number | null;
+}
+
+function redisCosts(): RedisCost[] {
+  const pairs = new Map<string, string>();
+  for (const rows of runs) for (const row of rows) if (row.twin !== null) pairs.set(row.name, row.twin);
+  return [...pairs].map(([name, twin]) => {
+    const perRunDeltaUs = runs.map((rows) => {
+      const row = rows.find((r) => r.name === name);
+      const base = rows.find((r) => r.name === twin);
+      return row?.cpuUsPerRequest != null && base?.cpuUsPerRequest != null
+        ? row.cpuUsPerRequest - base.cpuUsPerRequest
+        : null;
+    });
+    return {
+      row: name,
+      twin,
+      gatewayCpuDeltaUs: median(perRunDeltaUs),
+      perRunDeltaUs,
+      redisServerCpuUs: median(
+        runs.map((rows) => rows.find((r) => r.name === name)?.redisCpuUsPerRequest ?? null),
+      ),
+    };
+  });
+}
+
+interface TargetCheck {
+  row: string;
+  target: string;
+  value: number | null;
+  met: boolean | null;
+}
+
+/** The project's targets, on the medians. */
+function targetChecks(table: MedianRow[]): TargetCheck[] {
+  const checks: TargetCheck[] = [];
+  const add = (row: string, target: string, value: number | null | undefined, ok: (v: number) => boolean) =>
+    checks.push({ row, target, value: value ?? null, met: value == null ? null : ok(value) });
+  for (const name of ['gateway pi', 'gateway isNull', 'gateway distinct isNull']) {
+    const row = table.find((r) => r.name === name);
+    if (row === undefined) continue;
+    add(name, 'CPU/req ≤ 2× proxy', row.cpuRatio, (v) => v <= 2);
+    add(name, 'stretch: throughput ≥ 0.60× proxy', row.ratio, (v) => v >= 0.6);
+    add(name, 'stretch: p99 ≤ 2× proxy', row.p99Ratio, (v) => v <= 2);
+  }
+  for (const name of ['gateway cache pi', 'gateway cache isNull']) {
+    const row = table.find((r) => r.name === name);
+    if (row === undefined) continue;
+    add(name, 'CPU/req ≤ 1.2× proxy', row.cpuRatio, (v) => v <= 1.2);
+    add(name, 'throughput ≥ 1.0× proxy', row.ratio, (v) => v >= 1);
+  }
+  return checks;
+}
+
+// --- printing ------------------------------------------------------------------------------------
+
+function printTable(header: string[], lines: string[][]): void {
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => (l[i] ?? '').length)));
   const format = (cells: string[]) =>
     cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join('  ');
-  console.log(`\n${format(header)}`);
+  console.log(format(header));
   console.log(widths.map((w) => '-'.repeat(w)).join('  '));
   for (const line of lines) console.log(format(line));
+}
+
+const times = (n: number | null) => (n === null ? '' : `${n.toFixed(2)}×`);
+const plain = (n: number | null) => (n === null ? '' : String(n));
+const list = (values: Array<number | null>, show: (n: number | null) => string) =>
+  values.every((v) => v === null) ? '' : values.map((v) => show(v) || '-').join(' / ');
+
+function printRun(rows: Row[], run: number): void {
+  if (rows.length === 0) return;
+  console.log(`\nrun ${run} of ${RUNS}`);
+  printTable(
+    [
+      '',
+      'req/s',
+      'p50 ms',
+      'p99 ms',
+      'errors',
+      'non-2xx',
+      'cpu µs/req',
+      'cpu ÷ proxy',
+      '× proxy',
+      'p99 × proxy',
+      'upstream/req',
+      'redis µs/req',
+      'redis err',
+    ],
+    rows.map((r) => [
+      r.name,
+      String(r.requestsPerSecond),
+      String(r.p50Ms),
+      String(r.p99Ms),
+      String(r.errors),
+      String(r.non2xx),
+      plain(r.cpuUsPerRequest),
+      times(r.cpuRatio),
+      times(r.ratio),
+      times(r.p99Ratio),
+      plain(r.upstreamCallsPerRequest),
+      plain(r.redisCpuUsPerRequest),
+      plain(r.redisErrors),
+    ]),
+  );
+}
+
+function printSummary(
+  table: MedianRow[],
+  costs: RedisCost[],
+  checks: TargetCheck[],
+  memory: MemoryResult | undefined,
+): void {
+  if (table.length > 0) printMedians(table);
+  printFindings(costs, checks, memory);
+}
+
+function printMedians(table: MedianRow[]): void {
+  console.log(
+    `\nmedian of ${RUNS} run(s) per row (each ratio is the median of the per-run ratios to that run's proxy; ` +
+      'cpu ÷ proxy = gateway CPU per request ÷ proxy CPU per request; errors and non-2xx summed over the runs)',
+  );
+  printTable(
+    [
+      '',
+      'req/s',
+      'p99 ms',
+      'errors',
+      'non-2xx',
+      'cpu µs/req',
+      'cpu ÷ proxy',
+      '× proxy',
+      'p99 × proxy',
+      'upstream/req',
+      'redis µs/req',
+      'cpu µs/req per run',
+      'cpu ÷ proxy per run',
+      '× proxy per run',
+    ],
+    table.map((r) => [
+      r.name,
+      plain(r.requestsPerSecond),
+      plain(r.p99Ms),
+      String(r.errors),
+      String(r.non2xx),
+      plain(r.cpuUsPerRequest),
+      times(r.cpuRatio),
+      times(r.ratio),
+      times(r.p99Ratio),
+      plain(r.upstreamCallsPerRequest),
+      plain(r.redisCpuUsPerRequest),
+      list(r.perRun.cpuUsPerRequest, plain),
+      list(r.perRun.cpuRatio, (n) => (n === null ? '' : n.toFixed(2))),
+      list(r.perRun.ratio, (n) => (n === null ? '' : n.toFixed(2))),
+    ]),
+  );
+}
+
+function printFindings(costs: RedisCost[], checks: TargetCheck[], memory: MemoryResult | undefined): void {
+  if (costs.length > 0) {
+    console.log(
+      '\nwhat Redis adds per request (gateway CPU, Redis row − in-memory row of the same run; median):',
+    );
+    for (const c of costs) {
+      console.log(
+        `  ${c.row.padEnd(28)} vs ${c.twin.padEnd(22)} ${plain(c.gatewayCpuDeltaUs).padStart(5)} µs in the gateway ` +
+          `(per run: ${list(c.perRunDeltaUs, plain)}), plus ${plain(c.redisServerCpuUs) || '?'} µs in redis-server`,
+      );
+    }
+  }
+  if (checks.length > 0) {
+    console.log('\ntargets (on the medians):');
+    for (const c of checks) {
+      const verdict = c.met === null ? 'not measured' : c.met ? 'met' : 'MISSED';
+      console.log(`  ${c.row.padEnd(22)} ${c.target.padEnd(36)} ${times(c.value).padStart(7)}  ${verdict}`);
+    }
+  }
   if (memory) {
     console.log(
-      `\nmemory (gateway process RSS, cache off): ${memory.rssStartMb} MB at start, ${memory.rssAfterWarmupMb} MB after warm-up, ` +
-        `${memory.rssAfterMb} MB after ${memory.operations} more operations`,
+      `\nmemory (gateway process, cache off): RSS ${memory.rssStartMb} MB at start, ${memory.rssAfterWarmupMb} MB after warm-up, ` +
+        `${memory.rssHalfwayMb} MB after ${Math.floor(memory.operations / 2)} more operations, ` +
+        `${memory.rssAfterMb} MB after ${memory.operations}; ${memory.failures} failed requests`,
     );
+    console.log(
+      `  after a forced full GC at the same points: RSS ${memory.points.map((p) => p.rssAfterGcMb).join(' / ')} MB, ` +
+        `V8 heap used ${memory.points.map((p) => p.heapUsedAfterGcMb).join(' / ')} MB`,
+    );
+  }
+  if (notices.length > 0) {
+    console.log('\nnotices:');
+    for (const n of notices) console.log(`  ${n}`);
+  }
+}
+
+// --- the run -------------------------------------------------------------------------------------
+
+const GATEWAY_VARIANTS: GatewayVariant[] = [
+  { label: 'gateway', env: {}, workloads: ['pi', 'isNull', 'distinct isNull'] },
+  { label: 'gateway yoga-only', env: { HTTP_FAST_PATH: 'false' }, workloads: ['pi', 'isNull'] },
+  { label: 'gateway cache', env: { RESPONSE_CACHE: 'true' }, workloads: ['pi', 'isNull'] },
+];
+const CLUSTER_VARIANT: GatewayVariant = {
+  label: `gateway workers=${WORKERS}`,
+  env: { WORKERS: String(WORKERS) },
+  workloads: ['pi', 'isNull'],
+};
+const REDIS_VARIANTS: GatewayVariant[] = [
+  { label: 'gateway redis', env: {}, workloads: ['pi', 'isNull', 'distinct isNull'], twin: 'gateway' },
+  {
+    label: 'gateway redis cache',
+    env: { RESPONSE_CACHE: 'true' },
+    workloads: ['pi', 'isNull'],
+    twin: 'gateway cache',
+  },
+];
+
+async function runOnce(upstreamUrl: string, redisUsable: boolean): Promise<void> {
+  await measure(
+    'upstream pi (REST)',
+    { url: `${upstreamUrl}/api/v1/pi?digits=10`, method: 'GET' },
+    { baseline: null },
+  );
+  await measure(
+    'upstream check (REST)',
+    {
+      url: `${upstreamUrl}/api/v1/check`,
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"value":null}',
+    },
+    { baseline: null },
+  );
+
+  if (selected('proxy pi') || selected('proxy check')) {
+    const proxy = await startChild({
+      name: 'proxy',
+      script: 'test/bench/raw-proxy.ts',
+      port: await freePort(),
+      readyPath: '/health',
+      env: { UPSTREAM_URL: upstreamUrl },
+    });
+    try {
+      const target = (path: string, operation: Operation): Target => ({
+        url: `http://127.0.0.1:${proxy.port}${path}`,
+        method: 'POST',
+        headers: GRAPHQL_HEADERS,
+        body: BODIES[operation],
+      });
+      await check('proxy pi', target('/pi', 'pi'), (t) => t.includes('3.1415926535'));
+      await check('proxy check', target('/check', 'isNull'), (t) => t.includes('"is_null":true'));
+      await measure('proxy pi', target('/pi', 'pi'), { baseline: null, server: proxy });
+      await measure('proxy check', target('/check', 'isNull'), { baseline: null, server: proxy });
+    } finally {
+      await proxy.stop();
+    }
+  }
+
+  // Explicit RESPONSE_CACHE=false where the variant does not set it: the rows measure what they say
+  // whatever the environment of the benchmark holds.
+  for (const variant of GATEWAY_VARIANTS) {
+    await gatewayRows(upstreamUrl, { ...variant, env: { RESPONSE_CACHE: 'false', ...variant.env } });
+  }
+  if (!flag('no-cluster')) {
+    await gatewayRows(upstreamUrl, {
+      ...CLUSTER_VARIANT,
+      env: { RESPONSE_CACHE: 'false', ...CLUSTER_VARIANT.env },
+    });
+  }
+  if (redisUsable) {
+    for (const variant of REDIS_VARIANTS) {
+      await redisGatewayRows(upstreamUrl, { ...variant, env: { RESPONSE_CACHE: 'false', ...variant.env } });
+    }
   }
 }
 
 async function main(): Promise<void> {
+  installSignalCleanup();
   console.log(
-    `gateway benchmark: ${CONNECTIONS} connections, ${DURATION_S} s per row after ${WARMUP_S} s warm-up; ` +
+    `gateway benchmark: ${RUNS} run(s), ${CONNECTIONS} connections, ${DURATION_S} s per row after ${WARMUP_S} s warm-up; ` +
       `node ${process.version}, ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? '?'})`,
   );
+  const wantsRedis = !flag('no-redis') && REDIS_VARIANTS.some(variantSelected);
+  const redisUsable = wantsRedis && redisServerAvailable();
+  if (wantsRedis && !redisUsable) {
+    notice(
+      'the gateway redis rows are SKIPPED: redis-server not found (install it with: apt-get install -y redis-server, ' +
+        'or point REDIS_SERVER_BIN at it)',
+    );
+  }
   buildGateway();
   const upstream = await startChild({
     name: 'upstream',
@@ -331,69 +941,39 @@ async function main(): Promise<void> {
   const upstreamUrl = `http://127.0.0.1:${upstream.port}`;
   let memory: MemoryResult | undefined;
   try {
-    await measure('upstream pi (REST)', null, {
-      url: `${upstreamUrl}/api/v1/pi?digits=10`,
-      method: 'GET',
-    });
-    await measure('upstream check (REST)', null, {
-      url: `${upstreamUrl}/api/v1/check`,
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: '{"value":null}',
-    });
-
-    if (selected('proxy')) {
-      const proxy = await startChild({
-        name: 'proxy',
-        script: 'test/bench/raw-proxy.ts',
-        port: await freePort(),
-        readyPath: '/health',
-        env: { UPSTREAM_URL: upstreamUrl },
-      });
-      try {
-        const target = (path: string, operation: Operation): Target => ({
-          url: `http://127.0.0.1:${proxy.port}${path}`,
-          method: 'POST',
-          headers: GRAPHQL_HEADERS,
-          body: BODIES[operation],
-        });
-        await check('proxy pi', target('/pi', 'pi'), (t) => t.includes('3.1415926535'));
-        await measure('proxy pi', null, target('/pi', 'pi'), proxy);
-        await measure('proxy check', null, target('/check', 'isNull'), proxy);
-      } finally {
-        await proxy.stop();
-      }
-    }
-
-    await gatewayRows(upstreamUrl, { label: 'gateway', env: { RESPONSE_CACHE: 'false' } });
-    await gatewayRows(upstreamUrl, {
-      label: 'gateway yoga-only',
-      env: { RESPONSE_CACHE: 'false', HTTP_FAST_PATH: 'false' },
-    });
-    await gatewayRows(upstreamUrl, { label: 'gateway cache', env: { RESPONSE_CACHE: 'true' } });
-    if (!flag('no-cluster')) {
-      await gatewayRows(upstreamUrl, {
-        label: `gateway workers=${WORKERS}`,
-        env: { RESPONSE_CACHE: 'false', WORKERS: String(WORKERS) },
-      });
+    for (let run = 1; run <= RUNS; run++) {
+      process.stderr.write(`run ${run} of ${RUNS}\n`);
+      runs.push([]);
+      await runOnce(upstreamUrl, redisUsable);
+      compareWithProxy(currentRun());
+      printRun(currentRun(), run);
     }
     memory = await memoryRow(upstreamUrl);
   } finally {
     await upstream.stop();
   }
 
-  printTable(memory);
+  const table = medians();
+  const costs = redisCosts();
+  const checks = targetChecks(table);
+  printSummary(table, costs, checks, memory);
   const results = {
     date: new Date().toISOString(),
     command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(),
     node: process.version,
     cpus: os.cpus().length,
     cpuModel: os.cpus()[0]?.model,
+    loadAverageAtEnd: os.loadavg(),
     connections: CONNECTIONS,
     durationSeconds: DURATION_S,
     warmupSeconds: WARMUP_S,
-    rows,
+    runs: RUNS,
+    median: table,
+    redisCost: costs,
+    targets: checks,
+    perRun: runs,
     memory,
+    notices,
   };
   const dir = new URL('../../bench-results/', import.meta.url);
   await mkdir(dir, { recursive: true });
