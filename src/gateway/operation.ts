@@ -25,6 +25,11 @@ export interface UpstreamCallRecord {
   code?: string;
 }
 
+/** What an operation can abort: an upstream attempt's signal. */
+export interface Abortable {
+  abort(reason: unknown): void;
+}
+
 /** A cancellation flag others can watch. */
 export interface Cancellation {
   readonly cancelled: boolean;
@@ -77,6 +82,8 @@ export class Operation implements Cancellation {
   cancelled = false;
   reason: unknown = undefined;
   #listeners: Array<(reason: unknown) => void> | undefined = undefined;
+  /** Upstream attempts in flight, aborted on cancellation (objects, not closures: one per attempt). */
+  #attempts: Set<Abortable> | undefined = undefined;
 
   constructor(init: OperationInit) {
     this.apiKey = init.apiKey;
@@ -98,6 +105,23 @@ export class Operation implements Cancellation {
     const listeners = this.#listeners;
     this.#listeners = undefined;
     if (listeners !== undefined) for (const listener of listeners) listener(reason);
+    const attempts = this.#attempts;
+    this.#attempts = undefined;
+    if (attempts !== undefined) for (const attempt of attempts) attempt.abort(reason);
+  }
+
+  /** An upstream attempt to abort when the operation is cancelled (aborted at once if it is already). */
+  attach(attempt: Abortable): void {
+    if (this.cancelled) {
+      attempt.abort(this.reason);
+      return;
+    }
+    this.#attempts ??= new Set();
+    this.#attempts.add(attempt);
+  }
+
+  detach(attempt: Abortable): void {
+    this.#attempts?.delete(attempt);
   }
 
   onCancel(listener: (reason: unknown) => void): () => void {

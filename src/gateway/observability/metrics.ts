@@ -219,6 +219,12 @@ export function createGatewayMetrics(options: GatewayMetricsOptions = {}): Gatew
   }
   for (const reason of ['max-cost', 'hourly-budget'] as const) budgetRefusals.labels(reason).inc(0);
 
+  // The counters bumped on every upstream call, by label set: `labels()` hashes its arguments anew each time.
+  const gpuCostOf = memoLabels((upstream, model) => gpuCost.labels(upstream, model));
+  const sponsorMessagesOf = memoLabels((upstream) => sponsorMessages.labels(upstream));
+  const dedupHitsOf = memoLabels((upstream, source) => dedupHits.labels(upstream, source));
+  const cacheLookupsOf = memoLabels((upstream, result) => cacheLookups.labels(upstream, result));
+
   return {
     registry,
     contentType: registry.contentType,
@@ -254,16 +260,16 @@ export function createGatewayMetrics(options: GatewayMetricsOptions = {}): Gatew
     },
     recordGpuCost(upstream, model, usd) {
       // A counter throws on a negative value; the caller validates, this guards.
-      if (usd > 0 && Number.isFinite(usd)) gpuCost.labels(upstream, modelLabel(model)).inc(usd);
+      if (usd > 0 && Number.isFinite(usd)) gpuCostOf(upstream, modelLabel(model)).inc(usd);
     },
     recordSponsorMessage(upstream) {
-      sponsorMessages.labels(upstream).inc();
+      sponsorMessagesOf(upstream).inc();
     },
     recordDedupHit(upstream, source) {
-      dedupHits.labels(upstream, source).inc();
+      dedupHitsOf(upstream, source).inc();
     },
     recordCacheLookup(upstream, result) {
-      cacheLookups.labels(upstream, result).inc();
+      cacheLookupsOf(upstream, result).inc();
     },
     recordDeprecated(upstream, endpoint) {
       deprecated.labels(upstream, endpoint).inc();
@@ -278,5 +284,19 @@ export function createGatewayMetrics(options: GatewayMetricsOptions = {}): Gatew
       cacheSize = read;
     },
     render: () => registry.metrics(),
+  };
+}
+
+/** `child(a, b)` made once per label pair and kept (label sets here are few and bounded). */
+function memoLabels<C>(child: (a: string, b: string) => C): (a: string, b?: string) => C {
+  const children = new Map<string, C>();
+  return (a, b = '') => {
+    const key = `${a}\n${b}`;
+    let found = children.get(key);
+    if (found === undefined) {
+      found = child(a, b);
+      children.set(key, found);
+    }
+    return found;
   };
 }

@@ -8,9 +8,10 @@
 /** How often deadlines are checked, in ms: the precision of every upstream timeout. */
 export const SWEEP_TICK_MS = 10;
 
+/** Something with a deadline: `fire()` is called once `Date.now()` reaches `at`. */
 export interface Watched {
   readonly at: number;
-  readonly fire: () => void;
+  fire(): void;
 }
 
 const watched = new Set<Watched>();
@@ -30,15 +31,13 @@ function sweep(): void {
   }
 }
 
-/** Calls `fire` once `Date.now()` reaches `at` (within a tick), unless unwatched first. */
-export function watchDeadline(at: number, fire: () => void): Watched {
-  const entry = { at, fire };
+/** Calls `entry.fire()` once `Date.now()` reaches `entry.at` (within a tick), unless unwatched first. */
+export function watchDeadline(entry: Watched): void {
   watched.add(entry);
   if (interval === undefined) {
     interval = setInterval(sweep, SWEEP_TICK_MS);
     interval.unref();
   }
-  return entry;
 }
 
 export function unwatchDeadline(entry: Watched): void {

@@ -158,37 +158,23 @@ export function createTransport(options: TransportOptions): Transport {
     return errorFromFailure('connection', upstream, { cause: error });
   };
 
-  async function exchange<T>(request: UpstreamRequest<T>): Promise<UpstreamAnswer<T>> {
+  /** One attempt; throws only `UpstreamCallError`. Reported by `exchange`, whatever the outcome. */
+  async function attemptOnce<T>(request: UpstreamRequest<T>, seen: { statusCode: number | null }) {
     const { form, operation } = request;
-    const attempt = request.attempt ?? 1;
-    const start = performance.now();
-    const done = (statusCode: number | null, error?: UpstreamCallError) =>
-      report({
-        upstream,
-        endpoint: form.endpoint,
-        statusCode,
-        durationMs: performance.now() - start,
-        attempt,
-        request,
-        error,
-      });
-    const fail = (error: UpstreamCallError, statusCode: number | null): never => {
-      done(statusCode, error);
-      throw error;
-    };
-    if (operation?.cancelled)
-      fail(errorFromFailure('cancelled', upstream, { cause: operation.reason }), null);
+    if (operation?.cancelled) throw errorFromFailure('cancelled', upstream, { cause: operation.reason });
     const now = Date.now();
     const deadline = operation === undefined ? Number.POSITIVE_INFINITY : operation.deadline;
-    if (deadline <= now) fail(errorFromFailure('timeout', upstream, { detail: 'deadline' }), null);
+    if (deadline <= now) throw errorFromFailure('timeout', upstream, { detail: 'deadline' });
 
-    const signal = new AttemptSignal();
+    // One object is the abort handle undici watches, the entry of the deadline sweep and the
+    // operation's cancellation listener: no closure, no timer, no AbortController per attempt.
     const attemptEnd = now + (request.timeoutMs ?? timeoutMs);
-    const ownTimeout = attemptEnd <= deadline;
-    const watched = watchDeadline(ownTimeout ? attemptEnd : deadline, () =>
-      signal.abort(ownTimeout ? ATTEMPT_TIMEOUT : DEADLINE_PASSED),
-    );
-    const unsubscribe = operation?.onCancel((reason) => signal.abort(reason));
+    const signal =
+      attemptEnd <= deadline
+        ? new AttemptSignal(attemptEnd, ATTEMPT_TIMEOUT)
+        : new AttemptSignal(deadline, DEADLINE_PASSED);
+    watchDeadline(signal);
+    operation?.attach(signal);
 
     const headers: Record<string, string> = {};
     if (form.body !== undefined) headers['content-type'] = 'application/json';
@@ -199,7 +185,7 @@ export function createTransport(options: TransportOptions): Transport {
     }
 
     let statusCode: number | undefined;
-    let responseHeaders: IncomingHttpHeaders | undefined;
+    let responseHeaders: IncomingHttpHeaders;
     let text: string | undefined;
     try {
       const response = await pool.request({
@@ -211,6 +197,7 @@ export function createTransport(options: TransportOptions): Transport {
         signal: signal as unknown as NonNullable<Parameters<Pool['request']>[0]['signal']>,
       });
       statusCode = response.statusCode;
+      seen.statusCode = statusCode;
       responseHeaders = response.headers;
       try {
         text = await response.body.text();
@@ -220,15 +207,15 @@ export function createTransport(options: TransportOptions): Transport {
         if ((statusCode >= 200 && statusCode < 300) || signal.aborted) throw error;
       }
     } catch (error) {
-      return fail(classify(error, signal, statusCode), statusCode ?? null);
+      throw classify(error, signal, statusCode);
     } finally {
-      unwatchDeadline(watched);
-      unsubscribe?.();
+      unwatchDeadline(signal);
+      operation?.detach(signal);
     }
 
     const apiKey = operation?.apiKey;
     if (statusCode < 200 || statusCode >= 300) {
-      const error = errorFromStatus({
+      throw errorFromStatus({
         upstream,
         endpoint: form.endpoint,
         statusCode,
@@ -236,7 +223,6 @@ export function createTransport(options: TransportOptions): Transport {
         retryAfter: responseHeaders['retry-after'],
         ...form.hints,
       });
-      return fail(error, statusCode);
     }
     let value: T;
     try {
@@ -248,19 +234,15 @@ export function createTransport(options: TransportOptions): Transport {
           : error instanceof SyntaxError
             ? 'not JSON'
             : 'invalid body';
-      return fail(
-        errorFromFailure('bad-response', upstream, {
-          statusCode,
-          body: scrub(text, apiKey),
-          cause: error,
-          detail,
-        }),
+      throw errorFromFailure('bad-response', upstream, {
         statusCode,
-      );
+        body: scrub(text, apiKey),
+        cause: error,
+        detail,
+      });
     }
-    done(statusCode);
     const deprecation = header(responseHeaders, 'deprecation');
-    return {
+    const answer: UpstreamAnswer<T> = {
       value,
       source: 'upstream',
       endpoint: form.endpoint,
@@ -270,6 +252,29 @@ export function createTransport(options: TransportOptions): Transport {
         deprecation === undefined ? undefined : { sunset: header(responseHeaders, 'sunset') ?? null },
       bodyChars: (text as string).length,
     };
+    return answer;
+  }
+
+  async function exchange<T>(request: UpstreamRequest<T>): Promise<UpstreamAnswer<T>> {
+    const start = performance.now();
+    const seen: { statusCode: number | null } = { statusCode: null };
+    let error: UpstreamCallError | undefined;
+    try {
+      return await attemptOnce(request, seen);
+    } catch (failure) {
+      error = failure as UpstreamCallError;
+      throw failure;
+    } finally {
+      report({
+        upstream,
+        endpoint: request.form.endpoint,
+        statusCode: error?.statusCode ?? seen.statusCode,
+        durationMs: performance.now() - start,
+        attempt: request.attempt ?? 1,
+        request,
+        error,
+      });
+    }
   }
 
   return {
