@@ -166,26 +166,23 @@ function musingOf(isNull: unknown, body: Record<string, unknown>): string | null
 export function parseNullCheckResponse(json: unknown): NullCheckResponse {
   const body = asObject(json);
   const isNull = body.is_null;
-  let answer: NullAnswer;
-  if (typeof isNull === 'boolean') {
-    answer = { kind: 'boolean', isNull };
-  } else if (typeof isNull === 'string' && isNull.trim().toLowerCase() === 'maybe') {
-    answer = { kind: 'maybe' };
-  } else {
-    const meta = check(nullCheckExistentialSchema, body);
-    return {
-      answer: { kind: 'existential', musing: musingOf(isNull, body) },
-      confidence: meta.confidence,
-      model: meta.model,
-      inferenceTimeMs: meta.inference_time_ms,
-      gpuCostUsd: meta.gpu_cost_usd,
-      expertsConsulted: meta.experts_consulted,
-      sponsoredBy: meta.sponsored_by,
-      disclaimer: meta.disclaimer,
-      raw: json,
-    };
-  }
-  const meta = check(nullCheckStrictSchema, body);
+  if (typeof isNull === 'boolean')
+    return nullCheckOf({ kind: 'boolean', isNull }, check(nullCheckStrictSchema, body), json);
+  if (typeof isNull === 'string' && isNull.trim().toLowerCase() === 'maybe')
+    return nullCheckOf({ kind: 'maybe' }, check(nullCheckStrictSchema, body), json);
+  // Existential answers are held to a looser schema (the service may omit metadata while musing).
+  return nullCheckOf(
+    { kind: 'existential', musing: musingOf(isNull, body) },
+    check(nullCheckExistentialSchema, body),
+    json,
+  );
+}
+
+function nullCheckOf(
+  answer: NullAnswer,
+  meta: z.infer<typeof nullCheckStrictSchema> | z.infer<typeof nullCheckExistentialSchema>,
+  raw: unknown,
+): NullCheckResponse {
   return {
     answer,
     confidence: meta.confidence,
@@ -195,7 +192,7 @@ export function parseNullCheckResponse(json: unknown): NullCheckResponse {
     expertsConsulted: meta.experts_consulted,
     sponsoredBy: meta.sponsored_by,
     disclaimer: meta.disclaimer,
-    raw: json,
+    raw,
   };
 }
 
