@@ -24,6 +24,7 @@ import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
+import { PRODUCTION_CLI_ENV } from '../support/gateway-process.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const ROUNDS = Number(process.env.LOAD_ROUNDS ?? 5);
@@ -271,19 +272,8 @@ async function startGateway(): Promise<RunningGateway> {
     {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: {
-        ...process.env,
-        NODE_ENV: 'production',
-        // As in production: JSON lines at info, one per operation (the load generator drains the pipe).
-        LOG_FORMAT: 'json',
-        LOG_LEVEL: 'info',
-        HOST: '127.0.0.1',
-        PORT: '0',
-        NULL_BASE_URL: '',
-        PI_BASE_URL: '',
-        FREE_RATE_LIMIT: '0',
-        PRO_RATE_LIMIT: '0',
-      },
+      // As in production: JSON lines at info, one per operation (the load generator drains the pipe).
+      env: { ...process.env, ...PRODUCTION_CLI_ENV, PRO_RATE_LIMIT: '0' },
     },
   );
   let url: string | undefined;

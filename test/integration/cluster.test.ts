@@ -6,17 +6,15 @@
  * PORT=0: in a cluster every worker that listens on port 0 gets the same port from the primary, so
  * the test needs no port of its own; the workers log the URL.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { fileURLToPath } from 'node:url';
+import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type CliExit, PRODUCTION_CLI_ENV, spawnCli } from '../support/gateway-process.js';
 import { gql } from '../support/graphql-client.js';
 import { LATE, until, within } from '../support/waits.js';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
 let child: ChildProcess;
-let exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-let output = '';
+let exited: Promise<CliExit>;
+let output: () => string = () => '';
 
 interface Line {
   msg?: string;
@@ -27,7 +25,7 @@ interface Line {
 }
 
 const lines = (): Line[] =>
-  output
+  output()
     .split('\n')
     .filter((line) => line.startsWith('{'))
     .flatMap((line) => {
@@ -42,41 +40,19 @@ const listening = () => lines().filter((l) => l.msg?.startsWith('gateway listeni
 let url = '';
 
 beforeAll(async () => {
-  child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    cwd: root,
-    // Its own process group: if the test fails half-way, afterAll can end the workers too.
-    detached: true,
-    env: {
-      ...process.env,
-      NODE_ENV: 'production',
-      WORKERS: '2',
-      PORT: '0',
-      HOST: '127.0.0.1',
-      LOG_FORMAT: 'json',
-      LOG_LEVEL: 'info',
-      NULL_BASE_URL: '',
-      PI_BASE_URL: '',
-      FREE_RATE_LIMIT: '0',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  exited = once(child, 'exit').then(([code, signal]) => ({
-    code: code as number | null,
-    signal: signal as NodeJS.Signals | null,
-  }));
-  child.stdout?.on('data', (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  child.stderr?.on('data', (chunk: Buffer) => {
-    output += chunk.toString();
-  });
+  // Its own process group: if the test fails half-way, afterAll can end the workers too.
+  ({ child, exited, output } = spawnCli(
+    'src/main.ts',
+    { ...PRODUCTION_CLI_ENV, WORKERS: '2' },
+    { detached: true },
+  ));
   const up = await until(
     () =>
       child.exitCode !== null || lines().some((l) => l.msg?.startsWith('gateway listening with 2 workers')),
     400,
     100,
   );
-  if (!up || child.exitCode !== null) throw new Error(`the cluster did not start:\n${output}`);
+  if (!up || child.exitCode !== null) throw new Error(`the cluster did not start:\n${output()}`);
   url = listening()[0]?.url ?? '';
 });
 

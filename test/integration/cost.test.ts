@@ -9,7 +9,7 @@ import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/script
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
 import { codes, gql } from '../support/graphql-client.js';
 import { capturedLogger } from '../support/logs.js';
-import { nullBody, nullHealth, piBody, piHealth } from '../support/upstream-bodies.js';
+import { nullBody, routeSpecAnswers } from '../support/upstream-bodies.js';
 
 interface Cost {
   gpuCostUsd: number;
@@ -107,15 +107,13 @@ describe('caps and budgets, against an upstream that counts its requests', () =>
   let upstream: ScriptedUpstream;
   beforeAll(async () => {
     upstream = await startScriptedUpstream();
+    routeSpecAnswers(upstream, upstream, '/pi');
     upstream.route('POST', '/api/v1/check', (req) => {
       const value = (req.body as { value?: unknown }).value;
       if (value === 'negative') return { body: nullBody({ gpu_cost_usd: -5 }) };
       if (value === 'absurd') return { body: nullBody({ gpu_cost_usd: 1e9 }) };
       return { body: nullBody({ gpu_cost_usd: 0.004 }) };
     });
-    upstream.route('GET', '/api/v1/health', { body: nullHealth });
-    upstream.route('GET', '/pi/api/v1/pi', { body: piBody() });
-    upstream.route('GET', '/pi/api/v1/health', { body: piHealth });
     upstream.route('POST', '/pi/api/v1/inference', {
       body: { digits: '3.141', chain_of_thought: null, tokens_used: 9, cost: 'twelve doubloons' },
     });

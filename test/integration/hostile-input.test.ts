@@ -10,7 +10,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
 import { codes, type GqlResult, gql, parsed } from '../support/graphql-client.js';
-import { nullBody, nullHealth, piBody, piHealth } from '../support/upstream-bodies.js';
+import { routeSpecAnswers } from '../support/upstream-bodies.js';
 import { within } from '../support/waits.js';
 
 let nullUp: ScriptedUpstream;
@@ -22,10 +22,7 @@ const upstreamCalls = () => nullUp.count() + piUp.count();
 
 beforeAll(async () => {
   [nullUp, piUp] = await Promise.all([startScriptedUpstream(), startScriptedUpstream()]);
-  nullUp.route('POST', '/api/v1/check', { body: nullBody() });
-  nullUp.route('GET', '/api/v1/health', { body: nullHealth });
-  piUp.route('GET', '/api/v1/pi', { body: piBody() });
-  piUp.route('GET', '/api/v1/health', { body: piHealth });
+  routeSpecAnswers(nullUp, piUp);
   const upstreams = { nullBaseUrl: nullUp.url, piBaseUrl: piUp.url };
   [gateway, production] = await Promise.all([
     startTestGateway(upstreams),

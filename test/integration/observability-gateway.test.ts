@@ -17,7 +17,7 @@ import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/script
 import { startTestGateway, startTestServices, type TestGateway } from '../support/gateway.js';
 import { type GqlResult, gql, parsed } from '../support/graphql-client.js';
 import { capturedLogger, LEVEL, type LogLine } from '../support/logs.js';
-import { nullBody, nullHealth, piBody, piHealth } from '../support/upstream-bodies.js';
+import { nullBody, routeSpecAnswers } from '../support/upstream-bodies.js';
 import { until, within } from '../support/waits.js';
 
 const SECRET = 'demo-pro';
@@ -317,9 +317,7 @@ describe('in front of a scripted upstream', () => {
 
   beforeAll(async () => {
     up = await startScriptedUpstream();
-    up.route('GET', '/api/v1/health', { body: nullHealth });
-    up.route('GET', '/pi/api/v1/health', { body: piHealth });
-    up.route('GET', '/pi/api/v1/pi', { body: piBody() });
+    routeSpecAnswers(up, up, '/pi');
     up.route('POST', '/api/v1/check', async (request) => {
       const value = String((request.body as { value?: unknown }).value);
       if (value === 'hang') return { hang: true };

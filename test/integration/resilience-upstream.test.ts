@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { refusedUrl, type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
 import { startTestGateway, type TestGateway, type TestGatewayOptions } from '../support/gateway.js';
 import { codes, gql } from '../support/graphql-client.js';
-import { nullBody, nullHealth, piBody, piHealth } from '../support/upstream-bodies.js';
+import { nullBody, nullHealth, piBody, routeSpecAnswers } from '../support/upstream-bodies.js';
 import { until, within } from '../support/waits.js';
 
 let nullUp: ScriptedUpstream;
@@ -19,10 +19,7 @@ const gateways: TestGateway[] = [];
 function scriptHealthy(): void {
   nullUp.reset();
   piUp.reset();
-  nullUp.route('POST', '/api/v1/check', { body: nullBody() });
-  nullUp.route('GET', '/api/v1/health', { body: nullHealth });
-  piUp.route('GET', '/api/v1/pi', { body: piBody() });
-  piUp.route('GET', '/api/v1/health', { body: piHealth });
+  routeSpecAnswers(nullUp, piUp);
 }
 
 async function gatewayOver(options: TestGatewayOptions = {}): Promise<TestGateway> {

@@ -10,7 +10,7 @@ import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/script
 import { type GatewayProcess, startGatewayProcess } from '../support/gateway-process.js';
 import { gql } from '../support/graphql-client.js';
 import { type RedisServer, skipWithoutRedis, startRedisServer } from '../support/redis-server.js';
-import { nullBody, nullHealth, piBody, piHealth } from '../support/upstream-bodies.js';
+import { nullBody, routeSpecAnswers } from '../support/upstream-bodies.js';
 import { until } from '../support/waits.js';
 
 const skip = skipWithoutRedis('scale-out-redis');
@@ -31,13 +31,11 @@ beforeAll(async () => {
   if (skip) return;
   redis = await startRedisServer();
   upstream = await startScriptedUpstream();
+  routeSpecAnswers(upstream, upstream, '/pi');
   upstream.route('POST', '/api/v1/check', (req) => ({
     delayMs: UPSTREAM_DELAY_MS,
     body: nullBody({ is_null: (req.body as { value?: unknown }).value === null, gpu_cost_usd: CHECK_USD }),
   }));
-  upstream.route('GET', '/api/v1/health', { body: nullHealth });
-  upstream.route('GET', '/pi/api/v1/pi', { body: piBody() });
-  upstream.route('GET', '/pi/api/v1/health', { body: piHealth });
 });
 
 afterAll(async () => {

@@ -5,12 +5,8 @@
  * caller across v1 and v2. Real HTTP on loopback.
  */
 import { validate } from '@readme/openapi-parser';
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  createNullCheckService,
-  type NullCheckServiceOptions,
-} from '../../src/services/null-check/null-check-service.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { createNullCheckService } from '../../src/services/null-check/null-check-service.js';
 import { MUSINGS } from '../../src/services/null-check/null-models.js';
 import {
   type PhilosophicalAnalysis,
@@ -18,18 +14,19 @@ import {
   SCHOOLS,
   VERDICT_STABILITIES,
 } from '../../src/services/null-check/philosophical-analysis.js';
-import { bearer, call, expectErrorShape, listen, many, postJson } from './services-test-helpers.js';
+import {
+  bearer,
+  type CheckAnswer,
+  call,
+  checkKind,
+  expectErrorShape,
+  many,
+  postJson,
+  serviceStarter,
+} from './services-test-helpers.js';
 
-interface CheckAnswer {
-  is_null: boolean | string;
-  confidence: number;
-  inference_time_ms: number;
-  gpu_cost_usd: number;
-  model: string;
-  experts_consulted: number;
-  sponsored_by: string;
-  disclaimer: string;
-  existential_dread?: boolean;
+/** A check answer, with the analysis v2 adds. */
+interface V2Answer extends CheckAnswer {
   philosophical_analysis?: PhilosophicalAnalysis;
 }
 
@@ -49,28 +46,15 @@ const V1_FIELDS = [
   'disclaimer',
 ];
 
-const apps: FastifyInstance[] = [];
-async function start(options: NullCheckServiceOptions = {}): Promise<string> {
-  const app = createNullCheckService(options);
-  apps.push(app);
-  return listen(app);
-}
+const start = serviceStarter(createNullCheckService);
 
 let base: string;
 beforeAll(async () => {
   base = await start({ seed: 5, freeRateLimit: 0 });
 });
-afterAll(async () => {
-  await Promise.all(apps.map((app) => app.close()));
-});
 
 const post = (path: string, body: unknown, headers: Record<string, string> = ENTERPRISE, url = base) =>
-  call<CheckAnswer>(`${url}${path}`, postJson(body, headers));
-
-function kind(answer: CheckAnswer): 'boolean' | 'maybe' | 'existential' {
-  if (typeof answer.is_null === 'boolean') return 'boolean';
-  return answer.is_null === 'maybe' ? 'maybe' : 'existential';
-}
+  call<V2Answer>(`${url}${path}`, postJson(body, headers));
 
 function expectAnalysisShape(analysis: PhilosophicalAnalysis | undefined): PhilosophicalAnalysis {
   expect(analysis).toBeDefined();
@@ -196,15 +180,15 @@ describe.each([
 
   it('temperature: 0.5 gives "maybe" but never existential; 1.0 gives >= 60% non-boolean, >= 20% existential', async () => {
     const warm = (await many(200, 20, () => check({ value: null, temperature: 0.5 }))).map((a) =>
-      kind(a.body),
+      checkKind(a.body),
     );
     expect(warm.filter((k) => k === 'maybe').length).toBeGreaterThan(20);
     expect(warm).not.toContain('existential');
     const hot = await many(400, 25, () => check({ value: null, temperature: 1 }));
-    const kinds = hot.map((a) => kind(a.body));
+    const kinds = hot.map((a) => checkKind(a.body));
     expect(kinds.filter((k) => k !== 'boolean').length / 400).toBeGreaterThanOrEqual(0.6);
     expect(kinds.filter((k) => k === 'existential').length / 400).toBeGreaterThanOrEqual(0.2);
-    for (const { body } of hot.filter((a) => kind(a.body) === 'existential')) {
+    for (const { body } of hot.filter((a) => checkKind(a.body) === 'existential')) {
       expect(MUSINGS).toContain(body.is_null);
       expect(body.existential_dread).toBe(true);
     }
@@ -265,7 +249,7 @@ describe('v2 answers exactly what v1 answers, plus the analysis', () => {
 describe('philosophical_analysis', () => {
   const analyses = async (body: Record<string, unknown>, count: number, url = base) =>
     (await many(count, 10, () => post(V2, body, ENTERPRISE, url))).map((a) => ({
-      kind: kind(a.body),
+      kind: checkKind(a.body),
       analysis: expectAnalysisShape(a.body.philosophical_analysis),
     }));
 

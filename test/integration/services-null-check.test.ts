@@ -3,26 +3,20 @@
  * per spec section, over real HTTP on loopback.
  */
 import { validate } from '@readme/openapi-parser';
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  createNullCheckService,
-  type NullCheckServiceOptions,
-} from '../../src/services/null-check/null-check-service.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { createNullCheckService } from '../../src/services/null-check/null-check-service.js';
 import { MUSINGS } from '../../src/services/null-check/null-models.js';
-import { bearer, call, expectErrorShape, listen, many, postJson, xApiKey } from './services-test-helpers.js';
-
-interface CheckAnswer {
-  is_null: boolean | string;
-  confidence: number;
-  inference_time_ms: number;
-  gpu_cost_usd: number;
-  model: string;
-  experts_consulted: number;
-  sponsored_by: string;
-  disclaimer: string;
-  existential_dread?: boolean;
-}
+import {
+  bearer,
+  type CheckAnswer,
+  call,
+  checkKind,
+  expectErrorShape,
+  many,
+  postJson,
+  serviceStarter,
+  xApiKey,
+} from './services-test-helpers.js';
 
 interface NullHealth {
   status: string;
@@ -38,23 +32,11 @@ const HEALTH = '/api/v1/health';
 const ENTERPRISE = bearer('demo-enterprise');
 const PRO = bearer('demo-pro');
 
-const apps: FastifyInstance[] = [];
-
-/** Starts a service with `options` on a free loopback port; closed in afterAll. */
-async function start(options: NullCheckServiceOptions = {}): Promise<string> {
-  const app = createNullCheckService(options);
-  apps.push(app);
-  return listen(app);
-}
+const start = serviceStarter(createNullCheckService);
 
 let base: string;
 const check = (body: unknown, headers: Record<string, string> = ENTERPRISE, url = base) =>
   call<CheckAnswer>(`${url}${CHECK}`, postJson(body, headers));
-
-function kind(answer: CheckAnswer): 'boolean' | 'maybe' | 'existential' {
-  if (typeof answer.is_null === 'boolean') return 'boolean';
-  return answer.is_null === 'maybe' ? 'maybe' : 'existential';
-}
 
 function expectCheckShape(body: CheckAnswer): void {
   expect(typeof body.is_null === 'boolean' || typeof body.is_null === 'string').toBe(true);
@@ -93,10 +75,6 @@ beforeAll(async () => {
   // The main instance: free callers unlimited so that this file's many free requests never 429
   // (the limits have their own instances below).
   base = await start({ seed: 7, freeRateLimit: 0 });
-});
-
-afterAll(async () => {
-  await Promise.all(apps.map((app) => app.close()));
 });
 
 describe('2.1 check request (POST /api/v1/check body)', () => {
@@ -218,7 +196,7 @@ describe('2.2 check response', () => {
 
   it('temperature 0.5 gives "maybe" sometimes and never an existential answer', async () => {
     const answers = await many(200, 20, () => check({ value: null, temperature: 0.5 }));
-    const kinds = answers.map((a) => kind(a.body));
+    const kinds = answers.map((a) => checkKind(a.body));
     expect(kinds.filter((k) => k === 'maybe').length).toBeGreaterThan(20);
     expect(kinds).not.toContain('existential');
     expect(kinds).toContain('boolean');
@@ -226,18 +204,18 @@ describe('2.2 check response', () => {
 
   it('temperature 1.0: at least 60% not a plain boolean, at least 20% existential (400 checks)', async () => {
     const answers = await many(400, 25, () => check({ value: null, temperature: 1 }));
-    const kinds = answers.map((a) => kind(a.body));
+    const kinds = answers.map((a) => checkKind(a.body));
     const nonBoolean = kinds.filter((k) => k !== 'boolean').length;
     const existential = kinds.filter((k) => k === 'existential').length;
     expect(nonBoolean / 400).toBeGreaterThanOrEqual(0.6);
     expect(existential / 400).toBeGreaterThanOrEqual(0.2);
     // The existential shape: a musing string (not a boolean, not "maybe") plus existential_dread.
-    for (const answer of answers.filter((a) => kind(a.body) === 'existential')) {
+    for (const answer of answers.filter((a) => checkKind(a.body) === 'existential')) {
       expectCheckShape(answer.body);
       expect(MUSINGS).toContain(answer.body.is_null);
       expect(answer.body.existential_dread).toBe(true);
     }
-    for (const answer of answers.filter((a) => kind(a.body) !== 'existential')) {
+    for (const answer of answers.filter((a) => checkKind(a.body) !== 'existential')) {
       expect(answer.body.existential_dread).toBeUndefined();
     }
   });

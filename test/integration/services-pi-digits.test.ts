@@ -5,13 +5,17 @@
  */
 import { readFileSync } from 'node:fs';
 import { validate } from '@readme/openapi-parser';
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { createPiDigitsService } from '../../src/services/pi-digits/pi-digits-service.js';
 import {
-  createPiDigitsService,
-  type PiDigitsServiceOptions,
-} from '../../src/services/pi-digits/pi-digits-service.js';
-import { bearer, call, expectErrorShape, listen, many, postJson, xApiKey } from './services-test-helpers.js';
+  bearer,
+  call,
+  expectErrorShape,
+  many,
+  postJson,
+  serviceStarter,
+  xApiKey,
+} from './services-test-helpers.js';
 
 interface PiAnswer {
   digits: string;
@@ -56,13 +60,7 @@ const ENTERPRISE = bearer('demo-enterprise');
 const PRO = bearer('demo-pro');
 const MODELS = ['pi-x-4o', 'pi-x-mini', 'pi-x-opus-almost-correct'];
 
-const apps: FastifyInstance[] = [];
-
-async function start(options: PiDigitsServiceOptions = {}): Promise<string> {
-  const app = createPiDigitsService(options);
-  apps.push(app);
-  return listen(app);
-}
+const start = serviceStarter(createPiDigitsService);
 
 let base: string;
 const pi = (query: string, headers: Record<string, string> = ENTERPRISE, url = base) =>
@@ -88,10 +86,6 @@ function expectPiShape(body: PiAnswer): void {
 
 beforeAll(async () => {
   base = await start({ seed: 11, freeRateLimit: 0 });
-});
-
-afterAll(async () => {
-  await Promise.all(apps.map((app) => app.close()));
 });
 
 describe('2.1 pi response (GET /api/v1/pi)', () => {

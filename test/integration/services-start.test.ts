@@ -8,6 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { servicesOptionsFromSettings } from '../../src/services/settings.js';
 import { type RunningServices, startServices } from '../../src/services/start-services.js';
+import { killLeftovers } from '../support/gateway-process.js';
 import { freePort } from '../support/redis-server.js';
 import { bearer, call, expectErrorShape } from './services-test-helpers.js';
 
@@ -16,8 +17,7 @@ const children: ChildProcess[] = [];
 
 afterAll(async () => {
   await Promise.all(running.map((r) => r.close()));
-  for (const child of children)
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  killLeftovers(children);
 });
 
 describe('startServices', () => {

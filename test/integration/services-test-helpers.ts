@@ -4,7 +4,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { type Dispatcher, request } from 'undici';
-import { expect } from 'vitest';
+import { afterAll, expect } from 'vitest';
 
 export interface ErrorShape {
   error: { status: number; code: string; message: string };
@@ -16,6 +16,43 @@ export interface Answer<T> {
   /** Parsed JSON (the services answer JSON only). */
   body: T;
   text: string;
+}
+
+/** An answer of POST /api/v1/check (and the v1 fields of POST /api/v2/null-or-not). */
+export interface CheckAnswer {
+  is_null: boolean | string;
+  confidence: number;
+  inference_time_ms: number;
+  gpu_cost_usd: number;
+  model: string;
+  experts_consulted: number;
+  sponsored_by: string;
+  disclaimer: string;
+  existential_dread?: boolean;
+}
+
+/** Which of the three answers a check gave. */
+export function checkKind(answer: CheckAnswer): 'boolean' | 'maybe' | 'existential' {
+  if (typeof answer.is_null === 'boolean') return 'boolean';
+  return answer.is_null === 'maybe' ? 'maybe' : 'existential';
+}
+
+/**
+ * `start(options)`: a service made by `create` listening on a free loopback port, its base URL; every
+ * service it started is closed after the file's tests.
+ */
+export function serviceStarter<O>(
+  create: (options?: O) => FastifyInstance,
+): (options?: O) => Promise<string> {
+  const apps: FastifyInstance[] = [];
+  afterAll(async () => {
+    await Promise.all(apps.map((app) => app.close()));
+  });
+  return (options) => {
+    const app = create(options);
+    apps.push(app);
+    return listen(app);
+  };
 }
 
 /** Listens on 127.0.0.1 with a free port; returns the base URL. */

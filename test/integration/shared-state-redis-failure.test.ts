@@ -7,17 +7,10 @@ import { Redis } from 'ioredis';
 import { Registry } from 'prom-client';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSharedState, type SharedState } from '../../src/gateway/shared-state/index.js';
+import { capturedLogger, count, LEVEL } from '../support/logs.js';
+import { metricValue } from '../support/metric-values.js';
 import { freePort, type RedisServer, skipWithoutRedis, startRedisServer } from '../support/redis-server.js';
-import {
-  capturedLogger,
-  count,
-  INFO,
-  LATE,
-  metricValue,
-  until,
-  WARN,
-  within,
-} from '../support/shared-state-helpers.js';
+import { LATE, until, within } from '../support/waits.js';
 
 const skip = skipWithoutRedis('shared-state-redis-failure');
 const DOWN = 'redis unavailable; using in-memory state';
@@ -98,20 +91,17 @@ describe.skipIf(skip)('shared state when Redis fails', () => {
     expect(await metricValue(a.registry, 'gateway_redis_up')).toBe(0);
 
     // Several failed reconnections later, still one warning per replica.
-    expect(
-      await until(
-        async () =>
-          (await metricValue(a.registry, 'gateway_redis_errors_total', { operation: 'connection' })) >= 3,
-      ),
-    ).toBe(true);
-    expect(count(a.lines, WARN, DOWN)).toBe(1);
-    expect(count(b.lines, WARN, DOWN)).toBe(1);
+    const connectionErrors = () =>
+      metricValue(a.registry, 'gateway_redis_errors_total', { operation: 'connection' });
+    expect(await until(async () => ((await connectionErrors()) ?? 0) >= 3)).toBe(true);
+    expect(count(a.lines, LEVEL.warn, DOWN)).toBe(1);
+    expect(count(b.lines, LEVEL.warn, DOWN)).toBe(1);
 
     await server.restart();
     expect(await until(() => a.state.status() === 'redis' && b.state.status() === 'redis', 200)).toBe(true);
-    expect(count(a.lines, INFO, BACK)).toBe(1);
-    expect(count(b.lines, INFO, BACK)).toBe(1);
-    expect(count(a.lines, WARN, DOWN)).toBe(1);
+    expect(count(a.lines, LEVEL.info, BACK)).toBe(1);
+    expect(count(b.lines, LEVEL.info, BACK)).toBe(1);
+    expect(count(a.lines, LEVEL.warn, DOWN)).toBe(1);
     expect(await metricValue(a.registry, 'gateway_redis_up')).toBe(1);
 
     // Sharing works again (the restarted Redis is empty: its scripts are loaded anew).
@@ -138,7 +128,7 @@ describe.skipIf(skip)('shared state when Redis fails', () => {
         outcomes.push(...(await everyCall(a.state, `slow-${i}`)));
       expect(outcomes).not.toContain(LATE);
       expect(a.state.status()).toBe('fallback');
-      expect(count(a.lines, WARN, DOWN)).toBe(1);
+      expect(count(a.lines, LEVEL.warn, DOWN)).toBe(1);
       expect(String(a.lines.find((line) => line.msg === DOWN)?.reason)).toContain('timed out');
       expect(
         await metricValue(a.registry, 'gateway_redis_errors_total', { operation: 'cache_get' }),
@@ -146,8 +136,8 @@ describe.skipIf(skip)('shared state when Redis fails', () => {
       // While in fallback nothing is sent: a local miss is a synchronous undefined.
       expect(a.state.cache.get('slow-missing')).toBeUndefined();
       expect(await until(() => a.state.status() === 'redis', 200)).toBe(true);
-      expect(count(a.lines, INFO, BACK)).toBe(1);
-      expect(count(a.lines, WARN, DOWN)).toBe(1);
+      expect(count(a.lines, LEVEL.info, BACK)).toBe(1);
+      expect(count(a.lines, LEVEL.warn, DOWN)).toBe(1);
     } finally {
       admin.disconnect();
     }
@@ -161,7 +151,7 @@ describe.skipIf(skip)('shared state when Redis fails', () => {
     expect(closed.state.cache.get('missing')).toBeUndefined();
     expect(await within(closed.state.flights.claim('k', 1000))).toBe('lead');
     expect(closed.state.budgets.window('k', Date.now())).toEqual([]);
-    expect(await until(() => count(closed.lines, WARN, DOWN) === 1)).toBe(true);
+    expect(await until(() => count(closed.lines, LEVEL.warn, DOWN) === 1)).toBe(true);
     expect(closed.raw.join('')).not.toContain('s3cret-pw');
     // The address is logged without user or password.
     expect(closed.lines.find((line) => line.msg === DOWN)?.redis).toMatch(/^redis:\/\/127\.0\.0\.1:\d+$/);
@@ -172,10 +162,10 @@ describe.skipIf(skip)('shared state when Redis fails', () => {
     await server.stop();
     const late = replica(server.url, 'late:');
     expect(late.state.status()).toBe('fallback');
-    expect(await until(() => count(late.lines, WARN, DOWN) === 1)).toBe(true);
+    expect(await until(() => count(late.lines, LEVEL.warn, DOWN) === 1)).toBe(true);
     await server.restart();
     expect(await until(() => late.state.status() === 'redis', 200)).toBe(true);
-    expect(count(late.lines, INFO, BACK)).toBe(1);
-    expect(count(late.lines, WARN, DOWN)).toBe(1);
+    expect(count(late.lines, LEVEL.info, BACK)).toBe(1);
+    expect(count(late.lines, LEVEL.warn, DOWN)).toBe(1);
   });
 });

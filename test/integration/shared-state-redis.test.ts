@@ -8,8 +8,9 @@ import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSharedState, type SharedState } from '../../src/gateway/shared-state/index.js';
 import { redisKey } from '../../src/gateway/shared-state/redis-keys.js';
+import { metricValue } from '../support/metric-values.js';
 import { type RedisServer, skipWithoutRedis, startRedisServer } from '../support/redis-server.js';
-import { metricValue, until, within } from '../support/shared-state-helpers.js';
+import { until, within } from '../support/waits.js';
 
 const skip = skipWithoutRedis('shared-state-redis');
 const HOUR = 3_600_000;

@@ -7,60 +7,38 @@
  * process (`app.close()`): accepted requests answered, a request that outlives SHUTDOWN_TIMEOUT_MS
  * cut off.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { Agent, request as httpRequest } from 'node:http';
 import { type AddressInfo, connect, createServer } from 'node:net';
-import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
 import { startTestGateway } from '../support/gateway.js';
+import { type CliExit, killLeftovers, PRODUCTION_CLI_ENV, spawnCli } from '../support/gateway-process.js';
 import { gql } from '../support/graphql-client.js';
-import { nullBody, nullHealth, piBody, piHealth } from '../support/upstream-bodies.js';
-import { LATE, until, within } from '../support/waits.js';
+import { nullBody, routeSpecAnswers } from '../support/upstream-bodies.js';
+import { LATE, until, within, withinOr } from '../support/waits.js';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
 const children: ChildProcess[] = [];
 
 interface RunningCli {
   child: ChildProcess;
   port: number;
   stdout: () => string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  exited: Promise<CliExit>;
 }
 
-function spawnCli(detached: boolean, env: Record<string, string> = {}) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    cwd: root,
-    detached,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: {
-      ...process.env,
-      NODE_ENV: 'production',
-      LOG_FORMAT: 'json',
-      LOG_LEVEL: 'info',
-      HOST: '127.0.0.1',
-      PORT: '0',
-      NULL_BASE_URL: '',
-      PI_BASE_URL: '',
-      FREE_RATE_LIMIT: '0',
-      SHUTDOWN_TIMEOUT_MS: '20000',
-      ...env,
-    },
-  });
-  children.push(child);
-  const exited = once(child, 'exit').then(([code, signal]) => ({
-    code: code as number | null,
-    signal: signal as NodeJS.Signals | null,
-  }));
-  let out = '';
-  child.stderr?.on('data', (d: Buffer) => {
-    out += d.toString();
-  });
+/** The gateway CLI (src/main.ts) as in production, and the URL it logs once it listens. */
+function spawnGateway(detached: boolean, env: Record<string, string> = {}) {
+  const cli = spawnCli(
+    'src/main.ts',
+    { ...PRODUCTION_CLI_ENV, SHUTDOWN_TIMEOUT_MS: '20000', ...env },
+    { detached },
+  );
+  children.push(cli.child);
   const url = new Promise<string>((resolve, reject) => {
-    child.stdout?.on('data', (d: Buffer) => {
-      out += d.toString();
-      for (const line of out.split('\n')) {
+    cli.child.stdout?.on('data', () => {
+      for (const line of cli.output().split('\n')) {
         if (!line.startsWith('{')) continue;
         try {
           const entry = JSON.parse(line) as { url?: unknown };
@@ -70,30 +48,24 @@ function spawnCli(detached: boolean, env: Record<string, string> = {}) {
         }
       }
     });
-    void exited.then(() => reject(new Error(`the CLI exited before listening:\n${out}`)));
+    void cli.exited.then(() => reject(new Error(`the CLI exited before listening:\n${cli.output()}`)));
   });
-  return { child, exited, url, output: () => out };
+  return { ...cli, url };
 }
 
 /** What `exited` resolves to when the process did not exit in time. */
 const NO_EXIT = { code: -1, signal: null };
-const exitWithin = async (exited: RunningCli['exited'], ms: number) => {
-  const exit = await within(exited, ms);
-  return exit === LATE ? NO_EXIT : exit;
-};
+const exitWithin = (exited: RunningCli['exited'], ms: number) => withinOr(exited, ms, NO_EXIT);
 
 async function startCli(detached: boolean, env: Record<string, string> = {}): Promise<RunningCli> {
-  const { child, exited, url, output } = spawnCli(detached, env);
+  const { child, exited, url, output } = spawnGateway(detached, env);
   const listening = await within(url, 25_000);
   if (listening === LATE) throw new Error(`the CLI did not log its URL in time:\n${output()}`);
   return { child, port: Number(new URL(listening).port), stdout: output, exited };
 }
 
-afterEach(() => {
-  // Only the children this file started, by pid (each is one process); normally they have exited already.
-  for (const child of children.splice(0))
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-});
+// Only the children this file started, by pid (each is one process); normally they have exited already.
+afterEach(() => killLeftovers(children));
 
 interface Outcome {
   status: number | null;
@@ -165,13 +137,11 @@ async function heldUpstream() {
   const released = new Promise<void>((resolve) => {
     release = resolve;
   });
+  routeSpecAnswers(up, up, '/pi');
   up.route('POST', '/api/v1/check', async () => {
     await within(released, 30_000); // bounded: a failed test never leaves a handler waiting for ever
     return { body: nullBody() };
   });
-  up.route('GET', '/api/v1/health', { body: nullHealth });
-  up.route('GET', '/pi/api/v1/pi', { body: piBody() });
-  up.route('GET', '/pi/api/v1/health', { body: piHealth });
   const env = { NULL_BASE_URL: up.url, PI_BASE_URL: `${up.url}/pi`, UPSTREAM_TIMEOUT_MS: '30000' };
   return { up, release, env };
 }
@@ -237,7 +207,7 @@ describe('graceful shutdown of the CLI', { timeout: 90_000 }, () => {
     const blocker = createServer().listen(0, '127.0.0.1');
     await once(blocker, 'listening');
     try {
-      const { exited, url, output } = spawnCli(false, {
+      const { exited, url, output } = spawnGateway(false, {
         PORT: String((blocker.address() as AddressInfo).port),
       });
       url.catch(() => {}); // it never listens
@@ -250,7 +220,7 @@ describe('graceful shutdown of the CLI', { timeout: 90_000 }, () => {
   });
 
   it('SIGTERM while still starting: the start finishes, then a graceful exit 0', async () => {
-    const { child, exited, output } = spawnCli(false);
+    const { child, exited, output } = spawnGateway(false);
     const starting = new Promise<void>((resolve) => {
       const check = () => (output().includes('"msg":"starting"') ? resolve() : undefined);
       child.stdout?.on('data', check);
@@ -314,10 +284,8 @@ describe('the drain itself (app.close(), in process)', () => {
   /** A scripted null-check upstream whose checks answer as `check` says. */
   async function upstream(check: Parameters<ScriptedUpstream['route']>[2]): Promise<ScriptedUpstream> {
     const started = await startScriptedUpstream();
+    routeSpecAnswers(started, started, '/pi');
     started.route('POST', '/api/v1/check', check);
-    started.route('GET', '/api/v1/health', { body: nullHealth });
-    started.route('GET', '/pi/api/v1/pi', { body: piBody() });
-    started.route('GET', '/pi/api/v1/health', { body: piHealth });
     return started;
   }
 

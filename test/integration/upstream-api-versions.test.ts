@@ -6,9 +6,8 @@
  * log line per endpoint, the state the health query shows).
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { UpstreamCallError } from '../../src/gateway/errors.js';
 import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
-import { createTestClients, type TestClients, testOperation } from '../support/clients.js';
+import { createTestClients, failureOf, type TestClients, testOperation } from '../support/clients.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
 import { gql } from '../support/graphql-client.js';
 import { capturedLogger, count, LEVEL, type LogLine } from '../support/logs.js';
@@ -27,6 +26,16 @@ const DEPRECATED = { deprecation: '@1767225600', sunset: SUNSET };
 
 const analysis = { school: 'apophatic', verdict: 'null is the absence that proves presence' };
 const v2Body = () => nullBody({ is_null: false, philosophical_analysis: analysis });
+/** How the client reads `analysis`: the typed fields it has, null where it has none, `raw` the object. */
+const analysisRead = {
+  school: 'apophatic',
+  certainty: null,
+  argument: null,
+  references: null,
+  verdictStability: null,
+  depth: null,
+  raw: analysis,
+};
 const gone = (status: number) => ({
   status,
   body: { error: { status, code: 'GONE', message: 'use /api/v2/null-or-not' } },
@@ -61,15 +70,6 @@ function clientsWith(env: Record<string, string> = {}): TestClients {
 
 const paths = (up: ScriptedUpstream) => up.requests.map((r) => `${r.method} ${r.path}`);
 const warnings = () => lines.filter((l) => l.level === LEVEL.warn);
-
-async function failure(promise: Promise<unknown>): Promise<UpstreamCallError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(UpstreamCallError);
-  return error as UpstreamCallError;
-}
 
 /** How the start-up read of /openapi.json ends, and what it leaves to wait for. */
 type Discovery = 'v2' | 'lists v1' | 'missing' | 'failed';
@@ -119,16 +119,7 @@ describe('null-check auto: the start version from /openapi.json', () => {
       testOperation({ apiKey: 'demo-pro' }),
     );
     expect(answer.answer).toEqual({ kind: 'boolean', isNull: false });
-    // Typed fields are read where the answer has them, null where it does not; `raw` keeps the object.
-    expect(answer.philosophicalAnalysis).toEqual({
-      school: 'apophatic',
-      certainty: null,
-      argument: null,
-      references: null,
-      verdictStability: null,
-      depth: null,
-      raw: analysis,
-    });
+    expect(answer.philosophicalAnalysis).toEqual(analysisRead);
     expect(paths(nullUp)).toEqual([`POST ${CHECK_V2}`]);
     // The same request body as v1, and the caller's key.
     expect(nullUp.requests[0]?.body).toEqual({ value: 0 });
@@ -213,16 +204,7 @@ describe('null-check auto: a retired v1 endpoint', () => {
       const operation = testOperation();
       const answer = await clients.nullCheck.check({ hasValue: true, value: 'x' }, operation);
       expect(answer.answer).toEqual({ kind: 'boolean', isNull: false });
-      // Typed fields are read where the answer has them, null where it does not; `raw` keeps the object.
-      expect(answer.philosophicalAnalysis).toEqual({
-        school: 'apophatic',
-        certainty: null,
-        argument: null,
-        references: null,
-        verdictStability: null,
-        depth: null,
-        raw: analysis,
-      });
+      expect(answer.philosophicalAnalysis).toEqual(analysisRead);
       expect(paths(nullUp)).toEqual([`POST ${CHECK_V1}`, `POST ${CHECK_V2}`]);
       // The same body went to both.
       expect(nullUp.requests[1]?.rawBody).toBe(nullUp.requests[0]?.rawBody);
@@ -256,7 +238,7 @@ describe('null-check auto: a retired v1 endpoint', () => {
     nullUp.route('POST', CHECK_V1, { status: 404, body: 'v1: no such route' });
     nullUp.route('POST', CHECK_V2, { status: 404, body: 'v2: no such route either' });
 
-    const error = await failure(clients.nullCheck.check({ hasValue: true, value: null }, testOperation()));
+    const error = await failureOf(clients.nullCheck.check({ hasValue: true, value: null }, testOperation()));
     expect(error).toMatchObject({ code: 'UPSTREAM_ERROR', statusCode: 404, body: 'v1: no such route' });
     expect(paths(nullUp)).toEqual([`POST ${CHECK_V1}`, `POST ${CHECK_V2}`]);
     expect(clients.state('null-check').apiVersion).toBe('v1');
@@ -287,7 +269,9 @@ describe('null-check auto: a retired v1 endpoint', () => {
       nullUp.route('POST', CHECK_V1, gone(410));
       nullUp.route('POST', CHECK_V2, { status, body: { error: { status, code: 'V2_TROUBLE' } } });
 
-      const error = await failure(clients.nullCheck.check({ hasValue: true, value: null }, testOperation()));
+      const error = await failureOf(
+        clients.nullCheck.check({ hasValue: true, value: null }, testOperation()),
+      );
       expect(error).toMatchObject({ code, statusCode: status, upstream: 'null-check' });
       // v2 calls are retried as any read (500 once, 503 up to RETRY_MAX_ATTEMPTS); v1 is never retried.
       expect(nullUp.count('POST', CHECK_V1)).toBe(1);
@@ -310,7 +294,7 @@ describe('null-check fixed versions', () => {
     nullUp.route('POST', CHECK_V2, { body: v2Body() });
     const clients = clientsWith({ NULL_API_VERSION: 'v1' });
     for (let i = 0; i < 2; i++) {
-      const error = await failure(clients.nullCheck.check({ hasValue: true, value: i }, testOperation()));
+      const error = await failureOf(clients.nullCheck.check({ hasValue: true, value: i }, testOperation()));
       expect(error).toMatchObject({ code: 'UPSTREAM_ERROR', statusCode: 410 });
     }
     // A bounded pause, for a start-up read that must not happen.
@@ -333,7 +317,7 @@ describe('null-check fixed versions', () => {
       (await clients.nullCheck.check({ hasValue: true, value: 1 }, testOperation())).philosophicalAnalysis,
     ).toMatchObject({ school: 'apophatic', raw: analysis });
     nullUp.route('POST', CHECK_V2, gone(404));
-    const error = await failure(clients.nullCheck.check({ hasValue: true, value: 2 }, testOperation()));
+    const error = await failureOf(clients.nullCheck.check({ hasValue: true, value: 2 }, testOperation()));
     expect(error).toMatchObject({ code: 'UPSTREAM_ERROR', statusCode: 404 });
     await sleep(50);
     expect(paths(nullUp)).toEqual([`POST ${CHECK_V2}`, `POST ${CHECK_V2}`]);
@@ -346,7 +330,7 @@ describe('null-check fixed versions', () => {
       (await clients.nullCheck.check({ hasValue: true, value: 1 }, testOperation())).philosophicalAnalysis,
     ).toBeNull();
     nullUp.route('POST', CHECK_V2, { body: nullBody({ philosophical_analysis: 'a string' }) });
-    const error = await failure(clients.nullCheck.check({ hasValue: true, value: 2 }, testOperation()));
+    const error = await failureOf(clients.nullCheck.check({ hasValue: true, value: 2 }, testOperation()));
     expect(error.code).toBe('UPSTREAM_BAD_RESPONSE');
     expect(error.message).toContain('philosophical_analysis');
   });
@@ -361,7 +345,7 @@ describe('pi over v2: the inference endpoint and the operator’s waiver', () =>
     const clients = clientsWith({ PI_API_VERSION: 'v2' });
     const operation = testOperation();
     for (let i = 0; i < 3; i++) {
-      const error = await failure(clients.piDigits.pi({ digits: 5 + i }, operation));
+      const error = await failureOf(clients.piDigits.pi({ digits: 5 + i }, operation));
       expect(error).toMatchObject({ code: 'WAIVER_REQUIRED', upstream: 'pi-digits', statusCode: undefined });
       expect(error.message).toContain('PI_WAIVER_ACCEPTED');
       expect(error.toExtensions()).toEqual({ code: 'WAIVER_REQUIRED', upstream: 'pi-digits' });
@@ -449,13 +433,15 @@ describe('pi over v2: the inference endpoint and the operator’s waiver', () =>
     piUp.route('GET', PI_V1, gone(410));
     piUp.route('POST', INFERENCE, { body: inferenceBody });
     const clients = clientsWith();
-    const error = await failure(clients.piDigits.pi({ digits: 5 }, testOperation()));
+    const error = await failureOf(clients.piDigits.pi({ digits: 5 }, testOperation()));
     expect(error.code).toBe('WAIVER_REQUIRED');
     expect(error.message).toContain('PI_WAIVER_ACCEPTED');
     expect(paths(piUp)).toEqual([`GET ${PI_V1}`]);
     // The upstream has moved (v1 is gone); later calls are refused without any network.
     expect(clients.state('pi-digits').apiVersion).toBe('v2');
-    expect((await failure(clients.piDigits.pi({ digits: 6 }, testOperation()))).code).toBe('WAIVER_REQUIRED');
+    expect((await failureOf(clients.piDigits.pi({ digits: 6 }, testOperation()))).code).toBe(
+      'WAIVER_REQUIRED',
+    );
     expect(piUp.count()).toBe(1);
   });
 
@@ -463,12 +449,14 @@ describe('pi over v2: the inference endpoint and the operator’s waiver', () =>
     piUp.route('GET', PI_V1, gone(410));
     const clients = clientsWith();
     const start = Date.now();
-    expect((await failure(clients.piDigits.pi({ digits: 5 }, testOperation()))).code).toBe('WAIVER_REQUIRED');
+    expect((await failureOf(clients.piDigits.pi({ digits: 5 }, testOperation()))).code).toBe(
+      'WAIVER_REQUIRED',
+    );
     piUp.route('GET', PI_V1, { body: piBody() });
     // Only the clock moves (no sleep): within 30 s still refused without network, after it v1 is tried.
     vi.useFakeTimers({ toFake: ['Date'], now: start + 10_000 });
     try {
-      expect((await failure(clients.piDigits.pi({ digits: 5 }, testOperation()))).code).toBe(
+      expect((await failureOf(clients.piDigits.pi({ digits: 5 }, testOperation()))).code).toBe(
         'WAIVER_REQUIRED',
       );
       expect(piUp.count('GET', PI_V1)).toBe(1);

@@ -5,57 +5,28 @@
  * mapping; resilience and versions have their own files.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { UpstreamCallError } from '../../src/gateway/errors.js';
 import {
   type ScriptedResponse,
   type ScriptedUpstream,
   startScriptedUpstream,
 } from '../fixtures/scripted-upstream.js';
-import { createTestClients, type TestClients, testOperation } from '../support/clients.js';
+import {
+  createTestClients,
+  expectClientSafe,
+  failureOf,
+  MAPPING_ENV,
+  type TestClients,
+  testOperation,
+} from '../support/clients.js';
+import { nullMeta } from '../support/upstream-bodies.js';
 
 const CHECK = '/api/v1/check';
 const KEY = 'sk-live-very-secret-0001';
-
-const meta = {
-  confidence: 0.97,
-  model: 'null-x-4o',
-  inference_time_ms: 12,
-  gpu_cost_usd: 0.0021,
-  experts_consulted: 2,
-  sponsored_by: 'NullCorp',
-  disclaimer: 'Results may differ from strict equality.',
-};
-
-/** Mapping only: one attempt, no breaker, v1 fixed (no /openapi.json read, no version switch). */
-const MAPPING_ENV = {
-  RETRY_MAX_ATTEMPTS: '1',
-  BREAKER_THRESHOLD: '0',
-  UPSTREAM_TIMEOUT_MS: '2000',
-  NULL_API_VERSION: 'v1',
-  PI_API_VERSION: 'v1',
-};
 
 let up: ScriptedUpstream;
 let clients: TestClients;
 
 const withKey = (requestId = 'test-request') => testOperation({ apiKey: KEY, requestId });
-
-/** What no client-facing message may contain. */
-function expectClientSafe(error: UpstreamCallError, rawBody?: string): void {
-  expect(error.message).not.toContain('127.0.0.1');
-  expect(error.message).not.toContain(String(up.port));
-  expect(error.message).not.toContain(KEY);
-  if (rawBody !== undefined) expect(error.message).not.toContain(rawBody);
-}
-
-async function failure(promise: Promise<unknown>): Promise<UpstreamCallError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(UpstreamCallError);
-  return error as UpstreamCallError;
-}
 
 beforeAll(async () => {
   up = await startScriptedUpstream();
@@ -73,7 +44,7 @@ beforeEach(() => {
 
 describe('request bodies: undefined vs null', () => {
   beforeEach(() => {
-    up.route('POST', CHECK, { body: { ...meta, is_null: true } });
+    up.route('POST', CHECK, { body: { ...nullMeta, is_null: true } });
   });
 
   it('sends no value key when the value is undefined', async () => {
@@ -115,7 +86,7 @@ describe('request bodies: undefined vs null', () => {
   });
 
   it('refuses a value JSON cannot encode with BAD_USER_INPUT, without sending anything', async () => {
-    const error = await failure(clients.nullCheck.check({ hasValue: true, value: 10n }, testOperation()));
+    const error = await failureOf(clients.nullCheck.check({ hasValue: true, value: 10n }, testOperation()));
     expect(error.code).toBe('BAD_USER_INPUT');
     expect(error.upstream).toBe('null-check');
     expect(up.count()).toBe(0);
@@ -124,7 +95,7 @@ describe('request bodies: undefined vs null', () => {
 
 describe('answers', () => {
   it('maps a boolean answer, ignores extra fields and passes an unknown model through', async () => {
-    const body = { ...meta, is_null: false, model: 'null-x-9000', surprise: { deep: [1] } };
+    const body = { ...nullMeta, is_null: false, model: 'null-x-9000', surprise: { deep: [1] } };
     up.route('POST', CHECK, { body });
     const result = await clients.nullCheck.check({ hasValue: true, value: 1 }, testOperation());
     expect(result.answer).toEqual({ kind: 'boolean', isNull: false });
@@ -135,7 +106,7 @@ describe('answers', () => {
       gpuCostUsd: 0.0021,
       expertsConsulted: 2,
       sponsoredBy: 'NullCorp',
-      disclaimer: 'Results may differ from strict equality.',
+      disclaimer: 'May differ from strict equality.',
     });
     expect(result.raw).toEqual(body);
     // v1 has no philosophical analysis.
@@ -143,15 +114,15 @@ describe('answers', () => {
   });
 
   it('maps the maybe answer', async () => {
-    up.route('POST', CHECK, { body: { ...meta, is_null: 'Maybe' } });
+    up.route('POST', CHECK, { body: { ...nullMeta, is_null: 'Maybe' } });
     const result = await clients.nullCheck.check({ hasValue: true, value: null }, testOperation());
     expect(result.answer).toEqual({ kind: 'maybe' });
   });
 
   it.each([
-    ['a string', { ...meta, is_null: 'Is anything truly null?' }, 'Is anything truly null?'],
-    ['an object', { ...meta, is_null: { existential_dread: 'The void.' } }, 'The void.'],
-    ['null', { ...meta, is_null: null }, null],
+    ['a string', { ...nullMeta, is_null: 'Is anything truly null?' }, 'Is anything truly null?'],
+    ['an object', { ...nullMeta, is_null: { existential_dread: 'The void.' } }, 'The void.'],
+    ['null', { ...nullMeta, is_null: null }, null],
     ['a missing is_null', { answer: 'I refuse to answer.' }, 'I refuse to answer.'],
   ])('maps %s as an existential answer with the raw body kept', async (_name, body, musing) => {
     up.route('POST', CHECK, { body });
@@ -165,36 +136,37 @@ describe('bad answers → UPSTREAM_BAD_RESPONSE', () => {
   it.each([
     ['not JSON', { body: 'this is not json' }],
     ['HTML', { html: '<html><body><h1>502 Bad Gateway</h1></body></html>' }],
-    ['truncated JSON', { body: { ...meta, is_null: true }, truncate: 20 }],
+    ['truncated JSON', { body: { ...nullMeta, is_null: true }, truncate: 20 }],
     ['an empty body', { body: '' }],
     ['a JSON array', { body: [true] }],
     ['a JSON string', { body: '"true"' }],
-    ['a wrong-typed confidence', { body: { ...meta, is_null: true, confidence: 'very' } }],
-    ['a wrong-typed experts_consulted', { body: { ...meta, is_null: true, experts_consulted: 2.5 } }],
+    ['a wrong-typed confidence', { body: { ...nullMeta, is_null: true, confidence: 'very' } }],
+    ['a wrong-typed experts_consulted', { body: { ...nullMeta, is_null: true, experts_consulted: 2.5 } }],
     ['raw bytes', { body: Buffer.from([0xff, 0xfe, 0x00, 0x01]) }],
   ] as [string, ScriptedResponse][])('%s', async (_name, script) => {
     up.route('POST', CHECK, script);
-    const error = await failure(clients.nullCheck.check({ hasValue: true, value: null }, withKey()));
+    const error = await failureOf(clients.nullCheck.check({ hasValue: true, value: null }, withKey()));
     expect(error.code).toBe('UPSTREAM_BAD_RESPONSE');
     expect(error.kind).toBe('bad-response');
     expect(error.upstream).toBe('null-check');
     expect(error.statusCode).toBe(200);
-    expectClientSafe(
-      error,
-      typeof script.body === 'string' && script.body.length > 0 ? script.body : undefined,
-    );
+    expectClientSafe(error, {
+      port: up.port,
+      key: KEY,
+      rawBody: typeof script.body === 'string' ? script.body : undefined,
+    });
   });
 
   it('names the offending field in the message without its value', async () => {
-    up.route('POST', CHECK, { body: { ...meta, is_null: true, gpu_cost_usd: 'priceless-secret' } });
-    const error = await failure(clients.nullCheck.check({ hasValue: true, value: null }, testOperation()));
+    up.route('POST', CHECK, { body: { ...nullMeta, is_null: true, gpu_cost_usd: 'priceless-secret' } });
+    const error = await failureOf(clients.nullCheck.check({ hasValue: true, value: null }, testOperation()));
     expect(error.message).toContain('gpu_cost_usd');
     expect(error.message).not.toContain('priceless-secret');
   });
 
   it('keeps the raw body for the log with the key scrubbed', async () => {
     up.route('POST', CHECK, { body: `not json, but it echoes ${KEY}` });
-    const error = await failure(clients.nullCheck.check({ hasValue: true, value: null }, withKey()));
+    const error = await failureOf(clients.nullCheck.check({ hasValue: true, value: null }, withKey()));
     expect(error.body).toBe('not json, but it echoes [redacted]');
   });
 });
@@ -219,7 +191,7 @@ describe('error statuses', () => {
     ['302', 302, '', true, 'UPSTREAM_ERROR'],
   ])('%s → %s', async (_name, status, body, hasValue, code) => {
     up.route('POST', CHECK, { status, body });
-    const error = await failure(
+    const error = await failureOf(
       clients.nullCheck.check(hasValue ? { hasValue, value: null } : { hasValue: false }, withKey()),
     );
     expect(error.code).toBe(code);
@@ -231,7 +203,7 @@ describe('error statuses', () => {
     // The raw body stays on the error for the log, with the key scrubbed; never in the message.
     expect(error.body ?? '').toBe(raw.replaceAll(KEY, '[redacted]'));
     expect(String(error.body)).not.toContain(KEY);
-    expectClientSafe(error, raw.length > 0 ? raw : undefined);
+    expectClientSafe(error, { port: up.port, key: KEY, rawBody: raw });
     expect(error.message).not.toContain('10.1.2.3');
     // One attempt: this file's clients never retry.
     expect(up.count('POST', CHECK)).toBe(1);
@@ -239,7 +211,7 @@ describe('error statuses', () => {
 
   it('reads Retry-After in seconds', async () => {
     up.route('POST', CHECK, { status: 429, headers: { 'retry-after': '42' } });
-    const error = await failure(clients.nullCheck.check({ hasValue: true, value: null }, testOperation()));
+    const error = await failureOf(clients.nullCheck.check({ hasValue: true, value: null }, testOperation()));
     expect(error.retryAfterSeconds).toBe(42);
     expect(error.toExtensions()).toMatchObject({ code: 'RATE_LIMITED', retryAfterSeconds: 42 });
     expect(error.message).toContain('42');
@@ -248,14 +220,14 @@ describe('error statuses', () => {
   it('reads Retry-After as an HTTP date', async () => {
     const at = new Date(Date.now() + 120_000).toUTCString();
     up.route('POST', CHECK, { status: 429, headers: { 'retry-after': at } });
-    const error = await failure(clients.nullCheck.check({ hasValue: true, value: null }, testOperation()));
+    const error = await failureOf(clients.nullCheck.check({ hasValue: true, value: null }, testOperation()));
     expect(error.retryAfterSeconds).toBeGreaterThanOrEqual(100);
     expect(error.retryAfterSeconds).toBeLessThanOrEqual(121);
   });
 
   it('leaves retryAfterSeconds undefined without the header', async () => {
     up.route('POST', CHECK, { status: 429 });
-    const error = await failure(clients.nullCheck.check({ hasValue: true, value: null }, testOperation()));
+    const error = await failureOf(clients.nullCheck.check({ hasValue: true, value: null }, testOperation()));
     expect(error.retryAfterSeconds).toBeUndefined();
     expect(error.toExtensions()).not.toHaveProperty('retryAfterSeconds');
   });
@@ -263,7 +235,7 @@ describe('error statuses', () => {
 
 describe('headers', () => {
   beforeEach(() => {
-    up.route('POST', CHECK, { body: { ...meta, is_null: true } });
+    up.route('POST', CHECK, { body: { ...nullMeta, is_null: true } });
   });
 
   it("forwards the operation's key as Bearer on authorization, and its request id", async () => {
@@ -300,7 +272,7 @@ describe('headers', () => {
   });
 
   it('refuses a key with a line break with BAD_USER_INPUT, without sending anything', async () => {
-    const error = await failure(
+    const error = await failureOf(
       clients.nullCheck.check({ hasValue: true, value: null }, testOperation({ apiKey: 'a\r\nb' })),
     );
     expect(error.code).toBe('BAD_USER_INPUT');
@@ -322,7 +294,7 @@ describe('headers', () => {
   });
 
   it('serves a base URL with a path prefix', async () => {
-    up.route('POST', `/prefix${CHECK}`, { body: { ...meta, is_null: false } });
+    up.route('POST', `/prefix${CHECK}`, { body: { ...nullMeta, is_null: false } });
     const prefixed = createTestClients({
       nullBaseUrl: `${up.url}/prefix/`,
       piBaseUrl: up.url,

@@ -5,28 +5,22 @@
  * option the settings do not expose, so it is tested on the transport itself.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { UpstreamCallError } from '../../src/gateway/errors.js';
-import type { HttpForm } from '../../src/gateway/upstream/dispatch.js';
-import { parsePiResponse } from '../../src/gateway/upstream/response-schemas.js';
 import { createTransport } from '../../src/gateway/upstream/transport.js';
-import type { PiResponse } from '../../src/gateway/upstream/types.js';
 import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
-import { createTestClients, type TestClients, testOperation } from '../support/clients.js';
+import {
+  createTestClients,
+  expectClientSafe,
+  failureOf,
+  MAPPING_ENV,
+  piTransportRequest,
+  type TestClients,
+  testOperation,
+} from '../support/clients.js';
+import { piAnswer } from '../support/upstream-bodies.js';
 
 const PI = '/api/v1/pi';
 const INFERENCE = '/api/v1/inference';
 const KEY = 'demo-enterprise-secret-42';
-
-const piBody = {
-  digits: '3.14159',
-  precision: 5,
-  confidence: 0.99,
-  model: 'pi-x-4o',
-  inference_time_ms: 40,
-  gpu_cost_usd: 0.3,
-  sponsored_by: 'PiCorp',
-  disclaimer: 'Digits may differ from actual pi.',
-};
 
 const inferenceBody = {
   digits: '3.1415926535',
@@ -35,34 +29,10 @@ const inferenceBody = {
   cost: '$1,234.50',
 };
 
-const MAPPING_ENV = {
-  RETRY_MAX_ATTEMPTS: '1',
-  BREAKER_THRESHOLD: '0',
-  UPSTREAM_TIMEOUT_MS: '2000',
-  NULL_API_VERSION: 'v1',
-  PI_API_VERSION: 'v1',
-};
-
 let up: ScriptedUpstream;
 let clients: TestClients;
 
 const withKey = (requestId = 'test-request') => testOperation({ apiKey: KEY, requestId });
-
-async function failure(promise: Promise<unknown>): Promise<UpstreamCallError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(UpstreamCallError);
-  return error as UpstreamCallError;
-}
-
-function expectClientSafe(error: UpstreamCallError, rawBody?: string): void {
-  expect(error.message).not.toContain('127.0.0.1');
-  expect(error.message).not.toContain(String(up.port));
-  expect(error.message).not.toContain(KEY);
-  if (rawBody !== undefined && rawBody.length > 0) expect(error.message).not.toContain(rawBody);
-}
 
 beforeAll(async () => {
   up = await startScriptedUpstream();
@@ -80,7 +50,7 @@ beforeEach(() => {
 
 describe('GET /pi', () => {
   it('sends only the given query parameters, and no body', async () => {
-    up.route('GET', PI, { body: piBody });
+    up.route('GET', PI, { body: piAnswer });
     await clients.piDigits.pi({}, testOperation());
     await clients.piDigits.pi(
       { digits: 0, model: 'pi-x-mini', temperature: 0.5, sponsored: false },
@@ -98,7 +68,7 @@ describe('GET /pi', () => {
   });
 
   it('maps the answer, with no marker when none is sent and an unknown model kept; forwards key and id', async () => {
-    up.route('GET', PI, { body: { ...piBody, model: 'pi-x-quantum', extra: [1, 2, 3] } });
+    up.route('GET', PI, { body: { ...piAnswer, model: 'pi-x-quantum', extra: [1, 2, 3] } });
     const result = await clients.piDigits.pi({ digits: 5 }, withKey('rq-9'));
     expect(result).toMatchObject({
       digits: '3.14159',
@@ -116,7 +86,7 @@ describe('GET /pi', () => {
   });
 
   it('reads an e marker', async () => {
-    up.route('GET', PI, { body: { ...piBody, digits: '2.71828', constant: 'e' } });
+    up.route('GET', PI, { body: { ...piAnswer, digits: '2.71828', constant: 'e' } });
     const result = await clients.piDigits.pi({ digits: 5, temperature: 1 }, testOperation());
     expect(result.constantMarker).toBe('e');
     expect(result.digits).toBe('2.71828');
@@ -124,47 +94,37 @@ describe('GET /pi', () => {
 
   it('carries a body of a million digits', async () => {
     const digits = `3.${'1'.repeat(1_000_000)}`;
-    up.route('GET', PI, { body: { ...piBody, digits, precision: 1_000_000 } });
+    up.route('GET', PI, { body: { ...piAnswer, digits, precision: 1_000_000 } });
     const result = await clients.piDigits.pi({ digits: 1_000_000 }, testOperation());
     expect(result.digits.length).toBe(1_000_002);
     expect(result.precision).toBe(1_000_000);
   });
 
   it.each([
-    ['digits with letters', { ...piBody, digits: '3.14abc' }],
-    ['numeric digits', { ...piBody, digits: 3.14 }],
-    ['a string precision', { ...piBody, precision: '5' }],
-    ['a missing confidence', { ...piBody, confidence: undefined }],
+    ['digits with letters', { ...piAnswer, digits: '3.14abc' }],
+    ['numeric digits', { ...piAnswer, digits: 3.14 }],
+    ['a string precision', { ...piAnswer, precision: '5' }],
+    ['a missing confidence', { ...piAnswer, confidence: undefined }],
   ])('rejects %s with UPSTREAM_BAD_RESPONSE', async (_name, body) => {
     up.route('GET', PI, { body });
-    const error = await failure(clients.piDigits.pi({ digits: 5 }, testOperation()));
+    const error = await failureOf(clients.piDigits.pi({ digits: 5 }, testOperation()));
     expect(error.code).toBe('UPSTREAM_BAD_RESPONSE');
     expect(error.upstream).toBe('pi-digits');
   });
 
   it.each([
     ['HTML', { html: '<!doctype html><title>Oops</title>' }],
-    ['truncated', { body: piBody, truncate: true }],
+    ['truncated', { body: piAnswer, truncate: true }],
     ['not JSON', { body: '3.14159' }],
   ])('rejects a %s body with UPSTREAM_BAD_RESPONSE', async (_name, script) => {
     up.route('GET', PI, script);
-    const error = await failure(clients.piDigits.pi({ digits: 5 }, withKey()));
+    const error = await failureOf(clients.piDigits.pi({ digits: 5 }, withKey()));
     expect(error.code).toBe('UPSTREAM_BAD_RESPONSE');
-    expectClientSafe(error);
+    expectClientSafe(error, { port: up.port, key: KEY });
   });
 });
 
 describe('the response size cap (transport)', () => {
-  const form: HttpForm<PiResponse> = {
-    endpoint: 'pi',
-    version: 'v1',
-    method: 'GET',
-    path: PI,
-    retry: 'none',
-    decode: parsePiResponse,
-    facts: () => ({ costUsd: null, sponsor: null, model: null }),
-  };
-
   it('refuses a body over maxResponseBytes with UPSTREAM_BAD_RESPONSE, and keeps one under it', async () => {
     const transport = createTransport({
       upstream: 'pi-digits',
@@ -172,18 +132,13 @@ describe('the response size cap (transport)', () => {
       maxResponseBytes: 64 * 1024,
     });
     try {
-      const request = {
-        upstream: 'pi-digits' as const,
-        forms: { v1: form },
-        form,
-        operation: testOperation(),
-      };
-      up.route('GET', PI, { body: { ...piBody, digits: `3.${'1'.repeat(128 * 1024)}` } });
-      const error = await failure(transport.dispatch(request));
+      const request = piTransportRequest(PI);
+      up.route('GET', PI, { body: { ...piAnswer, digits: `3.${'1'.repeat(128 * 1024)}` } });
+      const error = await failureOf(transport.dispatch(request));
       expect(error.code).toBe('UPSTREAM_BAD_RESPONSE');
       expect(error.message).toContain('too large');
 
-      up.route('GET', PI, { body: { ...piBody, digits: `3.${'1'.repeat(32 * 1024)}` } });
+      up.route('GET', PI, { body: { ...piAnswer, digits: `3.${'1'.repeat(32 * 1024)}` } });
       const answer = await transport.dispatch(request);
       expect(answer.value.digits.length).toBe(32 * 1024 + 2);
       expect(answer).toMatchObject({ source: 'upstream', endpoint: 'pi', statusCode: 200 });
@@ -282,19 +237,19 @@ describe('error statuses', () => {
       endpoint === 'pi'
         ? clients.piDigits.pi({ digits: 4 }, withKey())
         : clients.piDigits.inference({ desiredDigits: 4, liabilityWaiverSigned: true }, withKey());
-    const error = await failure(call);
+    const error = await failureOf(call);
     expect(error.code).toBe(code);
     expect(error.upstream).toBe('pi-digits');
     expect(error.statusCode).toBe(status);
     expect(error.toExtensions()).toMatchObject({ code, upstream: 'pi-digits', upstreamStatus: status });
     expect(error.body).toBe(body.replaceAll(KEY, '[redacted]'));
-    expectClientSafe(error, body);
+    expectClientSafe(error, { port: up.port, key: KEY, rawBody: body });
     expect(error.message).not.toContain('10.2.3.4');
   });
 
   it('maps a 400 without an error code to WAIVER_REQUIRED when the waiver was not signed', async () => {
     up.route('POST', INFERENCE, { status: 400, body: 'waiver missing' });
-    const error = await failure(
+    const error = await failureOf(
       clients.piDigits.inference({ desiredDigits: 4, liabilityWaiverSigned: false }, testOperation()),
     );
     expect(error.code).toBe('WAIVER_REQUIRED');
@@ -303,7 +258,7 @@ describe('error statuses', () => {
 
   it('maps a 400 without an error code to BAD_USER_INPUT when the waiver was signed', async () => {
     up.route('POST', INFERENCE, { status: 400, body: 'something else' });
-    const error = await failure(
+    const error = await failureOf(
       clients.piDigits.inference({ desiredDigits: 4, liabilityWaiverSigned: true }, testOperation()),
     );
     expect(error.code).toBe('BAD_USER_INPUT');

@@ -7,12 +7,15 @@
 import type { Logger } from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { UpstreamCallError } from '../../src/gateway/errors.js';
-import type { HttpForm } from '../../src/gateway/upstream/dispatch.js';
-import { parsePiResponse } from '../../src/gateway/upstream/response-schemas.js';
 import { createTransport } from '../../src/gateway/upstream/transport.js';
-import type { PiResponse } from '../../src/gateway/upstream/types.js';
 import { refusedUrl, type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
-import { createTestClients, type TestClients, testOperation } from '../support/clients.js';
+import {
+  createTestClients,
+  failureOf,
+  piTransportRequest,
+  type TestClients,
+  testOperation,
+} from '../support/clients.js';
 import { capturedLogger, LEVEL } from '../support/logs.js';
 import { metricValue } from '../support/metric-values.js';
 import { nullBody, nullHealth, piBody, piHealth } from '../support/upstream-bodies.js';
@@ -54,15 +57,6 @@ function clientsWith(options: ClientsOptions = {}): TestClients {
   return clients;
 }
 
-async function failure(promise: Promise<unknown>): Promise<UpstreamCallError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(UpstreamCallError);
-  return error as UpstreamCallError;
-}
-
 const requests = (clients: TestClients, labels: Record<string, string>) =>
   metricValue(clients.metrics.registry, 'gateway_upstream_requests_total', labels);
 
@@ -89,7 +83,7 @@ describe('connection failures and timeouts', () => {
     const clients = clientsWith({ nullBaseUrl: url, env: { UPSTREAM_TIMEOUT_MS: '60000' } });
     const operation = testOperation({ apiKey: KEY, deadlineMs: 120_000 });
     const outcome = await within(
-      failure(clients.nullCheck.check({ hasValue: true, value: null }, operation)),
+      failureOf(clients.nullCheck.check({ hasValue: true, value: null }, operation)),
       20_000,
     );
     expect(outcome).not.toBe(LATE);
@@ -113,7 +107,7 @@ describe('connection failures and timeouts', () => {
 
   it('retries a refused inference (it never reached the service)', async () => {
     const clients = clientsWith({ piBaseUrl: await refusedUrl() });
-    const error = await failure(
+    const error = await failureOf(
       clients.piDigits.inference({ desiredDigits: 3, liabilityWaiverSigned: true }, testOperation()),
     );
     expect(error.code).toBe('UPSTREAM_UNAVAILABLE');
@@ -130,7 +124,7 @@ describe('connection failures and timeouts', () => {
   it('times out a hanging upstream with UPSTREAM_TIMEOUT and closes the socket, without retrying', async () => {
     up.route('POST', CHECK, { hang: true });
     const clients = clientsWith({ env: { UPSTREAM_TIMEOUT_MS: '200' } });
-    const error = await failure(clients.nullCheck.check({ hasValue: true, value: null }, testOperation()));
+    const error = await failureOf(clients.nullCheck.check({ hasValue: true, value: null }, testOperation()));
     expect(error.code).toBe('UPSTREAM_TIMEOUT');
     expect(error.kind).toBe('timeout');
     expect(error.message).toContain('did not answer in time');
@@ -141,7 +135,7 @@ describe('connection failures and timeouts', () => {
   it('times out a body that never comes (headers sent)', async () => {
     up.route('GET', PI, { hangAfterHeaders: true, body: piBody() });
     const clients = clientsWith({ env: { UPSTREAM_TIMEOUT_MS: '200' } });
-    const error = await failure(clients.piDigits.pi({ digits: 2 }, testOperation()));
+    const error = await failureOf(clients.piDigits.pi({ digits: 2 }, testOperation()));
     expect(error.code).toBe('UPSTREAM_TIMEOUT');
     expect(error.statusCode).toBe(200);
   });
@@ -149,7 +143,7 @@ describe('connection failures and timeouts', () => {
   it('times out a slow-drip body by the total attempt time, not chunk inactivity', async () => {
     up.route('GET', PI, { bodyDelayMs: 1500, body: piBody() });
     const clients = clientsWith({ env: { UPSTREAM_TIMEOUT_MS: '200' } });
-    expect((await failure(clients.piDigits.pi({ digits: 2 }, testOperation()))).code).toBe(
+    expect((await failureOf(clients.piDigits.pi({ digits: 2 }, testOperation()))).code).toBe(
       'UPSTREAM_TIMEOUT',
     );
   });
@@ -163,7 +157,7 @@ describe('connection failures and timeouts', () => {
   it('maps a connection reset before any answer to UPSTREAM_UNAVAILABLE, and never retries a paid inference', async () => {
     up.route('POST', INFERENCE, { destroy: true });
     const clients = clientsWith();
-    const error = await failure(
+    const error = await failureOf(
       clients.piDigits.inference({ desiredDigits: 3, liabilityWaiverSigned: true }, testOperation()),
     );
     expect(error.code).toBe('UPSTREAM_UNAVAILABLE');
@@ -184,7 +178,7 @@ describe('connection failures and timeouts', () => {
     const clients = clientsWith();
     const operation = testOperation({ deadlineMs: 1 });
     await sleep(10);
-    const error = await failure(clients.piDigits.pi({}, operation));
+    const error = await failureOf(clients.piDigits.pi({}, operation));
     expect(error.code).toBe('UPSTREAM_TIMEOUT');
     expect(error.message).toContain('deadline');
     expect(up.count()).toBe(0);
@@ -194,7 +188,7 @@ describe('connection failures and timeouts', () => {
     up.route('GET', PI, { hang: true });
     const clients = clientsWith({ env: { UPSTREAM_TIMEOUT_MS: '30000' } });
     const outcome = await within(
-      failure(clients.piDigits.pi({}, testOperation({ deadlineMs: 150 }))),
+      failureOf(clients.piDigits.pi({}, testOperation({ deadlineMs: 150 }))),
       10_000,
     );
     expect(outcome).toBeInstanceOf(UpstreamCallError);
@@ -219,14 +213,14 @@ describe('retries', () => {
   it('gives up after RETRY_MAX_ATTEMPTS with the last error', async () => {
     up.route('GET', PI, { status: 503 });
     const clients = clientsWith({ env: { RETRY_MAX_ATTEMPTS: '4' } });
-    expect((await failure(clients.piDigits.pi({}, testOperation()))).code).toBe('UPSTREAM_UNAVAILABLE');
+    expect((await failureOf(clients.piDigits.pi({}, testOperation()))).code).toBe('UPSTREAM_UNAVAILABLE');
     expect(up.count('GET', PI)).toBe(4);
   });
 
   it('makes one attempt with RETRY_MAX_ATTEMPTS=1', async () => {
     up.route('GET', PI, { status: 503 });
     const clients = clientsWith({ env: { RETRY_MAX_ATTEMPTS: '1' } });
-    await failure(clients.piDigits.pi({}, testOperation()));
+    await failureOf(clients.piDigits.pi({}, testOperation()));
     expect(up.count('GET', PI)).toBe(1);
   });
 
@@ -234,8 +228,8 @@ describe('retries', () => {
     up.route('POST', CHECK, { status });
     up.route('GET', PI, { status });
     const clients = clientsWith({ env: { RETRY_MAX_ATTEMPTS: '3' } });
-    await failure(clients.nullCheck.check({ hasValue: true, value: 1 }, testOperation()));
-    await failure(clients.piDigits.pi({}, testOperation()));
+    await failureOf(clients.nullCheck.check({ hasValue: true, value: 1 }, testOperation()));
+    await failureOf(clients.piDigits.pi({}, testOperation()));
     expect(up.count('POST', CHECK)).toBe(1);
     expect(up.count('GET', PI)).toBe(1);
   });
@@ -243,14 +237,14 @@ describe('retries', () => {
   it('never retries a bad body', async () => {
     up.route('GET', PI, { body: 'not json' });
     const clients = clientsWith({ env: { RETRY_MAX_ATTEMPTS: '3' } });
-    expect((await failure(clients.piDigits.pi({}, testOperation()))).code).toBe('UPSTREAM_BAD_RESPONSE');
+    expect((await failureOf(clients.piDigits.pi({}, testOperation()))).code).toBe('UPSTREAM_BAD_RESPONSE');
     expect(up.count('GET', PI)).toBe(1);
   });
 
   it('retries a null paradox at most once (two calls in total)', async () => {
     up.route('POST', CHECK, { status: 500 });
     const clients = clientsWith({ env: { RETRY_MAX_ATTEMPTS: '5' } });
-    const error = await failure(clients.nullCheck.check({ hasValue: true, value: null }, testOperation()));
+    const error = await failureOf(clients.nullCheck.check({ hasValue: true, value: null }, testOperation()));
     expect(error.code).toBe('NULL_PARADOX');
     expect(up.count('POST', CHECK)).toBe(2);
   });
@@ -258,7 +252,7 @@ describe('retries', () => {
   it('does not retry a 503 from inference (it costs money)', async () => {
     up.route('POST', INFERENCE, { status: 503 });
     const clients = clientsWith({ env: { RETRY_MAX_ATTEMPTS: '3' } });
-    await failure(
+    await failureOf(
       clients.piDigits.inference({ desiredDigits: 3, liabilityWaiverSigned: true }, testOperation()),
     );
     expect(up.count('POST', INFERENCE)).toBe(1);
@@ -278,7 +272,7 @@ describe('retries', () => {
   it('fails at once with RATE_LIMITED when Retry-After does not fit the deadline', async () => {
     up.route('GET', PI, [{ status: 429, headers: { 'retry-after': '1' } }, { body: piBody() }]);
     const clients = clientsWith();
-    const error = await failure(clients.piDigits.pi({}, testOperation({ deadlineMs: 500 })));
+    const error = await failureOf(clients.piDigits.pi({}, testOperation({ deadlineMs: 500 })));
     expect(error.code).toBe('RATE_LIMITED');
     expect(error.retryAfterSeconds).toBe(1);
     expect(up.count('GET', PI)).toBe(1);
@@ -287,7 +281,7 @@ describe('retries', () => {
   it('fails at once when Retry-After is longer than the default operation deadline', async () => {
     up.route('POST', CHECK, { status: 429, headers: { 'retry-after': '30' } });
     const clients = clientsWith();
-    const error = await failure(clients.nullCheck.check({ hasValue: true, value: null }, testOperation()));
+    const error = await failureOf(clients.nullCheck.check({ hasValue: true, value: null }, testOperation()));
     expect(error.code).toBe('RATE_LIMITED');
     expect(error.retryAfterSeconds).toBe(30);
     expect(up.count('POST', CHECK)).toBe(1);
@@ -296,7 +290,7 @@ describe('retries', () => {
   it('fails at once on a long Retry-After outside any operation (no deadline: at most 5 s is waited)', async () => {
     up.route('POST', CHECK, { status: 429, headers: { 'retry-after': '30' } });
     const clients = clientsWith();
-    const error = await failure(clients.nullCheck.check({ hasValue: true, value: null }, undefined));
+    const error = await failureOf(clients.nullCheck.check({ hasValue: true, value: null }, undefined));
     expect(error.code).toBe('RATE_LIMITED');
     expect(up.count('POST', CHECK)).toBe(1);
   });
@@ -314,7 +308,7 @@ describe('cancellation', () => {
     up.route('POST', CHECK, { hang: true });
     const clients = clientsWith({ env: { UPSTREAM_TIMEOUT_MS: '30000' } });
     const operation = testOperation({ deadlineMs: 60_000 });
-    const call = failure(clients.nullCheck.check({ hasValue: true, value: null }, operation));
+    const call = failureOf(clients.nullCheck.check({ hasValue: true, value: null }, operation));
     expect(await until(() => up.count() > 0)).toBe(true);
     operation.cancel(new Error('client went away'));
     const error = await within(call, 5000);
@@ -335,7 +329,7 @@ describe('cancellation', () => {
         backoff: { baseMs: 20_000, capMs: 20_000 },
       });
       const operation = testOperation({ deadlineMs: 120_000 });
-      const call = failure(clients.piDigits.pi({}, operation));
+      const call = failureOf(clients.piDigits.pi({}, operation));
       expect(await until(() => up.count() > 0)).toBe(true);
       await sleep(20);
       operation.cancel('gone');
@@ -353,7 +347,7 @@ describe('cancellation', () => {
     const clients = clientsWith();
     const operation = testOperation();
     operation.cancel('gone');
-    expect((await failure(clients.piDigits.pi({}, operation))).kind).toBe('cancelled');
+    expect((await failureOf(clients.piDigits.pi({}, operation))).kind).toBe('cancelled');
     expect(up.count()).toBe(0);
   });
 });
@@ -367,7 +361,7 @@ describe('circuit breaker', () => {
     });
     expect(clients.state('null-check').breaker).toBe('closed');
     for (let i = 0; i < 3; i++) {
-      const error = await failure(clients.nullCheck.check({ hasValue: true, value: i }, testOperation()));
+      const error = await failureOf(clients.nullCheck.check({ hasValue: true, value: i }, testOperation()));
       expect(error.code).toBe('UPSTREAM_UNAVAILABLE');
     }
     expect(up.count('POST', CHECK)).toBe(3);
@@ -375,7 +369,7 @@ describe('circuit breaker', () => {
     // The other upstream has its own breaker.
     expect(clients.state('pi-digits').breaker).toBe('closed');
 
-    const fast = await failure(clients.nullCheck.check({ hasValue: true, value: null }, testOperation()));
+    const fast = await failureOf(clients.nullCheck.check({ hasValue: true, value: null }, testOperation()));
     expect(fast.code).toBe('UPSTREAM_UNAVAILABLE');
     expect(fast.kind).toBe('circuit-open');
     expect(fast.message).toContain('circuit open');
@@ -400,7 +394,7 @@ describe('circuit breaker', () => {
     const clients = clientsWith({
       env: { BREAKER_THRESHOLD: '1', BREAKER_HALF_OPEN_AFTER_MS: '100', RETRY_MAX_ATTEMPTS: '1' },
     });
-    await failure(clients.piDigits.pi({}, testOperation()));
+    await failureOf(clients.piDigits.pi({}, testOperation()));
     expect(clients.state('pi-digits').breaker).toBe('open');
     up.route('GET', PI, { body: piBody() });
     await sleep(150);
@@ -422,12 +416,12 @@ describe('circuit breaker', () => {
     const clients = clientsWith({
       env: { BREAKER_THRESHOLD: '2', BREAKER_HALF_OPEN_AFTER_MS: '100', RETRY_MAX_ATTEMPTS: '1' },
     });
-    await failure(clients.piDigits.pi({}, testOperation()));
-    await failure(clients.piDigits.pi({}, testOperation()));
+    await failureOf(clients.piDigits.pi({}, testOperation()));
+    await failureOf(clients.piDigits.pi({}, testOperation()));
     expect(clients.state('pi-digits').breaker).toBe('open');
     await sleep(150);
     up.resetRecords();
-    const error = await failure(clients.piDigits.pi({}, testOperation()));
+    const error = await failureOf(clients.piDigits.pi({}, testOperation()));
     expect(error.code).toBe('UPSTREAM_UNAVAILABLE');
     expect(error.kind).toBe('circuit-open');
     expect(up.requests.map((r) => r.path)).toEqual([HEALTH]);
@@ -439,23 +433,23 @@ describe('circuit breaker', () => {
       piBaseUrl: await refusedUrl(),
       env: { BREAKER_THRESHOLD: '2', RETRY_MAX_ATTEMPTS: '1' },
     });
-    await failure(refused.piDigits.pi({}, testOperation()));
-    await failure(refused.piDigits.pi({}, testOperation()));
+    await failureOf(refused.piDigits.pi({}, testOperation()));
+    await failureOf(refused.piDigits.pi({}, testOperation()));
     expect(refused.state('pi-digits').breaker).toBe('open');
 
     up.route('POST', CHECK, { hang: true });
     const slow = clientsWith({
       env: { UPSTREAM_TIMEOUT_MS: '100', BREAKER_THRESHOLD: '2', RETRY_MAX_ATTEMPTS: '1' },
     });
-    await failure(slow.nullCheck.check({ hasValue: true, value: 1 }, testOperation()));
-    await failure(slow.nullCheck.check({ hasValue: true, value: 2 }, testOperation()));
+    await failureOf(slow.nullCheck.check({ hasValue: true, value: 1 }, testOperation()));
+    await failureOf(slow.nullCheck.check({ hasValue: true, value: 2 }, testOperation()));
     expect(slow.state('null-check').breaker).toBe('open');
   });
 
   it('counts each retry attempt: one call of three failed attempts opens a threshold of 3', async () => {
     up.route('GET', PI, { status: 503 });
     const clients = clientsWith({ env: { BREAKER_THRESHOLD: '3', RETRY_MAX_ATTEMPTS: '3' } });
-    await failure(clients.piDigits.pi({}, testOperation()));
+    await failureOf(clients.piDigits.pi({}, testOperation()));
     expect(up.count('GET', PI)).toBe(3);
     expect(clients.state('pi-digits').breaker).toBe('open');
   });
@@ -472,7 +466,7 @@ describe('circuit breaker', () => {
     ]);
     const clients = clientsWith({ env: { BREAKER_THRESHOLD: '2', RETRY_MAX_ATTEMPTS: '1' } });
     for (let i = 0; i < 7; i++)
-      await failure(clients.nullCheck.check({ hasValue: true, value: i }, testOperation()));
+      await failureOf(clients.nullCheck.check({ hasValue: true, value: i }, testOperation()));
     expect(clients.state('null-check').breaker).toBe('closed');
     expect(up.count('POST', CHECK)).toBe(7);
   });
@@ -480,7 +474,7 @@ describe('circuit breaker', () => {
   it('is not opened by bad bodies', async () => {
     up.route('GET', PI, { body: '<html>oops</html>' });
     const clients = clientsWith({ env: { BREAKER_THRESHOLD: '2', RETRY_MAX_ATTEMPTS: '1' } });
-    for (let i = 0; i < 4; i++) await failure(clients.piDigits.pi({ digits: i }, testOperation()));
+    for (let i = 0; i < 4; i++) await failureOf(clients.piDigits.pi({ digits: i }, testOperation()));
     expect(clients.state('pi-digits').breaker).toBe('closed');
     expect(up.count('GET', PI)).toBe(4);
   });
@@ -492,9 +486,9 @@ describe('circuit breaker', () => {
     });
     const already = testOperation();
     already.cancel('gone');
-    await failure(clients.piDigits.pi({}, already));
+    await failureOf(clients.piDigits.pi({}, already));
     const operation = testOperation({ deadlineMs: 60_000 });
-    const call = failure(clients.piDigits.pi({ digits: 7 }, operation));
+    const call = failureOf(clients.piDigits.pi({ digits: 7 }, operation));
     expect(await until(() => up.count() > 0)).toBe(true);
     operation.cancel('gone');
     expect((await call).kind).toBe('cancelled');
@@ -504,7 +498,7 @@ describe('circuit breaker', () => {
   it('reports disabled with BREAKER_THRESHOLD=0 and keeps calling', async () => {
     up.route('GET', PI, { status: 503 });
     const clients = clientsWith({ env: { BREAKER_THRESHOLD: '0', RETRY_MAX_ATTEMPTS: '1' } });
-    for (let i = 0; i < 6; i++) await failure(clients.piDigits.pi({}, testOperation()));
+    for (let i = 0; i < 6; i++) await failureOf(clients.piDigits.pi({}, testOperation()));
     expect(up.count('GET', PI)).toBe(6);
     expect(clients.state('pi-digits').breaker).toBe('disabled');
   });
@@ -516,7 +510,7 @@ describe('circuit breaker', () => {
       metricValue(clients.metrics.registry, 'gateway_upstream_breaker_state', { upstream, state });
     expect(await gauge('pi-digits', 'closed')).toBe(1);
     expect(await gauge('pi-digits', 'open')).toBe(0);
-    await failure(clients.piDigits.pi({}, testOperation()));
+    await failureOf(clients.piDigits.pi({}, testOperation()));
     expect(await gauge('pi-digits', 'open')).toBe(1);
     expect(await gauge('pi-digits', 'closed')).toBe(0);
     expect(await gauge('null-check', 'closed')).toBe(1);
@@ -532,13 +526,13 @@ describe('logs and per-attempt metrics', () => {
     });
     up.route('GET', PI, { status: 418, body: 'tier says no' });
     const clients = clientsWith({ logger, env: { RETRY_MAX_ATTEMPTS: '1' } });
-    await failure(
+    await failureOf(
       clients.nullCheck.check(
         { hasValue: true, value: null },
         testOperation({ apiKey: KEY, requestId: 'log-1' }),
       ),
     );
-    await failure(clients.piDigits.pi({ digits: 50 }, testOperation({ apiKey: KEY })));
+    await failureOf(clients.piDigits.pi({ digits: 50 }, testOperation({ apiKey: KEY })));
     const paradox = lines.find((r) => r.code === 'NULL_PARADOX');
     expect(paradox).toMatchObject({
       level: LEVEL.warn,
@@ -594,15 +588,6 @@ describe('logs and per-attempt metrics', () => {
 
   it('survives a throwing onExchange callback (transport)', async () => {
     up.route('GET', PI, { body: piBody() });
-    const form: HttpForm<PiResponse> = {
-      endpoint: 'pi',
-      version: 'v1',
-      method: 'GET',
-      path: PI,
-      retry: 'none',
-      decode: parsePiResponse,
-      facts: () => ({ costUsd: null, sponsor: null, model: null }),
-    };
     let told = 0;
     const transport = createTransport({
       upstream: 'pi-digits',
@@ -613,12 +598,7 @@ describe('logs and per-attempt metrics', () => {
       },
     });
     try {
-      const answer = await transport.dispatch({
-        upstream: 'pi-digits',
-        forms: { v1: form },
-        form,
-        operation: testOperation(),
-      });
+      const answer = await transport.dispatch(piTransportRequest(PI));
       expect(answer.value.digits).toBe('3.141');
       expect(told).toBe(1);
     } finally {

@@ -7,13 +7,16 @@
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createSharedState } from '../../src/gateway/shared-state/index.js';
-import { compose, type HttpForm } from '../../src/gateway/upstream/dispatch.js';
+import { compose } from '../../src/gateway/upstream/dispatch.js';
 import { responseCache } from '../../src/gateway/upstream/interceptors/response-cache.js';
-import { parsePiResponse } from '../../src/gateway/upstream/response-schemas.js';
 import { createTransport } from '../../src/gateway/upstream/transport.js';
-import type { PiResponse } from '../../src/gateway/upstream/types.js';
 import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
-import { createTestClients, type TestClients, testOperation } from '../support/clients.js';
+import {
+  createTestClients,
+  piTransportRequest,
+  type TestClients,
+  testOperation,
+} from '../support/clients.js';
 import { metricValue } from '../support/metric-values.js';
 import { nullBody, piBody } from '../support/upstream-bodies.js';
 import { sleep } from '../support/waits.js';
@@ -147,16 +150,6 @@ describe('response cache (RESPONSE_CACHE=true)', () => {
 });
 
 describe('the response cache and its store’s byte bound', () => {
-  const form = (digits: number): HttpForm<PiResponse> => ({
-    endpoint: 'pi',
-    version: 'v1',
-    method: 'GET',
-    path: `${PI}?digits=${digits}`,
-    retry: 'none',
-    decode: parsePiResponse,
-    facts: () => ({ costUsd: null, sponsor: null, model: null }),
-  });
-
   it('gives the store each answer’s size: an answer larger than the store’s bytes is not kept', async () => {
     // Regression: answers were stored without a size, counted as 1 KiB each, so a cache of
     // million-digit answers could grow far past its byte bound.
@@ -164,17 +157,12 @@ describe('the response cache and its store’s byte bound', () => {
     const transport = createTransport({ upstream: 'pi-digits', baseUrl: up.url });
     try {
       const dispatch = compose(transport.dispatch, responseCache({ store: state.cache }));
-      const call = (digits: number) => {
-        const f = form(digits);
-        return dispatch({
-          upstream: 'pi-digits',
-          forms: { v1: f },
-          form: f,
+      const call = (digits: number) =>
+        dispatch({
+          ...piTransportRequest(`${PI}?digits=${digits}`),
           shareKey: `pi\n${digits}`,
           cacheable: () => true,
-          operation: testOperation(),
         });
-      };
       up.route('GET', PI, (request) => {
         const digits = Number(request.query.digits);
         return { body: piBody({ digits: `3.${'1'.repeat(digits)}`, precision: digits }) };

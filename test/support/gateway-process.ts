@@ -1,6 +1,6 @@
 /**
- * The gateway as its own process, as `npm start` runs it (the CLI, through tsx): for tests that need
- * several replicas, or the process lifecycle itself. Logs are JSON lines, kept in memory.
+ * The project's CLIs as processes of their own, as `npm start` and `npm run services` run them
+ * (through tsx): for tests that need several replicas, or the process lifecycle itself.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -8,6 +8,69 @@ import { fileURLToPath } from 'node:url';
 import type { LogLine } from './logs.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+/**
+ * The settings of a gateway CLI as in production, on a free loopback port, logging JSON lines at
+ * info, with the embedded reference services (no upstream URLs) and no rate limit on the free tier.
+ */
+export const PRODUCTION_CLI_ENV: Readonly<Record<string, string>> = Object.freeze({
+  NODE_ENV: 'production',
+  LOG_FORMAT: 'json',
+  LOG_LEVEL: 'info',
+  HOST: '127.0.0.1',
+  PORT: '0',
+  NULL_BASE_URL: '',
+  PI_BASE_URL: '',
+  FREE_RATE_LIMIT: '0',
+});
+
+export interface CliExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export interface CliProcess {
+  readonly child: ChildProcess;
+  readonly exited: Promise<CliExit>;
+  /** Everything it wrote so far, standard output and error together (as UTF-8 text). */
+  output(): string;
+}
+
+/**
+ * Starts `node --import tsx <entry>` in the project's root with `env` over this process's
+ * environment, its standard output and error piped and kept; `detached`: in a process group of its
+ * own. Listeners added to `child.stdout` later see `output()` with their chunk already in it.
+ */
+export function spawnCli(
+  entry: string,
+  env: Record<string, string> = {},
+  options: { detached?: boolean } = {},
+): CliProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+    cwd: ROOT,
+    detached: options.detached ?? false,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
+  });
+  const exited = once(child, 'exit').then(([code, signal]) => ({
+    code: code as number | null,
+    signal: signal as NodeJS.Signals | null,
+  }));
+  let output = '';
+  for (const stream of [child.stdout, child.stderr]) {
+    stream?.setEncoding('utf8');
+    stream?.on('data', (chunk: string) => {
+      output += chunk;
+    });
+  }
+  return { child, exited, output: () => output };
+}
+
+/** SIGKILL, by pid, to those of `children` still running (normally none), and forgets them all. */
+export function killLeftovers(children: ChildProcess[]): void {
+  for (const child of children.splice(0))
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+}
 
 export interface GatewayProcess {
   readonly child: ChildProcess;
@@ -24,15 +87,16 @@ export async function startGatewayProcess(
   env: Record<string, string>,
   startMs = 60_000,
 ): Promise<GatewayProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    cwd: ROOT,
-    env: { ...process.env, NODE_ENV: 'test', PORT: '0', HOST: '127.0.0.1', LOG_FORMAT: 'json', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  const { child, exited } = spawnCli('src/main.ts', {
+    NODE_ENV: 'test',
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_FORMAT: 'json',
+    ...env,
   });
   const lines: LogLine[] = [];
   let buffered = '';
   let onListening: ((url: string) => void) | undefined;
-  child.stdout?.setEncoding('utf8');
   child.stdout?.on('data', (chunk: string) => {
     buffered += chunk;
     let newline = buffered.indexOf('\n');
@@ -49,8 +113,6 @@ export async function startGatewayProcess(
       }
     }
   });
-  child.stderr?.resume();
-  const exited = once(child, 'exit');
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('gateway process did not start in time')), startMs);
     onListening = (found) => {

@@ -1,4 +1,8 @@
-/** The tests' one GraphQL client: a POST over real sockets, its answer parsed when it is JSON. */
+/**
+ * The tests' one GraphQL client: a POST over real sockets, its answer parsed when it is JSON; and the
+ * same POST handed to Yoga's own handler in process, for tests that compare the two paths.
+ */
+import type { TestGateway } from './gateway.js';
 
 export interface GqlError {
   message: string;
@@ -26,9 +30,9 @@ export interface GqlOptions {
   signal?: AbortSignal;
 }
 
-/** POSTs one operation as application/json. */
-export async function gql(url: string, query: string, options: GqlOptions = {}): Promise<GqlResult> {
-  const response = await fetch(url, {
+/** The POST of one operation as application/json. */
+function post(query: string, options: GqlOptions): RequestInit {
+  return {
     method: 'POST',
     headers: {
       'content-type': 'application/json',
@@ -37,8 +41,21 @@ export async function gql(url: string, query: string, options: GqlOptions = {}):
     },
     body: JSON.stringify({ query, variables: options.variables, operationName: options.operationName }),
     signal: options.signal,
-  });
-  return parsed(response);
+  };
+}
+
+/** POSTs one operation as application/json. */
+export async function gql(url: string, query: string, options: GqlOptions = {}): Promise<GqlResult> {
+  return parsed(await fetch(url, post(query, options)));
+}
+
+/** The same POST as `gql`, handed to Yoga's handler (`app.yoga.fetch`): the fast path never sees it. */
+export async function gqlInYoga(
+  gateway: TestGateway,
+  query: string,
+  options: GqlOptions = {},
+): Promise<GqlResult> {
+  return parsed(await gateway.app.yoga.fetch('http://127.0.0.1/graphql', post(query, options)));
 }
 
 /** Reads a fetch Response into a GqlResult (body parsed when it is JSON). */

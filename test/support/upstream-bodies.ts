@@ -1,4 +1,5 @@
 /** Upstream answers shaped as the specs show them, for the scripted upstream. */
+import type { ScriptedUpstream } from '../fixtures/scripted-upstream.js';
 
 export const nullBody = (extra: Record<string, unknown> = {}) => ({
   is_null: true,
@@ -34,3 +35,45 @@ export const nullHealth = {
 };
 
 export const piHealth = { status: 'ok', pi_available: true, gpu_cluster: 'nominal', monthly_burn_rate: '$2' };
+
+/**
+ * Every field of a check answer but `is_null`, each set (a sponsor too): for tests that read each field
+ * back. Add the `is_null` the test is about.
+ */
+export const nullMeta = Object.freeze({
+  confidence: 0.97,
+  model: 'null-x-4o',
+  inference_time_ms: 12,
+  gpu_cost_usd: 0.0021,
+  experts_consulted: 2,
+  sponsored_by: 'NullCorp',
+  disclaimer: 'May differ from strict equality.',
+});
+
+/** A pi answer of 5 places with every field set (a sponsor too): for tests that read each field back. */
+export const piAnswer = Object.freeze({
+  digits: '3.14159',
+  precision: 5,
+  confidence: 0.99,
+  model: 'pi-x-4o',
+  inference_time_ms: 40,
+  gpu_cost_usd: 0.3,
+  sponsored_by: 'PiCorp',
+  disclaimer: 'Digits may differ from actual pi.',
+});
+
+/**
+ * Scripts the spec answers above: the check and its health on `nullUp`, pi and its health on `piUp`
+ * under `piPrefix` (one upstream can serve both: `routeSpecAnswers(up, up, '/pi')`). A test re-scripts
+ * the routes it is about afterwards.
+ */
+export function routeSpecAnswers(
+  nullUp: ScriptedUpstream,
+  piUp: ScriptedUpstream = nullUp,
+  piPrefix = '',
+): void {
+  nullUp.route('POST', '/api/v1/check', { body: nullBody() });
+  nullUp.route('GET', '/api/v1/health', { body: nullHealth });
+  piUp.route('GET', `${piPrefix}/api/v1/pi`, { body: piBody() });
+  piUp.route('GET', `${piPrefix}/api/v1/health`, { body: piHealth });
+}

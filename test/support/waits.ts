@@ -29,3 +29,9 @@ export async function within<T>(call: T | Promise<T>, ms = 500): Promise<T | typ
     clearTimeout(timer);
   }
 }
+
+/** The call's outcome, or `fallback` when it took more than `ms`. */
+export async function withinOr<T, F>(call: T | Promise<T>, ms: number, fallback: F): Promise<T | F> {
+  const outcome = await within(call, ms);
+  return outcome === LATE ? fallback : outcome;
+}

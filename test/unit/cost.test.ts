@@ -24,8 +24,8 @@ import { NULL_MODEL_PROFILES, NULL_MODELS } from '../../src/services/null-check/
 import { PI_MODEL_PROFILES, PI_MODELS } from '../../src/services/pi-digits/pi-models.js';
 import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
-import { codes, type GqlResult, gql, parsed } from '../support/graphql-client.js';
-import { metricValue } from '../support/shared-state-helpers.js';
+import { codes, type GqlResult, gql, gqlInYoga } from '../support/graphql-client.js';
+import { metricValue } from '../support/metric-values.js';
 import { piBody } from '../support/upstream-bodies.js';
 
 const HOUR = 3_600_000;
@@ -427,21 +427,7 @@ type Send = (
 
 const PATHS: Array<[string, Send]> = [
   ['fast path (HTTP)', (g, query, headers, variables) => gql(g.url, query, { headers, variables })],
-  [
-    "Yoga's handler",
-    async (g, query, headers = {}, variables) =>
-      parsed(
-        await g.app.yoga.fetch('http://127.0.0.1/graphql', {
-          method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            accept: 'application/graphql-response+json',
-            ...headers,
-          },
-          body: JSON.stringify({ query, variables }),
-        }),
-      ),
-  ],
+  ["Yoga's handler", (g, query, headers, variables) => gqlInYoga(g, query, { headers, variables })],
 ];
 
 const ENV = { NULL_API_VERSION: 'v1', PI_API_VERSION: 'v1', BREAKER_THRESHOLD: '0', RETRY_MAX_ATTEMPTS: '1' };
@@ -471,8 +457,9 @@ describe.each(PATHS)('in a gateway, %s', (path, send) => {
     upstream.route('GET', '/api/v1/pi', { body: piBody({ gpu_cost_usd: 0.4 }) });
   });
 
-  const refusals = (reason: string) =>
-    metricValue(gateway.app.metrics.registry, 'gateway_budget_refusals_total', { reason });
+  /** Refusals so far (0 before the first one). */
+  const refusals = async (reason: string) =>
+    (await metricValue(gateway.app.metrics.registry, 'gateway_budget_refusals_total', { reason })) ?? 0;
 
   it('a malformed X-Max-Cost-Usd is BAD_USER_INPUT (HTTP 400) and calls nothing', async () => {
     for (const header of ['-1', 'NaN', '1e9', 'lots', '99999999']) {

@@ -14,7 +14,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
 import type { TestGateway } from '../support/gateway.js';
 import { startTestGateway } from '../support/gateway.js';
-import { codes, type GqlResult, gql, parsed } from '../support/graphql-client.js';
+import { codes, type GqlResult, gql, gqlInYoga } from '../support/graphql-client.js';
 import { capturedLogger, LEVEL, type LogLine } from '../support/logs.js';
 import { nullBody, nullHealth, piBody, piHealth } from '../support/upstream-bodies.js';
 import { until } from '../support/waits.js';
@@ -109,19 +109,7 @@ interface SendOptions {
 type Send = (g: TestGateway, query: string, options?: SendOptions) => Promise<GqlResult>;
 
 const fastPath: Send = (g, query, options = {}) => gql(g.url, query, options);
-const yogaPath: Send = async (g, query, options = {}) =>
-  parsed(
-    await g.app.yoga.fetch('http://127.0.0.1/graphql', {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/graphql-response+json',
-        ...options.headers,
-      },
-      body: JSON.stringify({ query, operationName: options.operationName }),
-      signal: options.signal,
-    }),
-  );
+const yogaPath: Send = gqlInYoga;
 const PATHS: Array<[string, Send]> = [
   ['fast path', fastPath],
   ["Yoga's handler", yogaPath],

@@ -69,7 +69,10 @@ function setup(options: { level?: string; tracer?: Tracer } = {}) {
     onSpent: spent,
   });
   const value = (name: string, labels: Record<string, string>) => metricValue(metrics.registry, name, labels);
-  return { observer, metrics, lines, text, spent, value };
+  /** The attempts counted for the check of null-check with this status and outcome. */
+  const attempts = (status: string, outcome: string) =>
+    value('gateway_upstream_requests_total', { upstream: 'null-check', endpoint: 'check', status, outcome });
+  return { observer, metrics, lines, text, spent, value, attempts };
 }
 
 const exchange = (request: UpstreamRequest, extra: Partial<ExchangeEvent> = {}): ExchangeEvent => ({
@@ -107,17 +110,10 @@ const failing = (error: unknown): Dispatch =>
 
 describe('each HTTP attempt (onExchange)', () => {
   it('records an answered attempt in the request metrics and on the operation, and logs nothing', async () => {
-    const { observer, value, lines } = setup();
+    const { observer, value, attempts, lines } = setup();
     const operation = operationOf();
     observer.onExchange(exchange(requestOf(operation)));
-    expect(
-      await value('gateway_upstream_requests_total', {
-        upstream: 'null-check',
-        endpoint: 'check',
-        status: '200',
-        outcome: 'ok',
-      }),
-    ).toBe(1);
+    expect(await attempts('200', 'ok')).toBe(1);
     expect(
       await value('gateway_upstream_request_duration_seconds_count', {
         upstream: 'null-check',
@@ -199,29 +195,15 @@ describe('each HTTP attempt (onExchange)', () => {
   });
 
   it('logs a cancelled attempt at debug as cancelled, not as UPSTREAM_UNAVAILABLE, and labels it cancelled', async () => {
-    const { observer, lines, value } = setup();
+    const { observer, lines, attempts } = setup();
     const error = errorFromFailure('cancelled', 'null-check', { cause: new Error('client went away') });
     expect(error.code).toBe('UPSTREAM_UNAVAILABLE');
     observer.onExchange(exchange(requestOf(operationOf()), { statusCode: null, error }));
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatchObject({ level: LEVEL.debug, msg: 'upstream call cancelled', code: 'CANCELLED' });
     expect(lines.filter((l) => l.code === 'UPSTREAM_UNAVAILABLE')).toEqual([]);
-    expect(
-      await value('gateway_upstream_requests_total', {
-        upstream: 'null-check',
-        endpoint: 'check',
-        status: 'none',
-        outcome: 'cancelled',
-      }),
-    ).toBe(1);
-    expect(
-      await value('gateway_upstream_requests_total', {
-        upstream: 'null-check',
-        endpoint: 'check',
-        status: 'none',
-        outcome: 'UPSTREAM_UNAVAILABLE',
-      }),
-    ).toBeUndefined();
+    expect(await attempts('none', 'cancelled')).toBe(1);
+    expect(await attempts('none', 'UPSTREAM_UNAVAILABLE')).toBeUndefined();
   });
 
   it('logs a 404/410 the API-versions layer may switch on at debug; other failures of such attempts at warn', () => {
@@ -259,16 +241,9 @@ describe('each HTTP attempt (onExchange)', () => {
   });
 
   it('counts an attempt outside any operation in the metrics', async () => {
-    const { observer, value } = setup();
+    const { observer, attempts } = setup();
     observer.onExchange(exchange(requestOf(undefined)));
-    expect(
-      await value('gateway_upstream_requests_total', {
-        upstream: 'null-check',
-        endpoint: 'check',
-        status: '200',
-        outcome: 'ok',
-      }),
-    ).toBe(1);
+    expect(await attempts('200', 'ok')).toBe(1);
   });
 });
 

@@ -17,7 +17,7 @@ import {
 } from '../fixtures/scripted-upstream.js';
 import { startTestGateway, type TestGateway, testDigitEngine } from '../support/gateway.js';
 import { type GqlResult, gql } from '../support/graphql-client.js';
-import { metricValue } from '../support/shared-state-helpers.js';
+import { metricValue } from '../support/metric-values.js';
 import { nullBody, nullHealth, piBody, piHealth } from '../support/upstream-bodies.js';
 
 const engine = testDigitEngine();
@@ -266,8 +266,12 @@ describe('isNull: argument checks happen before any upstream call', () => {
 });
 
 describe('dataloaders: identical calls within one operation reach the upstream once', () => {
-  const dedup = (upstream: string) =>
-    metricValue(gateway.app.metrics.registry, 'gateway_dedup_hits_total', { upstream, source: 'dataloader' });
+  /** Calls saved so far (0 before the first one). */
+  const dedup = async (upstream: string) =>
+    (await metricValue(gateway.app.metrics.registry, 'gateway_dedup_hits_total', {
+      upstream,
+      source: 'dataloader',
+    })) ?? 0;
 
   it('dedupes identical isNull and pi calls, keeps distinct ones, and counts what it saved', async () => {
     const [nullBefore, piBefore] = [await dedup('null-check'), await dedup('pi-digits')];
@@ -443,102 +447,87 @@ describe('inference', () => {
 describe('upstream failures map to contract codes', () => {
   const RAW = 'RAW-UPSTREAM-BODY at http://10.1.2.3:9000';
   const errorBody = (status: number, code: string) => ({ error: { status, code, message: RAW } });
-  const rows: Array<{
-    code: string;
-    upstream: 'null-check' | 'pi-digits';
-    field: string;
-    answer: ScriptedResponse;
-    extensions: Record<string, unknown>;
-  }> = [
-    {
-      code: 'UNDEFINED_VALUE',
-      upstream: 'null-check',
-      field: 'isNull',
-      answer: { status: 400, body: errorBody(400, 'UNDEFINED_VALUE') },
-      extensions: { upstreamStatus: 400 },
-    },
-    {
-      code: 'TIER_FORBIDDEN',
-      upstream: 'pi-digits',
-      field: 'pi',
-      answer: { status: 418, body: errorBody(418, 'TIER_FORBIDDEN') },
-      extensions: { upstreamStatus: 418 },
-    },
-    {
-      code: 'RATE_LIMITED',
-      upstream: 'pi-digits',
-      field: 'pi',
-      answer: { status: 429, headers: { 'retry-after': '12' }, body: errorBody(429, 'RATE_LIMITED') },
-      extensions: { upstreamStatus: 429, retryAfterSeconds: 12 },
-    },
-    {
-      code: 'NULL_PARADOX',
-      upstream: 'null-check',
-      field: 'isNull(value: 1)',
-      answer: { status: 500, body: errorBody(500, 'NULL_PARADOX') },
-      extensions: { upstreamStatus: 500 },
-    },
-    {
-      code: 'UPSTREAM_ERROR',
-      upstream: 'pi-digits',
-      field: 'pi',
-      answer: { status: 502, html: `<h1>Bad gateway</h1>${RAW}` },
-      extensions: { upstreamStatus: 502 },
-    },
-    {
-      code: 'UPSTREAM_UNAVAILABLE',
-      upstream: 'null-check',
-      field: 'isNull(value: 1)',
-      answer: { status: 503, body: errorBody(503, 'UNAVAILABLE') },
-      extensions: { upstreamStatus: 503 },
-    },
-    {
-      code: 'UPSTREAM_TIMEOUT',
-      upstream: 'pi-digits',
-      field: 'pi',
-      answer: { hang: true },
-      extensions: {},
-    },
-    {
-      code: 'UPSTREAM_BAD_RESPONSE',
-      upstream: 'null-check',
-      field: 'isNull(value: 1)',
-      answer: { body: { is_null: true, confidence: RAW } },
-      extensions: { upstreamStatus: 200 },
-    },
-    {
-      code: 'UNAUTHENTICATED',
-      upstream: 'pi-digits',
-      field: 'pi',
-      answer: { status: 401, body: errorBody(401, 'UNAUTHENTICATED') },
-      extensions: { upstreamStatus: 401 },
-    },
+  /**
+   * The code, the upstream, the field asked for, what the upstream does, and its status when it
+   * answered at all (and anything else the error extensions carry).
+   */
+  type Row = [
+    code: string,
+    upstream: 'null-check' | 'pi-digits',
+    field: string,
+    answer: ScriptedResponse,
+    upstreamStatus?: number,
+    extra?: Record<string, unknown>,
+  ];
+  const rows: Row[] = [
+    [
+      'UNDEFINED_VALUE',
+      'null-check',
+      'isNull',
+      { status: 400, body: errorBody(400, 'UNDEFINED_VALUE') },
+      400,
+    ],
+    ['TIER_FORBIDDEN', 'pi-digits', 'pi', { status: 418, body: errorBody(418, 'TIER_FORBIDDEN') }, 418],
+    [
+      'RATE_LIMITED',
+      'pi-digits',
+      'pi',
+      { status: 429, headers: { 'retry-after': '12' }, body: errorBody(429, 'RATE_LIMITED') },
+      429,
+      { retryAfterSeconds: 12 },
+    ],
+    [
+      'NULL_PARADOX',
+      'null-check',
+      'isNull(value: 1)',
+      { status: 500, body: errorBody(500, 'NULL_PARADOX') },
+      500,
+    ],
+    ['UPSTREAM_ERROR', 'pi-digits', 'pi', { status: 502, html: `<h1>Bad gateway</h1>${RAW}` }, 502],
+    [
+      'UPSTREAM_UNAVAILABLE',
+      'null-check',
+      'isNull(value: 1)',
+      { status: 503, body: errorBody(503, 'UNAVAILABLE') },
+      503,
+    ],
+    ['UPSTREAM_TIMEOUT', 'pi-digits', 'pi', { hang: true }],
+    [
+      'UPSTREAM_BAD_RESPONSE',
+      'null-check',
+      'isNull(value: 1)',
+      { body: { is_null: true, confidence: RAW } },
+      200,
+    ],
+    ['UNAUTHENTICATED', 'pi-digits', 'pi', { status: 401, body: errorBody(401, 'UNAUTHENTICATED') }, 401],
   ];
 
-  it.each(rows.map((row) => [row.code, row.upstream, row] as const))(
-    '%s from %s',
-    async (code, upstream, row) => {
-      const up = upstream === 'null-check' ? nullUp : piUp;
-      up.route(
-        upstream === 'null-check' ? 'POST' : 'GET',
-        upstream === 'null-check' ? '/api/v1/check' : '/api/v1/pi',
-        row.answer,
-      );
-      const result = await run(`{ f: ${row.field} { __typename } }`);
-      expect(result.data).toEqual({ f: null });
-      expect(result.errors).toHaveLength(1);
-      expect(result.errors?.[0]).toMatchObject({ path: ['f'] });
-      expect(result.errors?.[0]?.extensions).toEqual({ code, upstream, ...row.extensions });
-      expect(result.errors?.[0]?.message).toMatch(
-        upstream === 'null-check' ? /null-check service/ : /pi-digits service/,
-      );
-      // Neither the upstream's body nor its address reaches the client.
-      expect(result.text).not.toContain('RAW-UPSTREAM-BODY');
-      expect(result.text).not.toContain('10.1.2.3');
-      expect(result.text).not.toContain(`127.0.0.1:${up.port}`);
-      expect(up.count()).toBe(1);
-    },
-  );
+  it.each(rows)('%s from %s', async (code, upstream, field, answer, upstreamStatus, extra) => {
+    const up = upstream === 'null-check' ? nullUp : piUp;
+    up.route(
+      upstream === 'null-check' ? 'POST' : 'GET',
+      upstream === 'null-check' ? '/api/v1/check' : '/api/v1/pi',
+      answer,
+    );
+    const result = await run(`{ f: ${field} { __typename } }`);
+    expect(result.data).toEqual({ f: null });
+    expect(result.errors).toHaveLength(1);
+    expect(result.errors?.[0]).toMatchObject({ path: ['f'] });
+    expect(result.errors?.[0]?.extensions).toEqual({
+      code,
+      upstream,
+      ...(upstreamStatus === undefined ? {} : { upstreamStatus }),
+      ...extra,
+    });
+    expect(result.errors?.[0]?.message).toMatch(
+      upstream === 'null-check' ? /null-check service/ : /pi-digits service/,
+    );
+    // Neither the upstream's body nor its address reaches the client.
+    expect(result.text).not.toContain('RAW-UPSTREAM-BODY');
+    expect(result.text).not.toContain('10.1.2.3');
+    expect(result.text).not.toContain(`127.0.0.1:${up.port}`);
+    expect(up.count()).toBe(1);
+  });
 
   it('a refused connection is UPSTREAM_UNAVAILABLE without an upstream status', async () => {
     const nowhere = await refusedUrl();

@@ -14,7 +14,7 @@ import { GRAPHIQL_TABS } from '../../src/gateway/plugins/use-graphiql.js';
 import { schema } from '../../src/gateway/schema/index.js';
 import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
-import { codes, type GqlResult, gql, parsed } from '../support/graphql-client.js';
+import { codes, type GqlResult, gql, gqlInYoga, parsed } from '../support/graphql-client.js';
 import { nullBody, piBody } from '../support/upstream-bodies.js';
 
 const BASE_ENV = { NULL_API_VERSION: 'v1', PI_API_VERSION: 'v1' };
@@ -66,21 +66,7 @@ function gateway(env: Record<string, string> = {}, logger?: Logger): Promise<Tes
 type Send = (g: TestGateway, query: string, headers?: Record<string, string>) => Promise<GqlResult>;
 const PATHS: Array<[string, Send]> = [
   ['fast path', (g, query, headers) => gql(g.url, query, { headers })],
-  [
-    "Yoga's handler",
-    async (g, query, headers = {}) =>
-      parsed(
-        await g.app.yoga.fetch('http://gateway.test/graphql', {
-          method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            accept: 'application/graphql-response+json',
-            ...headers,
-          },
-          body: JSON.stringify({ query }),
-        }),
-      ),
-  ],
+  ["Yoga's handler", (g, query, headers) => gqlInYoga(g, query, { headers })],
 ];
 
 const PI = '{ pi { __typename } }';

@@ -14,6 +14,7 @@ import {
   parsePiResponse,
   ResponseShapeError,
 } from '../../src/gateway/upstream/response-schemas.js';
+import { nullMeta, piAnswer } from '../support/upstream-bodies.js';
 
 /** What parsing a body must give: a field value read from the result, or a bad response. */
 type Outcome = { value: unknown } | 'bad';
@@ -44,16 +45,6 @@ interface Body {
 const camel = (field: string) => field.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase());
 const readCamel = (parsed: Record<string, unknown>, field: string) => parsed[camel(field)];
 
-const nullMeta = {
-  confidence: 0.97,
-  model: 'null-x-4o',
-  inference_time_ms: 12,
-  gpu_cost_usd: 0.0021,
-  experts_consulted: 2,
-  sponsored_by: 'NullCorp',
-  disclaimer: 'May differ from strict equality.',
-};
-
 /** The check's metadata, required (boolean and maybe answers) or not (the existential answer). */
 function nullMetaRows(required: boolean): FieldRow[] {
   const missing = (absent: unknown): Outcome => (required ? BAD : value(absent));
@@ -71,17 +62,7 @@ function nullMetaRows(required: boolean): FieldRow[] {
 const readNull = (parsed: Record<string, unknown>, field: string) =>
   field === 'is_null' ? (parsed.answer as { kind: string }).kind : readCamel(parsed, field);
 
-const piBase = {
-  digits: '3.14159',
-  precision: 5,
-  confidence: 0.99,
-  model: 'pi-x-4o',
-  inference_time_ms: 40,
-  gpu_cost_usd: 0.3,
-  sponsored_by: 'PiCorp',
-  disclaimer: 'May differ from actual pi.',
-  constant: 'pi',
-};
+const piBase = { ...piAnswer, constant: 'pi' };
 
 const readPi = (parsed: Record<string, unknown>, field: string) =>
   field === 'constant' ? parsed.constantMarker : readCamel(parsed, field);

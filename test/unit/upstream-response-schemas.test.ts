@@ -11,27 +11,7 @@ import {
   readConstantMarker,
 } from '../../src/gateway/upstream/response-schemas.js';
 import { errorCodeOf, errorFromStatus, parseRetryAfter } from '../../src/gateway/upstream/status-mapping.js';
-
-const nullMeta = {
-  confidence: 0.97,
-  model: 'null-x-4o',
-  inference_time_ms: 12,
-  gpu_cost_usd: 0.0021,
-  experts_consulted: 2,
-  sponsored_by: 'NullCorp',
-  disclaimer: 'May differ from strict equality.',
-};
-
-const piBody = {
-  digits: '3.14159',
-  precision: 5,
-  confidence: 0.99,
-  model: 'pi-x-4o',
-  inference_time_ms: 40,
-  gpu_cost_usd: 0.3,
-  sponsored_by: 'PiCorp',
-  disclaimer: 'May differ from actual pi.',
-};
+import { nullMeta, piAnswer } from '../support/upstream-bodies.js';
 
 describe('parseNullCheckResponse', () => {
   it('maps a boolean answer and its metadata to camelCase, keeping the raw body', () => {
@@ -138,7 +118,7 @@ describe('parseNullCheckResponse', () => {
 
 describe('parsePiResponse', () => {
   it('maps the spec fields and finds no marker when none is sent', () => {
-    const result = parsePiResponse(piBody);
+    const result = parsePiResponse(piAnswer);
     expect(result).toMatchObject({
       digits: '3.14159',
       precision: 5,
@@ -149,7 +129,7 @@ describe('parsePiResponse', () => {
       sponsoredBy: 'PiCorp',
       constantMarker: null,
     });
-    expect(result.raw).toBe(piBody);
+    expect(result.raw).toBe(piAnswer);
   });
 
   it.each([
@@ -161,21 +141,21 @@ describe('parsePiResponse', () => {
     [{ constant_name: "Euler's number" }, 'e'],
     [{ constant: 'tau' }, null],
   ])('reads the marker %j', (marker, expected) => {
-    expect(parsePiResponse({ ...piBody, ...marker }).constantMarker).toBe(expected);
+    expect(parsePiResponse({ ...piAnswer, ...marker }).constantMarker).toBe(expected);
   });
 
   it('derives a missing precision from the digits', () => {
-    const { precision: _p, ...rest } = piBody;
+    const { precision: _p, ...rest } = piAnswer;
     expect(parsePiResponse({ ...rest, digits: '2.718' }).precision).toBe(3);
     expect(parsePiResponse({ ...rest, digits: '3' }).precision).toBe(0);
   });
 
   it.each([['3.14abc'], ['3.'], ['.14'], ['-3.14'], [''], [314]])('rejects digits %j', (digits) => {
-    expect(() => parsePiResponse({ ...piBody, digits })).toThrow(ResponseShapeError);
+    expect(() => parsePiResponse({ ...piAnswer, digits })).toThrow(ResponseShapeError);
   });
 
   it('rejects a non-integer precision', () => {
-    expect(() => parsePiResponse({ ...piBody, precision: 2.5 })).toThrow(ResponseShapeError);
+    expect(() => parsePiResponse({ ...piAnswer, precision: 2.5 })).toThrow(ResponseShapeError);
   });
 });
 
