@@ -1,0 +1,157 @@
+/**
+ * Where log lines go. Why a destination of our own instead of pino's default (sonic-boom): logging
+ * must never block or end a process. sonic-boom's exit-time `flushSync` retries a write that failed
+ * with anything but EAGAIN forever, so a process whose standard output was closed (EPIPE) hung at
+ * `process.exit` instead of exiting. The fd sink writes asynchronously (the main thread never waits
+ * for a slow reader), turns itself off at the first write error (EPIPE, EBADF, ...), and at exit tries
+ * the queued lines once, synchronously, without retrying.
+ */
+import { write as fsWrite, writeSync } from 'node:fs';
+import type { DestinationStream } from 'pino';
+
+/** What the logger writes to besides a file descriptor (tests give a stream). */
+export interface LogStream {
+  write(chunk: string, callback?: (error?: Error | null) => void): unknown;
+  on?(event: 'error', listener: (error: Error) => void): unknown;
+  /** A TTY stream gets coloured pretty lines. */
+  isTTY?: boolean;
+}
+
+/** What pino writes to. `flush` is what `logger.flush(cb)` calls. */
+export interface Sink extends DestinationStream {
+  flush(callback?: (error?: Error) => void): void;
+}
+
+/** Queued bytes beyond which new lines are dropped instead of growing memory without bound. */
+const MAX_QUEUED_BYTES = 16 * 1024 * 1024;
+/** Wait before retrying a write the descriptor refused for now (EAGAIN: the reader is behind). */
+const RETRY_MS = 20;
+
+/**
+ * Lines to a file descriptor, written asynchronously (the thread pool does the `write`), one write in
+ * flight at a time, in order. The first error other than EAGAIN turns the sink into a no-op.
+ */
+class FdSink implements Sink {
+  private queue: string[] = [];
+  private queuedBytes = 0;
+  private writing = false;
+  private broken = false;
+  private idle: Array<() => void> = [];
+
+  constructor(private readonly fd: number) {}
+
+  write(chunk: string): boolean {
+    if (this.broken) return true;
+    if (this.queuedBytes + chunk.length > MAX_QUEUED_BYTES) return true; // dropped: never block
+    this.queue.push(chunk);
+    this.queuedBytes += chunk.length;
+    if (!this.writing) this.pump();
+    return true;
+  }
+
+  /** Calls back once every line logged so far is written (or can never be). */
+  flush(callback?: (error?: Error) => void): void {
+    if (callback === undefined) return;
+    if (!this.writing && this.queue.length === 0) callback();
+    else this.idle.push(() => callback());
+  }
+
+  /** At exit: what is still queued, synchronously, once. Never retries, never throws. */
+  flushSync(): void {
+    if (this.broken || this.queue.length === 0) return;
+    let buffer = Buffer.from(this.queue.join(''));
+    this.queue = [];
+    this.queuedBytes = 0;
+    try {
+      // Partial writes continue; a bounded number of them, so even a trickling reader cannot hold it.
+      for (let i = 0; i < 64 && buffer.length > 0; i++) buffer = buffer.subarray(writeSync(this.fd, buffer));
+    } catch {
+      this.broken = true;
+    }
+  }
+
+  private pump(): void {
+    if (this.broken || this.queue.length === 0) {
+      this.writing = false;
+      const waiting = this.idle;
+      this.idle = [];
+      for (const done of waiting) done();
+      return;
+    }
+    this.writing = true;
+    const buffer = Buffer.from(this.queue.join(''));
+    this.queue = [];
+    this.queuedBytes = 0;
+    this.send(buffer);
+  }
+
+  private send(buffer: Buffer): void {
+    fsWrite(this.fd, buffer, 0, buffer.length, null, (error, written) => {
+      if (error) {
+        if (error.code === 'EAGAIN') {
+          // Unref'd: a stalled reader must not keep an otherwise finished process alive.
+          setTimeout(() => this.send(buffer), RETRY_MS).unref();
+          return;
+        }
+        this.breakDown(error);
+        this.pump();
+        return;
+      }
+      if (written < buffer.length) this.send(buffer.subarray(written));
+      else this.pump();
+    });
+  }
+
+  /** Logging stops for good: the reader is gone (EPIPE) or the descriptor is unusable. */
+  private breakDown(error: NodeJS.ErrnoException): void {
+    this.broken = true;
+    this.queue = [];
+    this.queuedBytes = 0;
+    if (this.fd !== 2) {
+      // One best-effort notice where someone may still be reading; asynchronous, errors ignored.
+      const note = Buffer.from(`logging stopped: cannot write to descriptor ${this.fd} (${error.code})\n`);
+      fsWrite(2, note, 0, note.length, null, () => {});
+    }
+  }
+}
+
+/** One sink per descriptor, shared by every logger on it (ordered lines), flushed once at exit. */
+const fdSinks = new Map<number, FdSink>();
+
+export function fdSink(fd: number): FdSink {
+  let sink = fdSinks.get(fd);
+  if (sink === undefined) {
+    sink = new FdSink(fd);
+    fdSinks.set(fd, sink);
+    if (fdSinks.size === 1)
+      process.once('exit', () => {
+        for (const s of fdSinks.values()) s.flushSync();
+      });
+  }
+  return sink;
+}
+
+/** A stream destination (tests, embedding): the first error turns it into a no-op. */
+export function streamSink(stream: LogStream): Sink {
+  let broken = false;
+  stream.on?.('error', () => {
+    broken = true;
+  });
+  return {
+    write(chunk: string) {
+      if (!broken) {
+        try {
+          stream.write(chunk);
+        } catch {
+          broken = true;
+        }
+      }
+      return true;
+    },
+    flush(callback) {
+      if (callback === undefined) return;
+      if (broken) callback();
+      else stream.write('', () => callback());
+    },
+  };
+}
