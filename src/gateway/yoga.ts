@@ -8,7 +8,7 @@
  * by name), the limits and cost checks, and the request error codes last.
  */
 import type { DocumentNode, GraphQLSchema } from 'graphql';
-import { createYoga, maskError, type YogaServerInstance } from 'graphql-yoga';
+import { createYoga, maskError, type YogaServerInstance, type YogaServerOptions } from 'graphql-yoga';
 import type { Logger } from 'pino';
 import type { GroupValues } from '../shared/settings.js';
 import type { GatewayContext } from './context.js';
@@ -58,6 +58,103 @@ export interface GatewayYogaOptions {
 
 export type GatewayYoga = YogaServerInstance<Record<string, unknown>, GatewayContext>;
 
+/**
+ * How the fast path (fast-path/fast-path.ts), which runs no Yoga hook but `onValidate`, gives a JSON
+ * POST to /graphql what a plugin gives it on Yoga's path (docs/performance.md, Adding a plugin):
+ * - `not-its-requests`: the plugin acts only on requests the fast path hands to Yoga;
+ * - `shared-code`: the plugin and the fast path call the same functions (named in `shared`); for
+ *   `onValidate` rules, prepared-operations.ts applies every plugin's through `getEnveloped`.
+ * Every plugin must say which, so adding one is a decision; test/unit/yoga-plugins.test.ts fails
+ * on any plugin or hook not in its reviewed table.
+ */
+export type FastPathCoverage =
+  | { kind: 'not-its-requests'; why: string }
+  | { kind: 'shared-code'; shared: string };
+
+export interface GatewayPlugin {
+  name: string;
+  plugin: NonNullable<YogaServerOptions<Record<string, unknown>, GatewayContext>['plugins']>[number];
+  fastPath: FastPathCoverage;
+}
+
+/** The gateway's plugins in Yoga's order, each with how the fast path covers it. */
+export function gatewayPlugins(options: GatewayYogaOptions, ids: WeakMap<Request, string>): GatewayPlugin[] {
+  const { server, logger } = options;
+  return [
+    {
+      name: 'request-id',
+      plugin: useRequestId({ ids }),
+      fastPath: { kind: 'shared-code', shared: 'request-facts.ts requestIdOf' },
+    },
+    {
+      name: 'metrics-endpoint',
+      plugin: useMetricsEndpoint({ metrics: options.metrics }),
+      fastPath: { kind: 'not-its-requests', why: 'GET /metrics' },
+    },
+    {
+      name: 'readiness',
+      plugin: useReadiness(options.readiness),
+      fastPath: { kind: 'not-its-requests', why: 'GET /ready, GET /health' },
+    },
+    server.graphiql
+      ? {
+          name: 'graphiql',
+          plugin: useSelfHostedGraphiQL({ endpoint: GRAPHQL_ENDPOINT, title: 'null-pi gateway', logger }),
+          fastPath: { kind: 'not-its-requests', why: 'GET /graphql for a browser, GET of its assets' },
+        }
+      : {
+          name: 'graphiql-off',
+          plugin: useGraphiQLOff({ endpoint: GRAPHQL_ENDPOINT }),
+          fastPath: { kind: 'not-its-requests', why: 'GET /graphql for a browser' },
+        },
+    {
+      name: 'csrf-prevention',
+      plugin: useCsrfPrevention(),
+      fastPath: { kind: 'not-its-requests', why: 'refuses only form, text/plain or untyped POSTs' },
+    },
+    {
+      name: 'request-shape-errors',
+      plugin: useRequestShapeErrors(),
+      fastPath: {
+        kind: 'not-its-requests',
+        why: 'other methods and content types, a non-string operationName: all handed to Yoga',
+      },
+    },
+    // Before the limits and the cost checks: a refused operation is still reported by its name.
+    {
+      name: 'operation',
+      plugin: useOperation({ ids, deadlineMs: options.deadlineMs, reporter: options.reporter }),
+      fastPath: {
+        kind: 'shared-code',
+        shared: 'request-facts.ts (API key, cost cap), Operation, OperationReporter start and finish',
+      },
+    },
+    {
+      name: 'operation-limits',
+      plugin: useOperationLimits({
+        limits: options.limits,
+        introspection: server.introspection,
+        hideSuggestions: options.production,
+        plan: options.plan,
+      }),
+      fastPath: {
+        kind: 'shared-code',
+        shared: 'its onValidate rules, and the planner and MAX_TOKENS in prepared-operations.ts',
+      },
+    },
+    {
+      name: 'cost-control',
+      plugin: useCostControl({ control: options.costControl, plan: options.plan }),
+      fastPath: { kind: 'shared-code', shared: 'CostControl.admit' },
+    },
+    {
+      name: 'request-error-codes',
+      plugin: useRequestErrorCodes(),
+      fastPath: { kind: 'shared-code', shared: 'withRequestErrorCodes' },
+    },
+  ];
+}
+
 export function createGatewayYoga(options: GatewayYogaOptions): GatewayYoga {
   const { server, logger } = options;
   const ids = new WeakMap<Request, string>();
@@ -73,26 +170,7 @@ export function createGatewayYoga(options: GatewayYogaOptions): GatewayYoga {
     maxRequestBodySize: options.limits.maxRequestBodyBytes,
     cors: corsOptions(server.corsOrigins),
     logging: yogaLogger(logger),
-    plugins: [
-      useRequestId({ ids }),
-      useMetricsEndpoint({ metrics: options.metrics }),
-      useReadiness(options.readiness),
-      server.graphiql
-        ? useSelfHostedGraphiQL({ endpoint: GRAPHQL_ENDPOINT, title: 'null-pi gateway', logger })
-        : useGraphiQLOff({ endpoint: GRAPHQL_ENDPOINT }),
-      useCsrfPrevention(),
-      useRequestShapeErrors(),
-      // Before the limits and the cost checks: a refused operation is still reported by its name.
-      useOperation({ ids, deadlineMs: options.deadlineMs, reporter: options.reporter }),
-      useOperationLimits({
-        limits: options.limits,
-        introspection: server.introspection,
-        hideSuggestions: options.production,
-        plan: options.plan,
-      }),
-      useCostControl({ control: options.costControl, plan: options.plan }),
-      useRequestErrorCodes(),
-    ],
+    plugins: gatewayPlugins(options, ids).map((entry) => entry.plugin),
     // useOperation put the operation on the initial context (onParams runs before the context is built).
     context: (initial) => options.context((initial as unknown as { operation: Operation }).operation),
   });
