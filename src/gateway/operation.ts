@@ -25,7 +25,7 @@ export interface UpstreamCallRecord {
   code?: string;
 }
 
-/** What an operation can abort: an upstream attempt's signal. */
+/** What an operation's cancellation aborts: an upstream attempt's signal, or an `onCancel` listener. */
 export interface Abortable {
   abort(reason: unknown): void;
 }
@@ -81,9 +81,11 @@ export class Operation implements Cancellation {
 
   cancelled = false;
   reason: unknown = undefined;
-  #listeners: Array<(reason: unknown) => void> | undefined = undefined;
-  /** Upstream attempts in flight, aborted on cancellation (objects, not closures: one per attempt). */
-  #attempts: Set<Abortable> | undefined = undefined;
+  /**
+   * What the cancellation aborts: upstream attempts (objects, not closures: one per attempt) and the
+   * listeners of `onCancel`, wrapped alike.
+   */
+  #watchers: Set<Abortable> | undefined = undefined;
 
   constructor(init: OperationInit) {
     this.apiKey = init.apiKey;
@@ -102,42 +104,31 @@ export class Operation implements Cancellation {
     if (this.cancelled) return;
     this.cancelled = true;
     this.reason = reason;
-    const listeners = this.#listeners;
-    this.#listeners = undefined;
-    if (listeners !== undefined) for (const listener of listeners) listener(reason);
-    const attempts = this.#attempts;
-    this.#attempts = undefined;
-    if (attempts !== undefined) for (const attempt of attempts) attempt.abort(reason);
+    const watchers = this.#watchers;
+    this.#watchers = undefined;
+    if (watchers !== undefined) for (const watcher of watchers) watcher.abort(reason);
   }
 
-  /** An upstream attempt to abort when the operation is cancelled (aborted at once if it is already). */
+  /** Something to abort when the operation is cancelled (aborted at once if it is already). */
   attach(attempt: Abortable): void {
     if (this.cancelled) {
       attempt.abort(this.reason);
       return;
     }
-    this.#attempts ??= new Set();
-    this.#attempts.add(attempt);
+    this.#watchers ??= new Set();
+    this.#watchers.add(attempt);
   }
 
   detach(attempt: Abortable): void {
-    this.#attempts?.delete(attempt);
+    this.#watchers?.delete(attempt);
   }
 
   onCancel(listener: (reason: unknown) => void): () => void {
-    if (this.cancelled) {
-      listener(this.reason);
-      return noop;
-    }
-    if (this.#listeners === undefined) this.#listeners = [listener];
-    else this.#listeners.push(listener);
-    return () => {
-      const listeners = this.#listeners;
-      if (listeners === undefined) return;
-      const index = listeners.indexOf(listener);
-      if (index >= 0) listeners.splice(index, 1);
-    };
+    const watcher: Abortable = { abort: listener };
+    this.attach(watcher);
+    return () => this.detach(watcher);
   }
+
 
   addCall(call: UpstreamCallRecord): void {
     if (this.calls === undefined) this.calls = [call];
@@ -150,4 +141,3 @@ export class Operation implements Cancellation {
   }
 }
 
-const noop = () => {};
