@@ -159,7 +159,7 @@ export function createTransport(options: TransportOptions): Transport {
   };
 
   /** One attempt; throws only `UpstreamCallError`. Reported by `exchange`, whatever the outcome. */
-  async function attemptOnce<T>(request: UpstreamRequest<T>, seen: { statusCode: number | null }) {
+  async function attemptOnce<T>(request: UpstreamRequest<T>): Promise<UpstreamAnswer<T>> {
     const { form, operation } = request;
     if (operation?.cancelled) throw errorFromFailure('cancelled', upstream, { cause: operation.reason });
     const now = Date.now();
@@ -197,7 +197,6 @@ export function createTransport(options: TransportOptions): Transport {
         signal: signal as unknown as NonNullable<Parameters<Pool['request']>[0]['signal']>,
       });
       statusCode = response.statusCode;
-      seen.statusCode = statusCode;
       responseHeaders = response.headers;
       try {
         text = await response.body.text();
@@ -242,7 +241,7 @@ export function createTransport(options: TransportOptions): Transport {
       });
     }
     const deprecation = header(responseHeaders, 'deprecation');
-    const answer: UpstreamAnswer<T> = {
+    return {
       value,
       source: 'upstream',
       endpoint: form.endpoint,
@@ -252,15 +251,15 @@ export function createTransport(options: TransportOptions): Transport {
         deprecation === undefined ? undefined : { sunset: header(responseHeaders, 'sunset') ?? null },
       bodyChars: (text as string).length,
     };
-    return answer;
   }
 
   async function exchange<T>(request: UpstreamRequest<T>): Promise<UpstreamAnswer<T>> {
     const start = performance.now();
-    const seen: { statusCode: number | null } = { statusCode: null };
+    let answer: UpstreamAnswer<T> | undefined;
     let error: UpstreamCallError | undefined;
     try {
-      return await attemptOnce(request, seen);
+      answer = await attemptOnce(request);
+      return answer;
     } catch (failure) {
       error = failure as UpstreamCallError;
       throw failure;
@@ -268,7 +267,8 @@ export function createTransport(options: TransportOptions): Transport {
       report({
         upstream,
         endpoint: request.form.endpoint,
-        statusCode: error?.statusCode ?? seen.statusCode,
+        // Every failure after the status line arrived carries its status (classify, errorFromStatus).
+        statusCode: answer?.statusCode ?? error?.statusCode ?? null,
         durationMs: performance.now() - start,
         attempt: request.attempt ?? 1,
         request,
