@@ -129,7 +129,6 @@ export class Operation implements Cancellation {
     return () => this.detach(watcher);
   }
 
-
   addCall(call: UpstreamCallRecord): void {
     if (this.calls === undefined) this.calls = [call];
     else this.calls.push(call);
@@ -140,4 +139,3 @@ export class Operation implements Cancellation {
     else if (!this.sponsors.includes(message)) this.sponsors.push(message);
   }
 }
-
