@@ -5,6 +5,7 @@
  * Redis going away fails nothing, is logged once and shown on /ready, and sharing resumes by itself.
  * Also WORKERS=2 with Redis: the cluster's workers share one cache.
  */
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
 import { type GatewayProcess, startGatewayProcess } from '../support/gateway-process.js';
@@ -61,11 +62,36 @@ async function replicas(env: Record<string, string>): Promise<[GatewayProcess, G
 
 const checks = () => upstream.count('POST', '/api/v1/check');
 
+/**
+ * Whether a cached answer is in Redis under `prefix` (bounded wait). A replica writes an answer to
+ * Redis after answering its caller, without waiting (best effort): a test that asks another replica
+ * for it waits for the write first, so it checks sharing rather than a race it would lose on a busy
+ * machine.
+ */
+async function cachedInRedis(prefix: string): Promise<boolean> {
+  const client = new Redis(redis.url, { lazyConnect: true, maxRetriesPerRequest: 0 });
+  try {
+    await client.connect();
+    return await until(async () => (await client.keys(`${prefix}cache:*`)).length > 0);
+  } finally {
+    client.disconnect();
+  }
+}
+
+/** The key prefix of the two-replica tests with the response cache on. */
+const CACHE_PREFIX = 'test-cache:';
+
 describe.skipIf(skip)('two replicas on one Redis', () => {
   let a: GatewayProcess;
   let b: GatewayProcess;
   beforeAll(async () => {
-    [a, b] = await replicas({ RESPONSE_CACHE: 'true' });
+    // A generous Redis timeout, as in the cluster test below: sharing is checked, not the fallback
+    // (a killed Redis refuses at once, so the timeout does not slow the test that kills it).
+    [a, b] = await replicas({
+      RESPONSE_CACHE: 'true',
+      REDIS_KEY_PREFIX: CACHE_PREFIX,
+      REDIS_TIMEOUT_MS: '1000',
+    });
   });
 
   it('an answer fetched through A is a cache hit through B, and costs B nothing', async () => {
@@ -76,6 +102,7 @@ describe.skipIf(skip)('two replicas on one Redis', () => {
       cache: { hits: 0, misses: 1 },
       cost: { gpuCostUsd: CHECK_USD },
     });
+    expect(await cachedInRedis(CACHE_PREFIX)).toBe(true);
     const second = await gql(b.url, IS_NULL, { variables: { value: 'shared-cache' } });
     expect(second.data).toEqual(first.data);
     expect(second.extensions).toMatchObject({
@@ -170,6 +197,9 @@ describe.skipIf(skip)('cluster workers on Redis', () => {
         REDIS_URL: redis.url,
         REDIS_KEY_PREFIX: 'test-cluster:',
         RESPONSE_CACHE: 'true',
+        // What is checked is sharing, not the fallback: a loaded CI machine must not turn a slow
+        // Redis read into a local miss (the fallback has tests of its own).
+        REDIS_TIMEOUT_MS: '1000',
         WORKERS: '2',
       }),
     ]);
@@ -177,6 +207,7 @@ describe.skipIf(skip)('cluster workers on Redis', () => {
     const url = (cluster as GatewayProcess).url;
     upstream.resetRecords();
     await gql(url, IS_NULL, { variables: { value: 'cluster' } });
+    expect(await cachedInRedis('test-cluster:')).toBe(true);
     // New connections each time: the primary spreads them over both workers.
     const answers = await Promise.all(
       Array.from({ length: 12 }, () =>
