@@ -4,6 +4,8 @@
  * SIGTERM or SIGINT: stop accepting, answer what was accepted, exit by itself within
  * SHUTDOWN_TIMEOUT_MS plus a few seconds, whatever happens (even with closed stdout and stderr).
  */
+// First: stops an unsupported Node with one line before anything else loads.
+import './shared/runtime-check.js';
 import { type AppConfig, ConfigError, helpText, loadConfig } from './config.js';
 import { createLogger, flushLogger, logFormatFor } from './shared/logger.js';
 import { armShutdownWatchdog } from './shared/shutdown-watchdog.js';

@@ -3,6 +3,8 @@
  * the gateway. Bad configuration: one line on stderr, exit 1. SIGTERM/SIGINT: stop accepting, answer
  * what was accepted, exit by itself (forced after SHUTDOWN_TIMEOUT_MS).
  */
+// First: stops an unsupported Node with one line before anything else loads.
+import '../shared/runtime-check.js';
 import { sharedDigitEngine } from '../digits/digit-engine.js';
 import { createLogger, logFormatFor } from '../shared/logger.js';
 import { ConfigError, loadSettings, type SettingsValues } from '../shared/settings.js';

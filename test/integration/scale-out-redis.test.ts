@@ -10,11 +10,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
 import { type GatewayProcess, startGatewayProcess } from '../support/gateway-process.js';
 import { gql } from '../support/graphql-client.js';
-import { type RedisServer, skipWithoutRedis, startRedisServer } from '../support/redis-server.js';
+import { type RedisServer, requireRedisServer, startRedisServer } from '../support/redis-server.js';
 import { nullBody, routeSpecAnswers } from '../support/upstream-bodies.js';
 import { until } from '../support/waits.js';
 
-const skip = skipWithoutRedis('scale-out-redis');
+requireRedisServer('scale-out-redis');
 
 /** Cost of one scripted check, in dollars. */
 const CHECK_USD = 0.004;
@@ -29,7 +29,6 @@ const IS_NULL =
   'query IsNull($value: JSON) { isNull(value: $value) { __typename ... on NullVerdict { isNull } } }';
 
 beforeAll(async () => {
-  if (skip) return;
   redis = await startRedisServer();
   upstream = await startScriptedUpstream();
   routeSpecAnswers(upstream, upstream, '/pi');
@@ -81,7 +80,7 @@ async function cachedInRedis(prefix: string): Promise<boolean> {
 /** The key prefix of the two-replica tests with the response cache on. */
 const CACHE_PREFIX = 'test-cache:';
 
-describe.skipIf(skip)('two replicas on one Redis', () => {
+describe('two replicas on one Redis', () => {
   let a: GatewayProcess;
   let b: GatewayProcess;
   beforeAll(async () => {
@@ -164,7 +163,7 @@ describe.skipIf(skip)('two replicas on one Redis', () => {
   });
 });
 
-describe.skipIf(skip)('the hourly budget is one budget across replicas', () => {
+describe('the hourly budget is one budget across replicas', () => {
   it('spend through A and B adds up, and B refuses once the key spent its budget', async () => {
     const [a, b] = await replicas({ COST_BUDGET_USD_PER_HOUR: '0.01' });
     upstream.resetRecords();
@@ -187,7 +186,7 @@ describe.skipIf(skip)('the hourly budget is one budget across replicas', () => {
   });
 });
 
-describe.skipIf(skip)('cluster workers on Redis', () => {
+describe('cluster workers on Redis', () => {
   it('WORKERS=2: every worker serves the answer the first one cached', async () => {
     const [cluster] = await Promise.all([
       startGatewayProcess({

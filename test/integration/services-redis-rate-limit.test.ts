@@ -14,7 +14,7 @@ import {
   type ServicesOptions,
   startServices,
 } from '../../src/services/start-services.js';
-import { freePort, type RedisServer, skipWithoutRedis, startRedisServer } from '../support/redis-server.js';
+import { freePort, type RedisServer, requireRedisServer, startRedisServer } from '../support/redis-server.js';
 import { type Answer, bearer, call, expectErrorShape, postJson } from './services-test-helpers.js';
 
 interface LogLine {
@@ -141,9 +141,9 @@ describe('Redis unreachable from the start (no redis-server needed)', () => {
   });
 });
 
-const skip = skipWithoutRedis('services-redis-rate-limit');
+requireRedisServer('services-redis-rate-limit');
 
-describe.skipIf(skip)('rate limits in a real Redis', () => {
+describe('rate limits in a real Redis', () => {
   let server: RedisServer;
   let inspector: Redis;
   beforeAll(async () => {

@@ -9,10 +9,10 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createSharedState, type SharedState } from '../../src/gateway/shared-state/index.js';
 import { capturedLogger, count, LEVEL } from '../support/logs.js';
 import { metricValue } from '../support/metric-values.js';
-import { freePort, type RedisServer, skipWithoutRedis, startRedisServer } from '../support/redis-server.js';
+import { freePort, type RedisServer, requireRedisServer, startRedisServer } from '../support/redis-server.js';
 import { LATE, until, within } from '../support/waits.js';
 
-const skip = skipWithoutRedis('shared-state-redis-failure');
+requireRedisServer('shared-state-redis-failure');
 const DOWN = 'redis unavailable; using in-memory state';
 const BACK = 'redis back; sharing state again';
 
@@ -31,7 +31,7 @@ async function everyCall(state: SharedState, key: string) {
   ]);
 }
 
-describe.skipIf(skip)('shared state when Redis fails', () => {
+describe('shared state when Redis fails', () => {
   const servers: RedisServer[] = [];
   const states: SharedState[] = [];
   afterAll(async () => {

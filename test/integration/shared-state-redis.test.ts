@@ -9,14 +9,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSharedState, type SharedState } from '../../src/gateway/shared-state/index.js';
 import { redisKey } from '../../src/gateway/shared-state/redis-keys.js';
 import { metricValue } from '../support/metric-values.js';
-import { type RedisServer, skipWithoutRedis, startRedisServer } from '../support/redis-server.js';
+import { type RedisServer, requireRedisServer, startRedisServer } from '../support/redis-server.js';
 import { until, within } from '../support/waits.js';
 
-const skip = skipWithoutRedis('shared-state-redis');
+requireRedisServer('shared-state-redis');
 const HOUR = 3_600_000;
 const MINUTE = 60_000;
 
-describe.skipIf(skip)('shared state in Redis, two replicas', () => {
+describe('shared state in Redis, two replicas', () => {
   const prefix = `test-${randomUUID().slice(0, 8)}:`;
   const silent = pino({ level: 'silent' });
   const registryA = new Registry();

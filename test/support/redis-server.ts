@@ -1,10 +1,7 @@
 /**
  * A real `redis-server` (Debian package) on a free loopback port, started and stopped by the test
- * that needs it. `.ci/run` installs the package when missing.
- *
- * When the binary is absent: outside CI the tests skip with a notice; in CI they fail, unless
- * `.ci/run` found that the package cannot be installed on this machine and said so with
- * ALLOW_SKIP_REDIS=1 (then they skip with the same notice).
+ * that needs it. `npm test` installs the package when it is missing (scripts/test-prerequisites.mjs),
+ * so the Redis tests never skip: without the binary they fail, saying how to install it.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
@@ -19,19 +16,15 @@ export function redisServerAvailable(): boolean {
 }
 
 /**
- * True when the Redis tests must skip: the binary is missing and that is allowed here. Throws (the
- * suite fails) when it is missing in CI without ALLOW_SKIP_REDIS=1. Prints the notice once.
+ * Fails the test file at once, with the way to install it, when `redis-server` cannot be run here:
+ * the Redis tests are never skipped (scripts/test-prerequisites.mjs installs it for `npm test`).
  */
-export function skipWithoutRedis(suite: string): boolean {
-  if (redisServerAvailable()) return false;
-  const notice = `${suite}: SKIPPED: redis-server not found. Install it with: apt-get install -y redis-server (.ci/run does).`;
-  if (process.env.CI && process.env.ALLOW_SKIP_REDIS !== '1') {
-    throw new Error(
-      `${notice} In CI it must be there: .ci/run installs it, or sets ALLOW_SKIP_REDIS=1 when it cannot.`,
-    );
-  }
-  process.stderr.write(`${notice}\n`);
-  return true;
+export function requireRedisServer(suite: string): void {
+  if (redisServerAvailable()) return;
+  throw new Error(
+    `${suite}: redis-server not found (REDIS_SERVER_BIN=${REDIS_SERVER_BIN}). npm test installs it; ` +
+      'by hand: sudo apt-get install -y redis-server.',
+  );
 }
 
 /** A free TCP port on 127.0.0.1 (free when asked; the server binds it right after). */

@@ -1,12 +1,12 @@
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type RedisServer, skipWithoutRedis, startRedisServer } from '../support/redis-server.js';
+import { type RedisServer, requireRedisServer, startRedisServer } from '../support/redis-server.js';
 
-const skip = skipWithoutRedis('redis-fixture');
+requireRedisServer('redis-fixture');
 let server: RedisServer | undefined;
 afterAll(async () => server?.stop());
 
-describe.skipIf(skip)('the redis-server test fixture', () => {
+describe('the redis-server test fixture', () => {
   it('starts a real server on loopback, restarts it on the same port, and stops it', async () => {
     server = await startRedisServer();
     const client = new Redis(server.url, { lazyConnect: true, maxRetriesPerRequest: 0 });
