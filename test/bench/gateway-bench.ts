@@ -71,7 +71,7 @@ const WARMUP_S = option('warmup', 3);
 const CONNECTIONS = option('connections', 50);
 const MEMORY_OPS = option('memory-ops', 100_000);
 const WORKERS = option('workers', 2);
-/** `--cpu-prof`: each gateway process writes a V8 CPU profile to bench-results/profiles/. */
+/** `--cpu-prof`: each gateway process (and the proxy) writes a V8 CPU profile to bench-results/profiles/. */
 const CPU_PROF = flag('cpu-prof');
 const PROFILE_DIR = new URL('../../bench-results/profiles/', import.meta.url);
 
@@ -880,6 +880,7 @@ async function runOnce(upstreamUrl: string, redisUsable: boolean): Promise<void>
       script: 'test/bench/raw-proxy.ts',
       port: await freePort(),
       readyPath: '/health',
+      nodeArgs: CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', new URL('proxy/', PROFILE_DIR).pathname] : [],
       env: { UPSTREAM_URL: upstreamUrl },
     });
     try {

@@ -16,7 +16,7 @@
  * parsing, validation or the limits, a malformed X-Max-Cost-Usd, and everything when CORS is on.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { type ExecutionResult, execute, type GraphQLError, type GraphQLSchema } from 'graphql';
+import type { ExecutionResult, GraphQLError, GraphQLSchema } from 'graphql';
 import { createGraphQLError, maskError, processRegularResult, type YogaLogger } from 'graphql-yoga';
 import type { GatewayContext } from '../context.js';
 import type { CostControl } from '../cost/cost-control.js';
@@ -161,7 +161,7 @@ async function sendFetchResponse(response: Response, res: ServerResponse): Promi
 }
 
 export function createFastPath(options: FastPathOptions): FastPath {
-  const { yoga, schema, prepared, reporter, costControl, logger, maxBodyBytes, deadlineMs } = options;
+  const { yoga, prepared, reporter, costControl, logger, maxBodyBytes, deadlineMs } = options;
   const served = { fast: 0, handedOver: 0 };
   const mediaTypes = new Map<string, MediaType>();
 
@@ -251,13 +251,7 @@ export function createFastPath(options: FastPathOptions): FastPath {
     params: Params,
     media: MediaType,
   ): void | Promise<void> => {
-    const result = execute({
-      schema,
-      document: ready.document,
-      contextValue: options.context(operation),
-      variableValues: params.variables,
-      operationName: params.operationName,
-    }) as ExecutionResult | Promise<ExecutionResult>;
+    const result = ready.execute(options.context(operation), params.variables);
     if (!isPromise(result)) return answer(res, operation, asRequestErrors(result), media);
     return result.then((resolved) => answer(res, operation, asRequestErrors(resolved), media));
   };

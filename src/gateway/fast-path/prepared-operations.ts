@@ -8,8 +8,24 @@
  * handler answers it, so its errors are exactly Yoga's. Parsing uses graphql-js directly (with the
  * token limit), never through Yoga's parse cache: a syntax error must not be cached there without
  * the code Yoga's own parse path gives it.
+ *
+ * Execution: a document seen a second time is compiled with graphql-jit (the executor Mercurius and
+ * envelop's `useGraphQlJit` use), which runs the same resolvers as graphql-js's `execute` at about a
+ * fifth of its cost per operation (docs/performance.md). The first run of a document uses `execute`:
+ * compiling costs more than one execution, and a document sent once (distinct literals) would pay it
+ * for nothing. A document graphql-jit cannot compile keeps `execute`.
  */
-import { type DocumentNode, type GraphQLSchema, getOperationAST, parse } from 'graphql';
+import {
+  type DocumentNode,
+  type ExecutionResult,
+  execute,
+  GraphQLError,
+  type GraphQLSchema,
+  getOperationAST,
+  getVariableValues,
+  parse,
+} from 'graphql';
+import { type CompiledQuery, compileQuery, isCompiledQuery } from 'graphql-jit';
 import { LRUCache } from 'lru-cache';
 import type { OperationPlan } from '../operation-plan.js';
 
@@ -17,6 +33,11 @@ export interface PreparedOperation {
   document: DocumentNode;
   operationName: string | undefined;
   plan: OperationPlan;
+  /** Runs the operation: graphql-js's `execute` at first, graphql-jit's compiled query once it repeats. */
+  execute(
+    contextValue: unknown,
+    variables: Record<string, unknown> | undefined,
+  ): ExecutionResult | Promise<ExecutionResult>;
 }
 
 export type Verdict = PreparedOperation | 'yoga';
@@ -35,6 +56,91 @@ export interface PreparedOperationsOptions {
 export interface PreparedOperations {
   get(query: string, operationName: string | undefined): Verdict;
   readonly size: number;
+}
+
+type Run = PreparedOperation['execute'];
+
+/** `execute` for the first run; the compiled query (or `execute` again, if it cannot compile) after. */
+function firstRun(schema: GraphQLSchema, document: DocumentNode, operationName: string | undefined): Run {
+  const interpreted: Run = (contextValue, variableValues) =>
+    execute({ schema, document, contextValue, variableValues, operationName }) as
+      | ExecutionResult
+      | Promise<ExecutionResult>;
+  let run: Run = (contextValue, variables) => {
+    run = compiled(schema, document, operationName) ?? interpreted;
+    return interpreted(contextValue, variables);
+  };
+  return (contextValue, variables) => run(contextValue, variables);
+}
+
+function compiled(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operationName: string | undefined,
+): Run | undefined {
+  const operation = getOperationAST(document, operationName);
+  if (operation === null || operation === undefined) return undefined;
+  const variableDefinitions = operation.variableDefinitions ?? [];
+  let query: CompiledQuery;
+  try {
+    const made = compileQuery(schema, document, operationName, { disablingCapturingStackErrors: true });
+    if (!isCompiledQuery(made)) return undefined;
+    query = made;
+  } catch {
+    return undefined;
+  }
+  const located = locator(document);
+  return (contextValue, variables) => {
+    // Variables are coerced by graphql-js first: its messages (and the scalars' own, such as the JSON
+    // depth limit) are the ones Yoga's path gives; graphql-jit's coercion words some differently.
+    if (variableDefinitions.length > 0) {
+      const coerced = getVariableValues(schema, variableDefinitions, variables ?? {}, { maxErrors: 50 });
+      if (coerced.errors !== undefined) return { errors: coerced.errors };
+    }
+    const result = query.query(undefined, contextValue, variables ?? {}) as
+      | ExecutionResult
+      | Promise<ExecutionResult>;
+    return isPromise(result) ? result.then(located) : located(result);
+  };
+}
+
+const isPromise = <T>(value: T | Promise<T>): value is Promise<T> =>
+  typeof (value as { then?: unknown } | null)?.then === 'function';
+
+/**
+ * graphql-jit's field errors as graphql-js makes them (`locatedError`): a real `GraphQLError` with
+ * the thrown error as `originalError` (its extensions, its masking) and the same locations, and
+ * `errors` before `data`, as graphql-js orders a result: the bytes on the wire stay Yoga's.
+ */
+function locator(document: DocumentNode): (result: ExecutionResult) => ExecutionResult {
+  const source = document.loc?.source;
+  let lineStarts: number[] | undefined;
+  const positionOf = (body: string, location: { line: number; column: number }) => {
+    if (lineStarts === undefined) {
+      lineStarts = [0];
+      for (let i = 0; i < body.length; i++) if (body.charCodeAt(i) === 10) lineStarts.push(i + 1);
+    }
+    return (lineStarts[location.line - 1] ?? 0) + location.column - 1;
+  };
+  return (result) => {
+    const errors = result.errors;
+    if (errors === undefined || errors.length === 0) return result;
+    return {
+      errors: errors.map((error) => {
+        const original = error.originalError ?? undefined;
+        if (original instanceof GraphQLError && Array.isArray(original.path)) return original;
+        return new GraphQLError(original?.message ?? error.message, {
+          source,
+          positions:
+            source === undefined ? undefined : (error.locations ?? []).map((l) => positionOf(source.body, l)),
+          path: error.path,
+          originalError: original,
+        });
+      }),
+      data: result.data,
+      ...(result.extensions === undefined ? {} : { extensions: result.extensions }),
+    };
+  };
 }
 
 export function createPreparedOperations(options: PreparedOperationsOptions): PreparedOperations {
@@ -58,7 +164,7 @@ export function createPreparedOperations(options: PreparedOperationsOptions): Pr
     if (options.validate(document).length > 0) return 'yoga';
     const plan = options.plan(document, operationName);
     if (plan.calls > maxUpstreamCalls) return 'yoga';
-    return { document, operationName, plan };
+    return { document, operationName, plan, execute: firstRun(options.schema, document, operationName) };
   };
 
   return {
