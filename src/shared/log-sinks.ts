@@ -45,7 +45,12 @@ class FdSink implements Sink {
     if (this.queuedBytes + chunk.length > MAX_QUEUED_BYTES) return true; // dropped: never block
     this.queue.push(chunk);
     this.queuedBytes += chunk.length;
-    if (!this.writing) this.pump();
+    // The first line of an idle turn schedules one write for every line logged until then: a busy
+    // gateway logs a line per operation, and one thread-pool `write` each cost more than the line.
+    if (!this.writing) {
+      this.writing = true;
+      setImmediate(this.pumpSoon);
+    }
     return true;
   }
 
@@ -69,6 +74,8 @@ class FdSink implements Sink {
       this.broken = true;
     }
   }
+
+  private readonly pumpSoon = () => this.pump();
 
   private pump(): void {
     if (this.broken || this.queue.length === 0) {

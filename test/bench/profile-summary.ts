@@ -4,6 +4,10 @@
  * one request can be split into its parts.
  *
  *   npx tsx test/bench/profile-summary.ts bench-results/profiles/<file>.cpuprofile [--top 40] [--skip-ms 3000]
+ *     [--layers <CPU µs per request of the row>]
+ *
+ * `--layers` splits the row's CPU per request (the bench's figure) by layer of the request path, in
+ * µs: the per-layer measurement docs/performance.md reports.
  */
 import { readFile } from 'node:fs/promises';
 
@@ -69,6 +73,60 @@ export function inclusive(profile: Profile, names: string[], skipMs = 0): Map<st
   return totals;
 }
 
+/** The layers of the request path, by where a function's code lives (first match wins). */
+const LAYERS: Array<[string, (owner: string, functionName: string) => boolean]> = [
+  [
+    'socket and file writes (kernel)',
+    (o, f) =>
+      o === '(native/vm)' && /^(writeUtf8String|writeLatin1String|writev|writeBuffer|writeString)$/.test(f),
+  ],
+  ['garbage collection', (o) => o === '(gc)'],
+  ['other native (JSON, V8, microtasks)', (o) => o === '(native/vm)'],
+  ['node:http server and client streams', (o) => o.startsWith('node:')],
+  ['undici (upstream HTTP client)', (o) => o === 'undici' || o.startsWith('wasm:')],
+  [
+    'GraphQL execution (graphql-js, graphql-jit, Yoga result)',
+    (o) => /^(graphql|graphql-jit|graphql-yoga|@graphql-tools\/|@envelop\/)/.test(o),
+  ],
+  [
+    'observability (log line, metrics, report)',
+    (o) =>
+      /^(pino|prom-client|quick-format-unescaped|tdigest|bintrees)$/.test(o) ||
+      /\/(observability|shared\/log|shared\/logger)/.test(o),
+  ],
+  [
+    'upstream chain (loaders, interceptors, transport, body checks)',
+    (o) =>
+      /^(dataloader|cockatiel|zod|lru-cache)$/.test(o) ||
+      /\/(upstream|loaders\.js|shared-state)\//.test(o) ||
+      /\/loaders\.js$/.test(o),
+  ],
+  ['schema resolvers', (o) => /\/schema\//.test(o)],
+  ['fast path, server, operation, cost', (o) => /\/gateway\//.test(o)],
+  ['other', () => true],
+];
+
+/** The busy time by layer (self time of each function, assigned to the first matching layer). */
+export function layers(profile: Profile, skipMs = 0): Array<{ layer: string; share: number }> {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const totals = new Map<string, number>(LAYERS.map(([name]) => [name, 0]));
+  let elapsed = 0;
+  let total = 0;
+  for (let i = 0; i < profile.samples.length; i++) {
+    const delta = (profile.timeDeltas[i] ?? 0) / 1000;
+    elapsed += delta;
+    if (elapsed < skipMs) continue;
+    const node = byId.get(profile.samples[i] as number);
+    if (node === undefined || node.callFrame.functionName === '(idle)') continue;
+    const { functionName, url } = node.callFrame;
+    const owner = functionName === '(garbage collector)' ? '(gc)' : ownerOf(url);
+    const layer = LAYERS.find(([, test]) => test(owner, functionName))?.[0] ?? 'other';
+    totals.set(layer, (totals.get(layer) ?? 0) + delta);
+    total += delta;
+  }
+  return [...totals].map(([layer, ms]) => ({ layer, share: total === 0 ? 0 : ms / total }));
+}
+
 export interface ProfileSummary {
   totalMs: number;
   /** Share of samples per owner (self time), highest first. */
@@ -131,6 +189,15 @@ async function main(): Promise<void> {
   console.log('\nby function (self time):');
   for (const f of summary.functions)
     console.log(`  ${String(f.share).padStart(5)}%  ${String(f.ms).padStart(7)} ms  ${f.name}`);
+  const layersIndex = process.argv.indexOf('--layers');
+  if (layersIndex !== -1) {
+    const cpuUs = Number(process.argv[layersIndex + 1]);
+    console.log(`\nby layer (of ${cpuUs} µs CPU per request):`);
+    for (const { layer, share } of layers(JSON.parse(await readFile(file, 'utf8')) as Profile, skipMs))
+      console.log(
+        `  ${(share * cpuUs).toFixed(0).padStart(5)} µs  ${(share * 100).toFixed(1).padStart(5)}%  ${layer}`,
+      );
+  }
   const inclusiveIndex = process.argv.indexOf('--inclusive');
   if (inclusiveIndex !== -1) {
     const names = (process.argv[inclusiveIndex + 1] ?? '').split(',').filter(Boolean);
