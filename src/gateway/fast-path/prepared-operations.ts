@@ -67,7 +67,11 @@ function firstRun(schema: GraphQLSchema, document: DocumentNode, operationName: 
       | ExecutionResult
       | Promise<ExecutionResult>;
   let run: Run = (contextValue, variables) => {
-    run = compiled(schema, document, operationName) ?? interpreted;
+    // Compiled at the second run, not the first: a document sent once never pays for it.
+    run = (context, vars) => {
+      run = compiled(schema, document, operationName) ?? interpreted;
+      return run(context, vars);
+    };
     return interpreted(contextValue, variables);
   };
   return (contextValue, variables) => run(contextValue, variables);
