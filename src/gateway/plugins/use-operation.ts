@@ -27,6 +27,8 @@ const isAsyncIterable = (value: unknown): value is AsyncIterable<unknown> =>
 
 export function useOperation(options: OperationPluginOptions): Plugin {
   const { ids, deadlineMs, reporter } = options;
+  /** The operations of a request (several in a batch), to settle when its response is made. */
+  const operationsOf = new WeakMap<Request, Operation[]>();
   return {
     onParams({ params, request, context, setResult }) {
       const headers = request.headers;
@@ -40,6 +42,9 @@ export function useOperation(options: OperationPluginOptions): Plugin {
       });
       reporter.start(operation);
       (context as WithOperation).operation = operation;
+      const ofRequest = operationsOf.get(request);
+      if (ofRequest === undefined) operationsOf.set(request, [operation]);
+      else ofRequest.push(operation);
       // The client went away: its upstream calls are cancelled.
       const signal = request.signal;
       if (signal.aborted) operation.cancel(signal.reason);
@@ -57,6 +62,13 @@ export function useOperation(options: OperationPluginOptions): Plugin {
       if (operation === undefined || result === undefined || isAsyncIterable(result)) return;
       if (Array.isArray(result)) return;
       setResult(reporter.finish(operation, result as ExecutionResult));
+    },
+
+    // The backstop of budget settlement: an operation whose execution threw has no result, so no
+    // report; its reservation is settled when the request's response is made (idempotent).
+    onResponse({ request }) {
+      const operations = operationsOf.get(request);
+      if (operations !== undefined) for (const operation of operations) operation.settle();
     },
   };
 }
