@@ -12,8 +12,9 @@
  * `answered` the operations that got data; `refused` those refused with BUDGET_EXCEEDED.
  * Uses only the test helpers' public entry points, so the same file runs on an older commit.
  */
-import { type GqlResult, gql } from '../support/graphql-client.js';
+
 import { startTestGateway, startTestServices } from '../support/gateway.js';
+import { type GqlResult, gql } from '../support/graphql-client.js';
 import { startRedisServer } from '../support/redis-server.js';
 
 const BUDGET = '0.05';
