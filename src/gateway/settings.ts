@@ -199,7 +199,7 @@ export const costSettings = settingsGroup('cost', {
     'COST_BUDGET_USD_PER_HOUR',
     z.coerce.number().positive().finite().max(1_000_000).optional(),
     '(unset: no budget)',
-    'Most US dollars one API key (or the free tier as a whole) may spend through the gateway in any sliding hour, counted from what the upstreams report; past it, operations fail with BUDGET_EXCEEDED and retryAfterSeconds. Shared by every replica with REDIS_URL.',
+    'Most US dollars one API key (or the free tier as a whole) may spend through the gateway in any sliding hour. Each operation reserves its estimate before calling anything and settles to what the upstreams report; one whose estimate does not fit in what is left fails with BUDGET_EXCEEDED and retryAfterSeconds. Shared by every replica with REDIS_URL.',
   ),
 });
 
