@@ -53,7 +53,7 @@ export const ERROR_CODES = {
   },
   BAD_REQUEST: {
     field: false,
-    when: 'the HTTP request is malformed (parameters, Content-Length) (HTTP 400)',
+    when: 'the HTTP request is malformed (parameters, Content-Length) (HTTP 400), or a batch while BATCH_LIMIT is 0 (HTTP 400) or longer than it (HTTP 413)',
   },
   METHOD_NOT_ALLOWED: { field: false, when: 'a method other than GET and POST (HTTP 405)' },
   UNSUPPORTED_MEDIA_TYPE: { field: false, when: 'a POST body that is not JSON (HTTP 415)' },

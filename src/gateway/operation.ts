@@ -49,6 +49,16 @@ export interface CostEstimate {
   readonly calls: ReadonlyArray<readonly [upstream: UpstreamName, model: string, usd: number]>;
 }
 
+/**
+ * What the operations of one batch (one HTTP request carrying an array of operations) share: the
+ * estimates admitted under its X-Max-Cost-Usd and the upstream calls admitted under
+ * MAX_UPSTREAM_CALLS, which count the batch as a whole.
+ */
+export interface OperationBatch {
+  estimatedUsd: number;
+  upstreamCalls: number;
+}
+
 /** A cancellation flag others can watch. */
 export interface Cancellation {
   readonly cancelled: boolean;
@@ -98,6 +108,8 @@ export class Operation implements Cancellation {
    * reports (cost/cost-control.ts `finish`).
    */
   estimate: CostEstimate | undefined = undefined;
+  /** The batch this operation is one of; undefined for an operation that came alone. */
+  batch: OperationBatch | undefined = undefined;
   /** Whether the estimate was counted in the metrics (once, where the operation ends). */
   estimateCounted = false;
   /** What the estimate is made from (set at admission): the plan and the variables. */

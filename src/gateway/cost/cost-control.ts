@@ -30,21 +30,16 @@ export interface CostControlOptions {
   onEstimate?: ((upstream: UpstreamName, model: string, usd: number) => void) | undefined;
 }
 
-/** What operations of one HTTP request share (a batch): the estimates admitted under its cap. */
-export interface CostBatch {
-  estimatedUsd: number;
-}
-
 export interface CostControl {
   /**
    * The refusal of this operation, or undefined to let it run (its estimate then reserved when there
-   * is a budget). A promise only with a Redis budget. `batch`: the operation is one of a batch.
+   * is a budget). A promise only with a Redis budget. In a batch (`operation.batch`) the cap is the
+   * batch's: the estimates of its operations admitted before this one count.
    */
   admit(
     operation: Operation,
     plan: OperationPlan,
     variables: Record<string, unknown> | undefined,
-    batch?: CostBatch,
   ): GraphQLError | undefined | Promise<GraphQLError | undefined>;
   /** A cost the upstream reported for one of the operation's calls (the running means, the budget). */
   spent(operation: Operation | undefined, call: ModelCall, usd: number): void;
@@ -120,6 +115,9 @@ export function createCostControl(options: CostControlOptions): CostControl {
       return undefined;
     }
     onRefusal?.('hourly-budget');
+    // Not run after all: its estimate leaves the batch's cap.
+    if (operation.batch !== undefined && operation.maxCostUsd !== undefined)
+      operation.batch.estimatedUsd -= estimated;
     const retryAfter = verdict.retryAfterSeconds;
     if (retryAfter === undefined) {
       return gatewayError(
@@ -141,7 +139,7 @@ export function createCostControl(options: CostControlOptions): CostControl {
   };
 
   return {
-    admit(operation, plan, variables, batch) {
+    admit(operation, plan, variables) {
       if (plan.fields.length === 0) return undefined;
       operation.costPlan = plan;
       operation.costVariables = variables;
@@ -149,6 +147,7 @@ export function createCostControl(options: CostControlOptions): CostControl {
       if (cap === undefined && budget === undefined) return undefined;
       const estimate = estimateOf(operation) as CostEstimate;
       const estimated = estimate.usd;
+      const batch = cap === undefined ? undefined : operation.batch;
       if (cap !== undefined) {
         const before = batch?.estimatedUsd ?? 0;
         if (roundUsd(before + estimated) > cap) {
