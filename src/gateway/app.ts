@@ -117,6 +117,7 @@ export async function createApp(config: AppConfig, options: AppOptions): Promise
         ? undefined
         : createCostBudget({ store: sharedState.budgets, usdPerHour: budgetUsd, now: options.now }),
     onRefusal: (reason) => metrics.recordBudgetRefusal(reason),
+    onEstimate: (upstream, model, usd) => metrics.recordEstimatedCost(upstream, model, usd),
   });
   const observer = createUpstreamObserver({
     logger,
@@ -140,7 +141,13 @@ export async function createApp(config: AppConfig, options: AppOptions): Promise
 
   // The first calls already go to each upstream's API version (a discovery is bounded by its timeout).
   await clients.ready();
-  const reporter = createOperationReporter({ metrics, logger, tracer, responseCache });
+  const reporter = createOperationReporter({
+    metrics,
+    logger,
+    tracer,
+    responseCache,
+    settle: costControl.finish,
+  });
   const plan = createPlanner(schema);
   const context = createContextFactory({
     clients,

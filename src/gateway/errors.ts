@@ -43,7 +43,7 @@ export const ERROR_CODES = {
   },
   BUDGET_EXCEEDED: {
     field: false,
-    when: 'the estimate is over X-Max-Cost-Usd, or the API key spent COST_BUDGET_USD_PER_HOUR (retryAfterSeconds)',
+    when: "the estimate is over X-Max-Cost-Usd (for a batch: the batch's), or does not fit in what is left of the API key's COST_BUDGET_USD_PER_HOUR (retryAfterSeconds)",
   },
   // Request-level errors: no data at all.
   GRAPHQL_PARSE_FAILED: { field: false, when: 'the document is not valid GraphQL (HTTP 400)' },
@@ -53,7 +53,7 @@ export const ERROR_CODES = {
   },
   BAD_REQUEST: {
     field: false,
-    when: 'the HTTP request is malformed (parameters, Content-Length) (HTTP 400)',
+    when: 'the HTTP request is malformed (parameters, Content-Length) (HTTP 400), or a batch while BATCH_LIMIT is 0 (HTTP 400) or longer than it (HTTP 413)',
   },
   METHOD_NOT_ALLOWED: { field: false, when: 'a method other than GET and POST (HTTP 405)' },
   UNSUPPORTED_MEDIA_TYPE: { field: false, when: 'a POST body that is not JSON (HTTP 415)' },

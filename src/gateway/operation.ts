@@ -10,7 +10,9 @@
  * Why a plain cancellation flag with listeners instead of an AbortController: on Node 20 an
  * AbortSignal with listeners costs tens of µs per request in allocation and GC; this costs an object.
  */
+import type { UpstreamName } from './errors.js';
 import type { Span } from './observability/tracing.js';
+import type { OperationPlan } from './operation-plan.js';
 
 /** What one operation's upstream calls looked like, for its log line. */
 export interface UpstreamCallRecord {
@@ -28,6 +30,33 @@ export interface UpstreamCallRecord {
 /** What an operation's cancellation aborts: an upstream attempt's signal, or an `onCancel` listener. */
 export interface Abortable {
   abort(reason: unknown): void;
+}
+
+/**
+ * What an operation reserved of its key's hourly budget (cost/cost-control.ts), returned or billed
+ * when the operation settles.
+ */
+export interface Reservation {
+  /** Called once, with what the operation's own calls cost until then. */
+  settle(actualUsd: number): void;
+}
+
+/** The cost estimate of an operation's model calls (cost/cost-model.ts), made once. */
+export interface CostEstimate {
+  /** US dollars, rounded to a millionth of a cent. */
+  readonly usd: number;
+  /** Per distinct upstream call: [upstream, model, US dollars] (the estimate metric's series). */
+  readonly calls: ReadonlyArray<readonly [upstream: UpstreamName, model: string, usd: number]>;
+}
+
+/**
+ * What the operations of one batch (one HTTP request carrying an array of operations) share: the
+ * estimates admitted under its X-Max-Cost-Usd and the upstream calls admitted under
+ * MAX_UPSTREAM_CALLS, which count the batch as a whole.
+ */
+export interface OperationBatch {
+  estimatedUsd: number;
+  upstreamCalls: number;
 }
 
 /** A cancellation flag others can watch. */
@@ -74,6 +103,18 @@ export class Operation implements Cancellation {
   costUsd = 0;
   /** HTTP attempts an upstream answered (retries included). */
   upstreamCalls = 0;
+  /**
+   * The estimate, once made: at admission when a cap or a budget needs it, else when the operation
+   * reports (cost/cost-control.ts `finish`).
+   */
+  estimate: CostEstimate | undefined = undefined;
+  /** The batch this operation is one of; undefined for an operation that came alone. */
+  batch: OperationBatch | undefined = undefined;
+  /** Whether the estimate was counted in the metrics (once, where the operation ends). */
+  estimateCounted = false;
+  /** What the estimate is made from (set at admission): the plan and the variables. */
+  costPlan: OperationPlan | undefined = undefined;
+  costVariables: Record<string, unknown> | undefined = undefined;
   /** Answers served from the response cache. */
   cacheHits = 0;
   /** Cacheable calls that had to go upstream. */
@@ -86,6 +127,8 @@ export class Operation implements Cancellation {
    * listeners of `onCancel`, wrapped alike.
    */
   #watchers: Set<Abortable> | undefined = undefined;
+  /** The budget reservation until it settles. */
+  #reservation: Reservation | undefined = undefined;
 
   constructor(init: OperationInit) {
     this.apiKey = init.apiKey;
@@ -107,6 +150,31 @@ export class Operation implements Cancellation {
     const watchers = this.#watchers;
     this.#watchers = undefined;
     if (watchers !== undefined) for (const watcher of watchers) watcher.abort(reason);
+    // The client went away: what it reserved and did not spend goes back now, not when the
+    // aborted calls have unwound (a cost reported after this is billed as it comes).
+    this.settle();
+  }
+
+  /** Holds a budget reservation until `settle` (settled at once when already cancelled). */
+  reserve(reservation: Reservation): void {
+    this.#reservation = reservation;
+    if (this.cancelled) this.settle();
+  }
+
+  /** Whether a reservation is held: costs are then billed when it settles, not as they come. */
+  get reserving(): boolean {
+    return this.#reservation !== undefined;
+  }
+
+  /**
+   * Settles the reservation, if any, to what the operation's calls cost so far. Idempotent: called
+   * where an operation ends (its report), on cancellation, and as a backstop when no result was made.
+   */
+  settle(): void {
+    const reservation = this.#reservation;
+    if (reservation === undefined) return;
+    this.#reservation = undefined;
+    reservation.settle(this.costUsd);
   }
 
   /** Something to abort when the operation is cancelled (aborted at once if it is already). */

@@ -137,7 +137,13 @@ export const limitSettings = settingsGroup('limits', {
     'MAX_UPSTREAM_CALLS',
     int(1, 1000).default(20),
     '20',
-    'Most distinct upstream calls one operation may make; an operation over it is refused with BAD_USER_INPUT before any upstream call.',
+    'Most distinct upstream calls one operation (or one batch, all its operations together) may make; an operation over it is refused with BAD_USER_INPUT before any upstream call.',
+  ),
+  batchLimit: setting(
+    'BATCH_LIMIT',
+    int(0, 1000).default(0),
+    '0 (off)',
+    'Batching: 0 refuses a JSON array of operations in one POST (400 BAD_REQUEST), as Yoga and Apollo Server do by default; n > 0 accepts arrays of at most n operations (more: 413 BAD_REQUEST), answered with an array. Each operation is checked and billed as if it came alone; X-Max-Cost-Usd and MAX_UPSTREAM_CALLS count the batch as a whole.',
   ),
   maxDepth: setting('MAX_DEPTH', int(1, 100).default(10), '10', 'Deepest selection set nesting accepted.'),
   maxAliases: setting('MAX_ALIASES', int(1, 1000).default(30), '30', 'Most aliases in one operation.'),
@@ -199,7 +205,7 @@ export const costSettings = settingsGroup('cost', {
     'COST_BUDGET_USD_PER_HOUR',
     z.coerce.number().positive().finite().max(1_000_000).optional(),
     '(unset: no budget)',
-    'Most US dollars one API key (or the free tier as a whole) may spend through the gateway in any sliding hour, counted from what the upstreams report; past it, operations fail with BUDGET_EXCEEDED and retryAfterSeconds. Shared by every replica with REDIS_URL.',
+    'Most US dollars one API key (or the free tier as a whole) may spend through the gateway in any sliding hour. Each operation reserves its estimate before calling anything and settles to what the upstreams report; one whose estimate does not fit in what is left fails with BUDGET_EXCEEDED and retryAfterSeconds. Shared by every replica with REDIS_URL.',
   ),
 });
 

@@ -123,7 +123,12 @@ export function gatewayPlugins(options: GatewayYogaOptions, ids: WeakMap<Request
     // Before the limits and the cost checks: a refused operation is still reported by its name.
     {
       name: 'operation',
-      plugin: useOperation({ ids, deadlineMs: options.deadlineMs, reporter: options.reporter }),
+      plugin: useOperation({
+        ids,
+        deadlineMs: options.deadlineMs,
+        reporter: options.reporter,
+        batching: options.limits.batchLimit > 0,
+      }),
       fastPath: {
         kind: 'shared-code',
         shared: 'request-facts.ts (API key, cost cap), Operation, OperationReporter start and finish',
@@ -168,6 +173,10 @@ export function createGatewayYoga(options: GatewayYogaOptions): GatewayYoga {
     // with the same function and message.
     maskedErrors: { maskError, errorMessage: MASKED_MESSAGE, isDev: false },
     maxRequestBodySize: options.limits.maxRequestBodyBytes,
+    // BATCH_LIMIT (docs/contract.md, Delivery): off by default, as Yoga's own default. Off, an array
+    // is refused by Yoga with 400 BAD_REQUEST ("Batching is not supported."); over the limit with
+    // 413 BAD_REQUEST. The fast path hands every array to Yoga.
+    batching: options.limits.batchLimit > 0 ? { limit: options.limits.batchLimit } : false,
     cors: corsOptions(server.corsOrigins),
     logging: yogaLogger(logger),
     plugins: gatewayPlugins(options, ids).map((entry) => entry.plugin),

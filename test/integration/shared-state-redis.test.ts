@@ -139,6 +139,30 @@ describe('shared state in Redis, two replicas', () => {
     expect(ttl).toBeLessThanOrEqual(HOUR + 2 * MINUTE);
   });
 
+  it('reserves atomically across replicas: of 100 concurrent reservations through A and B, exactly those that fit', async () => {
+    const now = Date.now();
+    const tries = Array.from({ length: 100 }, (_, i) =>
+      (i % 2 === 0 ? a : b).budgets.reserve('api-key-3', 0.01, 0.25, now),
+    );
+    const answers = await Promise.all(tries);
+    const taken = answers.filter((r) => r.ok);
+    expect(taken).toHaveLength(25);
+    // Both replicas' reservations went through Redis, not each replica's own memory.
+    expect(taken.every((r) => r.ok && r.shared)).toBe(true);
+    const refused = answers.find((r) => !r.ok);
+    expect(refused !== undefined && !refused.ok && refused.buckets.length).toBe(1);
+    const stored = await raw.hgetall(redisKey(prefix, 'budget', 'api-key-3'));
+    expect(Object.values(stored).reduce((sum, usd) => sum + Number(usd), 0)).toBeCloseTo(0.25, 10);
+    // Settling one to a smaller actual cost makes room, for B too.
+    const first = taken[0];
+    if (first === undefined || !first.ok) throw new Error('unreachable');
+    a.budgets.adjust('api-key-3', first.bucketStart, -0.006, now);
+    // A read through A after its write, on the same connection: the write is in Redis by then.
+    await a.budgets.window('api-key-3', now);
+    expect(await b.budgets.reserve('api-key-3', 0.007, 0.25, now)).toMatchObject({ ok: false });
+    expect(await b.budgets.reserve('api-key-3', 0.006, 0.25, now)).toMatchObject({ ok: true, shared: true });
+  });
+
   it('drops buckets older than the hour from the Redis hash on the next add', async () => {
     const t0 = Math.floor(Date.now() / HOUR) * HOUR;
     a.budgets.add('api-key-2', 1, t0);

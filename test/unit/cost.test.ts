@@ -1,16 +1,17 @@
 /**
  * src/gateway/cost: the price table, the running mean per model, the X-Max-Cost-Usd header
- * (request-facts.ts), the hourly budget (judge, createCostBudget) and cost control, alone and in a
+ * (request-facts.ts), the hourly budget (refusalOf, reserve and settle) and cost control, alone and in a
  * gateway (both paths: the fast path over HTTP and Yoga's handler).
  */
 import { request as httpRequest } from 'node:http';
 import { type GraphQLError, parse } from 'graphql';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
+  type BudgetReservation,
   type BudgetStore,
   budgetKeyOf,
   createCostBudget,
-  judge,
+  refusalOf,
 } from '../../src/gateway/cost/cost-budget.js';
 import { createCostControl } from '../../src/gateway/cost/cost-control.js';
 import { createCostModel } from '../../src/gateway/cost/cost-model.js';
@@ -181,120 +182,132 @@ describe('X-Max-Cost-Usd parsing (maxCostOf)', () => {
   });
 });
 
-describe('hourly budget: judge', () => {
-  it('admits while the last hour spent less than the budget', () => {
-    expect(judge([], 1, T0)).toEqual({ ok: true });
-    expect(
-      judge(
-        [
-          [T0, 0.5],
-          [T0 + MINUTE, 0.49],
-        ],
-        1,
-        T0 + 2 * MINUTE,
-      ),
-    ).toEqual({ ok: true });
+describe('hourly budget: refusalOf (why an estimate does not fit, and when it will)', () => {
+  const buckets: Array<[number, number]> = [
+    [T0, 0.4],
+    [T0 + MINUTE, 0.4],
+    [T0 + 2 * MINUTE, 0.3],
+  ];
+  const now = T0 + 3 * MINUTE;
+
+  it('says when enough of the oldest spend leaves the hour for this estimate', () => {
+    // 1.1 spent, budget 1: an estimate of 0.1 fits once the first 0.4 leaves (0.7 + 0.1 <= 1).
+    expect(refusalOf(buckets, 1, 0.1, now)).toEqual({ spentUsd: 1.1, retryAfterSeconds: 3600 - 180 });
+    // An estimate of 0.5 needs the two oldest gone (0.3 + 0.5 <= 1).
+    expect(refusalOf(buckets, 1, 0.5, now)).toEqual({ spentUsd: 1.1, retryAfterSeconds: 3600 - 180 + 60 });
+    // 0.8 needs all three gone.
+    expect(refusalOf(buckets, 1, 0.8, now)).toEqual({ spentUsd: 1.1, retryAfterSeconds: 3600 - 180 + 120 });
   });
 
-  it('refuses at or over the budget, until enough of the oldest spend leaves the hour', () => {
-    const buckets: Array<[number, number]> = [
-      [T0, 0.4],
-      [T0 + MINUTE, 0.4],
-      [T0 + 2 * MINUTE, 0.3],
-    ];
-    const now = T0 + 3 * MINUTE;
-    // 1.1 spent; without the oldest bucket 0.7 < 1: free when it leaves the hour, at T0 + 1 h.
-    expect(judge(buckets, 1, now)).toEqual({ ok: false, spentUsd: 1.1, retryAfterSeconds: 3600 - 180 });
-    // Budget 0.5: the two oldest must go (0.3 left).
-    expect(judge(buckets, 0.5, now)).toEqual({
-      ok: false,
-      spentUsd: 1.1,
-      retryAfterSeconds: 3600 - 180 + 60,
-    });
-    // Exactly at the budget is refused.
-    expect(judge([[T0, 1]], 1, T0)).toMatchObject({ ok: false, spentUsd: 1, retryAfterSeconds: 3600 });
+  it('an estimate over the whole budget never fits: no retry time', () => {
+    expect(refusalOf(buckets, 1, 1.01, now)).toEqual({ spentUsd: 1.1, retryAfterSeconds: undefined });
+    expect(refusalOf([], 0, 0.001, now)).toEqual({ spentUsd: 0, retryAfterSeconds: undefined });
   });
 
   it('ignores buckets older than the hour, and never says to retry in less than a second', () => {
     expect(
-      judge(
+      refusalOf(
         [
           [T0 - HOUR, 100],
-          [T0, 0.2],
+          [T0, 2],
         ],
         1,
-        T0 + 1,
+        0.5,
+        T0 + HOUR - 1,
       ),
-    ).toEqual({ ok: true });
-    expect(judge([[T0, 2]], 1, T0 + HOUR - 1)).toEqual({ ok: false, spentUsd: 2, retryAfterSeconds: 1 });
-    expect(judge([[T0, 2]], 1, T0 + HOUR)).toEqual({ ok: true });
-  });
-
-  it('a budget of 0 refuses from the start', () => {
-    expect(judge([], 0, T0)).toMatchObject({ ok: false, spentUsd: 0, retryAfterSeconds: 3600 });
+    ).toEqual({ spentUsd: 2, retryAfterSeconds: 1 });
   });
 });
 
-describe('hourly budget: createCostBudget over the memory store, with a clock of the test', () => {
+describe('hourly budget: reserve and settle over the memory store, with a clock of the test', () => {
   let now = T0;
   const clock = () => now;
   beforeEach(() => {
     now = T0;
   });
+  const memoryBudget = (usdPerHour: number) =>
+    createCostBudget({ store: createBudgetStore(undefined, 100), usdPerHour, now: clock });
+  const reserved = (verdict: BudgetReservation | Promise<BudgetReservation>) => {
+    if (verdict instanceof Promise) throw new Error('the memory store answers synchronously');
+    if (!verdict.ok) throw new Error(`refused: ${JSON.stringify(verdict)}`);
+    return verdict.hold;
+  };
 
-  it('trips after the expected spend, says when to retry, and frees as the hour slides', async () => {
-    const budget = createCostBudget({ store: createBudgetStore(undefined, 100), usdPerHour: 1, now: clock });
-    for (let i = 0; i < 3; i++) {
-      expect(await budget.check('sk-a')).toEqual({ ok: true });
-      budget.add('sk-a', 0.4);
-      now += MINUTE;
-    }
-    // 1.2 spent by T0 + 2 min; 0.8 once the first 0.4 leaves the hour at T0 + 1 h.
-    const tripped = await budget.check('sk-a');
-    expect(tripped).toMatchObject({ ok: false, retryAfterSeconds: 3420 });
-    expect(tripped.ok === false && tripped.spentUsd).toBeCloseTo(1.2, 12);
-    now = T0 + HOUR - 1000;
-    expect(await budget.check('sk-a')).toMatchObject({ ok: false, retryAfterSeconds: 1 });
-    now = T0 + HOUR;
-    expect(await budget.check('sk-a')).toEqual({ ok: true });
-    // Spending again trips it again.
-    budget.add('sk-a', 0.3);
-    expect(await budget.check('sk-a')).toMatchObject({ ok: false, retryAfterSeconds: 60 });
-    now = T0 + HOUR + 3 * MINUTE;
-    expect(await budget.check('sk-a')).toEqual({ ok: true });
+  it('reservations in flight count: the one that does not fit is refused, synchronously', () => {
+    const budget = memoryBudget(1);
+    const holds = [0, 1, 2].map(() => reserved(budget.reserve('sk-a', 0.3)));
+    // 0.9 reserved: 0.1 fits, 0.2 does not.
+    const refused = budget.reserve('sk-a', 0.2);
+    expect(refused).toMatchObject({ ok: false, retryAfterSeconds: 3600 });
+    expect(reserved(budget.reserve('sk-a', 0.1)).usd).toBe(0.1);
+    expect(holds).toHaveLength(3);
   });
 
-  it('keeps keys apart; no key and the key "free" are the same free tier', async () => {
-    const budget = createCostBudget({
-      store: createBudgetStore(undefined, 100),
-      usdPerHour: 0.5,
-      now: clock,
-    });
+  it('settling returns what was not spent at once, and bills spend above the estimate', () => {
+    const budget = memoryBudget(1);
+    const a = reserved(budget.reserve('sk-a', 0.5));
+    const b = reserved(budget.reserve('sk-a', 0.5));
+    expect(budget.reserve('sk-a', 0.1)).toMatchObject({ ok: false });
+    // a cost nothing (a cache hit, a failed call): its 0.5 is back.
+    budget.settle(a, 0);
+    expect(reserved(budget.reserve('sk-a', 0.4)).usd).toBe(0.4);
+    // b cost 0.6, more than it reserved: 0.4 + 0.6 = 1.0, nothing left.
+    budget.settle(b, 0.6);
+    expect(budget.reserve('sk-a', 0.01)).toMatchObject({ ok: false });
+  });
+
+  it('late spend (after settling) is billed; the hour slides', () => {
+    const budget = memoryBudget(1);
+    const hold = reserved(budget.reserve('sk-a', 0.4));
+    budget.settle(hold, 0.4);
+    now += MINUTE;
+    budget.add('sk-a', 0.5);
+    const refused = budget.reserve('sk-a', 0.2) as BudgetReservation;
+    expect(refused).toMatchObject({ ok: false, retryAfterSeconds: 3600 - 60 });
+    expect(refused.ok === false && refused.spentUsd).toBeCloseTo(0.9, 12);
+    now = T0 + HOUR;
+    expect(reserved(budget.reserve('sk-a', 0.2)).usd).toBe(0.2);
+  });
+
+  it('an estimate exactly at what is left fits (sums of binary fractions are not a refusal)', () => {
+    const budget = memoryBudget(0.05);
+    for (let i = 0; i < 11; i++) reserved(budget.reserve('sk-a', 0.0042));
+    // 11 × 0.0042 = 0.0462; a 12th would be 0.0504.
+    expect(budget.reserve('sk-a', 0.0042)).toMatchObject({ ok: false });
+    expect(reserved(budget.reserve('sk-a', 0.0038)).usd).toBe(0.0038);
+  });
+
+  it('keeps keys apart; no key and the key "free" are the same free tier', () => {
+    const budget = memoryBudget(0.5);
     budget.add('sk-a', 0.6);
     budget.add(undefined, 0.6);
-    expect((await budget.check('sk-a')).ok).toBe(false);
-    expect((await budget.check('sk-b')).ok).toBe(true);
-    expect((await budget.check(undefined)).ok).toBe(false);
-    expect((await budget.check('free')).ok).toBe(false);
+    expect(budget.reserve('sk-a', 0.01)).toMatchObject({ ok: false });
+    expect(budget.reserve('sk-b', 0.01)).toMatchObject({ ok: true });
+    expect(budget.reserve(undefined, 0.01)).toMatchObject({ ok: false });
+    expect(budget.reserve('free', 0.01)).toMatchObject({ ok: false });
   });
 
-  it('ignores spend that is not a positive finite number', async () => {
-    const budget = createCostBudget({
-      store: createBudgetStore(undefined, 100),
-      usdPerHour: 0.5,
-      now: clock,
-    });
+  it('ignores spend that is not a positive finite number', () => {
+    const budget = memoryBudget(0.5);
     for (const usd of [0, -5, Number.NaN, Number.POSITIVE_INFINITY]) budget.add('sk-a', usd);
-    expect(await budget.check('sk-a')).toEqual({ ok: true });
+    expect(reserved(budget.reserve('sk-a', 0.5)).usd).toBe(0.5);
   });
 
-  it('stores keys hashed: the API key never reaches the store in clear', async () => {
+  it('stores keys hashed: the API key never reaches the store in clear', () => {
     const seen: string[] = [];
     const memory = createBudgetStore(undefined, 100);
     const recording: BudgetStore = {
       add(key, usd, at) {
         seen.push(key);
         memory.add(key, usd, at);
+      },
+      reserve(key, usd, limit, at) {
+        seen.push(key);
+        return memory.reserve(key, usd, limit, at);
+      },
+      adjust(key, start, usd, at) {
+        seen.push(key);
+        memory.adjust(key, start, usd, at);
       },
       window(key, at) {
         seen.push(key);
@@ -303,11 +316,11 @@ describe('hourly budget: createCostBudget over the memory store, with a clock of
     };
     const secret = 'sk-live-SECRET-0123456789';
     const budget = createCostBudget({ store: recording, usdPerHour: 1, now: clock });
-    budget.add(secret, 2);
-    expect((await budget.check(secret)).ok).toBe(false);
-    expect(seen).toHaveLength(2);
-    expect(seen[0]).toBe(seen[1]);
+    budget.add(secret, 0.5);
+    budget.settle(reserved(budget.reserve(secret, 0.2)), 0.1);
+    expect(seen).toHaveLength(3);
     for (const key of seen) {
+      expect(key).toBe(seen[0]);
       expect(key).not.toContain(secret);
       expect(key).not.toContain('SECRET');
       expect(key).toMatch(/^[A-Za-z0-9_-]{22}$/);
@@ -394,7 +407,7 @@ describe('cost control: admit and spent', () => {
     control.spent(
       operation(undefined, 'sk-a'),
       { upstream: 'pi-digits', kind: 'pi', model: 'pi-x-4o', digits: 3 },
-      0.02,
+      0.009,
     );
     now += 30_000;
     const refused = (await control.admit(operation(undefined, 'sk-a'), plan(PI), undefined)) as GraphQLError;
@@ -409,6 +422,82 @@ describe('cost control: admit and spent', () => {
       await control.admit(operation(undefined, 'sk-a'), plan('{ health { status } }'), undefined),
     ).toBeUndefined();
     expect(await control.admit(operation(undefined, 'sk-b'), plan(PI), undefined)).toBeUndefined();
+  });
+
+  it('reserves the estimate at admission, bills the actual cost when the operation finishes, refunds on cancellation', () => {
+    const now = T0;
+    const usd = listPrice({ upstream: 'pi-digits', kind: 'pi', model: 'pi-x-4o', digits: 3 });
+    const estimates: Array<[string, string, number]> = [];
+    const budget = createCostBudget({
+      store: createBudgetStore(undefined, 100),
+      usdPerHour: usd * 3,
+      now: () => now,
+    });
+    const control = createCostControl({
+      model: createCostModel(),
+      budget,
+      onEstimate: (...call) => estimates.push(call),
+    });
+    const call: ModelCall = { upstream: 'pi-digits', kind: 'pi', model: 'pi-x-4o', digits: 3 };
+    const ops = [0, 1, 2].map(() => operation(undefined, 'sk-r'));
+    for (const op of ops) {
+      expect(control.admit(op, plan(PI), undefined)).toBeUndefined();
+      expect(op.reserving).toBe(true);
+      expect(op.estimate?.usd).toBe(Math.round(usd * 1e8) / 1e8);
+    }
+    // Three estimates reserved: a fourth does not fit, synchronously (memory store).
+    const fourth = control.admit(operation(undefined, 'sk-r'), plan(PI), undefined) as GraphQLError;
+    expect(fourth.extensions).toMatchObject({ code: 'BUDGET_EXCEEDED', http: { status: 429 } });
+    // The first is cancelled before any cost: its reservation is back at once.
+    ops[0]?.cancel(new Error('client went away'));
+    expect(ops[0]?.reserving).toBe(false);
+    const fifth = operation(undefined, 'sk-r');
+    expect(control.admit(fifth, plan(PI), undefined)).toBeUndefined();
+    const admitted = () => control.admit(operation(undefined, 'sk-r'), plan(PI), undefined) === undefined;
+    // The second reports its cost while running (not billed again when it settles), then finishes.
+    const second = ops[1] as Operation;
+    second.costUsd += usd;
+    control.spent(second, call, usd);
+    second.addCall({
+      upstream: 'pi-digits',
+      endpoint: '/pi',
+      status: 200,
+      durationMs: 1,
+      source: 'upstream',
+    });
+    control.finish(second);
+    control.finish(second);
+    expect(second.reserving).toBe(false);
+    expect(estimates).toEqual([['pi-digits', 'pi-x-4o', usd]]);
+    expect(admitted()).toBe(false);
+    // The third cost nothing (a cache hit, a failed call): its estimate is back, room for one.
+    control.finish(ops[2] as Operation);
+    expect(admitted()).toBe(true);
+    expect(admitted()).toBe(false);
+    // A late cost of the settled second is billed as it comes: the fifth's refund does not make room.
+    control.spent(second, call, usd);
+    control.finish(fifth);
+    expect(admitted()).toBe(false);
+  });
+
+  it('an estimate over the whole hourly budget is refused as never fitting (HTTP 400, no retry time)', () => {
+    const control = createCostControl({
+      model: createCostModel(),
+      budget: createCostBudget({ store: createBudgetStore(undefined, 100), usdPerHour: 0.01, now: () => T0 }),
+    });
+    const refused = control.admit(
+      operation(undefined, 'sk-x'),
+      plan('{ isNull(value: 1, model: NULL_X_OPUS) { __typename } }'),
+      undefined,
+    ) as GraphQLError;
+    expect(refused.extensions).toMatchObject({
+      code: 'BUDGET_EXCEEDED',
+      estimatedCostUsd: 0.042,
+      budgetUsdPerHour: 0.01,
+      http: { status: 400 },
+    });
+    expect(refused.extensions.retryAfterSeconds).toBeUndefined();
+    expect(refused.message).toMatch(/can never run under this budget/);
   });
 });
 
@@ -471,26 +560,37 @@ describe.each(PATHS)('in a gateway, %s', (path, send) => {
     expect(upstream.count()).toBe(0);
   });
 
-  it('the hourly budget refuses a key after its spend, with Retry-After, and frees it as the hour slides', async () => {
+  it('the hourly budget reserves each estimate, refuses the one that does not fit, with Retry-After, and frees it as the hour slides', async () => {
     now = T0;
     const key = { authorization: `Bearer sk-budget-${path.length}` };
     const before = await refusals('hourly-budget');
-    for (let i = 0; i < 3; i++) {
+    // The first is estimated from the table (pi-x-4o, 3 digits); the upstream charges 0.4, which the
+    // running mean then expects of the next.
+    const table =
+      Math.round(listPrice({ upstream: 'pi-digits', kind: 'pi', model: 'pi-x-4o', digits: 3 }) * 1e8) / 1e8;
+    for (const estimated of [table, 0.4]) {
       const ok = await send(gateway, PI_QUERY, key);
       expect(ok.errors).toBeUndefined();
-      expect(ok.extensions?.cost).toEqual({ gpuCostUsd: 0.4, upstreamCalls: 1, cacheHits: 0 });
+      expect(ok.extensions?.cost).toEqual({
+        gpuCostUsd: 0.4,
+        upstreamCalls: 1,
+        cacheHits: 0,
+        estimatedCostUsd: estimated,
+      });
       now += MINUTE;
     }
+    // 0.8 spent: another 0.4 would pass the budget of 1. It fits once the first 0.4 leaves the hour.
     const refused = await send(gateway, PI_QUERY, key);
     expect(refused.status).toBe(429);
-    expect(refused.headers.get('retry-after')).toBe('3420');
+    expect(refused.headers.get('retry-after')).toBe('3480');
     expect(refused.data).toBeUndefined();
     expect(refused.errors?.[0]?.extensions).toMatchObject({
       code: 'BUDGET_EXCEEDED',
-      retryAfterSeconds: 3420,
+      retryAfterSeconds: 3480,
       budgetUsdPerHour: 1,
+      estimatedCostUsd: 0.4,
     });
-    expect(upstream.count('GET', '/api/v1/pi')).toBe(3);
+    expect(upstream.count('GET', '/api/v1/pi')).toBe(2);
     expect(await refusals('hourly-budget')).toBe(before + 1);
     expect(gateway.app.fastPath.served.fast > 0).toBe(path.startsWith('fast'));
     // Another key, and health (which calls no model), still go through.

@@ -61,7 +61,8 @@ const REVIEWED: Record<string, string[]> = {
   'graphiql-off': ['onRequest'],
   'csrf-prevention': ['onRequestParse'],
   'request-shape-errors': ['onRequestParse'],
-  operation: ['onExecute', 'onExecutionResult', 'onParams'],
+  // onResponse: the backstop that settles budget reservations of operations that made no result.
+  operation: ['onExecute', 'onExecutionResult', 'onParams', 'onResponse'],
   // onPluginInit adds graphql-armor's validation rules: the fast path applies them through getEnveloped.
   'operation-limits': ['onExecute', 'onParse', 'onPluginInit', 'onValidate'],
   'cost-control': ['onExecute'],

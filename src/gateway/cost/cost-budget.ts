@@ -1,24 +1,41 @@
 /**
  * COST_BUDGET_USD_PER_HOUR: the most one API key (the free tier counting as one key) may spend
- * through the gateway in any sliding hour, counted from what the upstreams actually reported.
+ * through the gateway in any sliding hour (docs/contract.md, Cost).
  *
- * Spend is kept in per-minute buckets in a `BudgetStore` (memory, or Redis shared by every replica:
- * src/gateway/shared-state). An operation is refused while the last hour's spend is at or over the
- * budget, with `retryAfterSeconds` = when enough of the oldest spend leaves the hour. Keys are
+ * Reserve, then settle: before its first upstream call an operation reserves its estimate
+ * (cost-model.ts) against the key's hour, atomically (`BudgetStore.reserve`: memory, or one Redis
+ * script across replicas); it is refused when spend plus reservations in flight plus this estimate
+ * would pass the budget. When it ends it settles: the reservation becomes what it actually cost
+ * (unspent estimate back at once, spend above the estimate billed too). A cost reported after that
+ * (a late answer) is added as spend. So the bill of any hour exceeds the budget by no more than the
+ * estimation error of the operations in flight, however many arrive at once.
+ *
+ * Spend is kept in per-minute buckets in a `BudgetStore` (src/gateway/shared-state). Keys are
  * stored hashed: an API key never sits in Redis in clear.
  */
 import { createHash } from 'node:crypto';
+import { FIT_EPSILON_USD } from '../shared-state/budget-store.js';
+import type { BudgetBucket, BudgetStore } from '../shared-state/types.js';
+
+export type { BudgetStore } from '../shared-state/types.js';
 
 const HOUR_MS = 3_600_000;
 
-/** Where spend is kept (src/gateway/shared-state). */
-export interface BudgetStore {
-  add(budgetKey: string, usd: number, now: number): void;
-  /** Per-minute buckets of the hour ending at `now`: [bucketStartMs, usd], oldest first. */
-  window(budgetKey: string, now: number): Array<[number, number]> | Promise<Array<[number, number]>>;
+/** A reservation in the store, until its operation settles. */
+export interface BudgetHold {
+  readonly budgetKey: string;
+  readonly bucketStart: number;
+  /** What was reserved (the estimate). */
+  readonly usd: number;
 }
 
-export type BudgetVerdict = { ok: true } | { ok: false; spentUsd: number; retryAfterSeconds: number };
+export type BudgetReservation =
+  | { ok: true; hold: BudgetHold }
+  /**
+   * Does not fit. `retryAfterSeconds`: when enough of the oldest spend leaves the hour for this
+   * estimate to fit; undefined when it never fits (the estimate alone is over the budget).
+   */
+  | { ok: false; spentUsd: number; retryAfterSeconds: number | undefined };
 
 export interface CostBudgetOptions {
   store: BudgetStore;
@@ -30,7 +47,11 @@ export interface CostBudgetOptions {
 
 export interface CostBudget {
   readonly usdPerHour: number;
-  check(apiKey: string | undefined): BudgetVerdict | Promise<BudgetVerdict>;
+  /** Reserves `usd` for this key, or says why not. Synchronous in memory; a promise with Redis. */
+  reserve(apiKey: string | undefined, usd: number): BudgetReservation | Promise<BudgetReservation>;
+  /** The reservation becomes `actualUsd` (the estimate not spent goes back). Once per hold. */
+  settle(hold: BudgetHold, actualUsd: number): void;
+  /** Spend without a reservation (a late answer, a call outside any reserved operation). */
   add(apiKey: string | undefined, usd: number): void;
 }
 
@@ -40,22 +61,31 @@ export function budgetKeyOf(apiKey: string | undefined): string {
   return createHash('sha256').update(apiKey).digest('base64url').slice(0, 22);
 }
 
-/** The verdict for this window at `now`. */
-export function judge(buckets: Array<[number, number]>, usdPerHour: number, now: number): BudgetVerdict {
+/**
+ * Why `usd` does not fit in this window at `now`: the hour's spend, and in how many seconds enough of
+ * the oldest spend leaves it for `usd` to fit (undefined: never, `usd` alone is over the budget).
+ */
+export function refusalOf(
+  buckets: BudgetBucket[],
+  usdPerHour: number,
+  usd: number,
+  now: number,
+): { spentUsd: number; retryAfterSeconds: number | undefined } {
   let spent = 0;
-  for (const [start, usd] of buckets) if (start > now - HOUR_MS) spent += usd;
-  if (spent < usdPerHour) return { ok: true };
-  // Oldest first: find the bucket whose departure brings the hour's spend under the budget.
+  for (const [start, amount] of buckets) if (start > now - HOUR_MS) spent += amount;
+  const spentUsd = Math.round(spent * 1e8) / 1e8;
+  if (usd > usdPerHour + FIT_EPSILON_USD) return { spentUsd, retryAfterSeconds: undefined };
+  // Oldest first: the bucket whose departure makes room for this estimate.
   let left = spent;
-  for (const [start, usd] of buckets) {
+  for (const [start, amount] of buckets) {
     if (start <= now - HOUR_MS) continue;
-    left -= usd;
-    if (left < usdPerHour) {
-      const seconds = Math.ceil((start + HOUR_MS - now) / 1000);
-      return { ok: false, spentUsd: spent, retryAfterSeconds: Math.max(1, seconds) };
+    left -= amount;
+    if (left + usd <= usdPerHour + FIT_EPSILON_USD) {
+      return { spentUsd, retryAfterSeconds: Math.max(1, Math.ceil((start + HOUR_MS - now) / 1000)) };
     }
   }
-  return { ok: false, spentUsd: spent, retryAfterSeconds: 3600 };
+  // Only when the store raced (the window changed between its verdict and its buckets): soon.
+  return { spentUsd, retryAfterSeconds: 1 };
 }
 
 export function createCostBudget(options: CostBudgetOptions): CostBudget {
@@ -63,12 +93,19 @@ export function createCostBudget(options: CostBudgetOptions): CostBudget {
   const now = options.now ?? Date.now;
   return {
     usdPerHour,
-    check(apiKey) {
+    reserve(apiKey, usd) {
+      const budgetKey = budgetKeyOf(apiKey);
       const at = now();
-      const buckets = store.window(budgetKeyOf(apiKey), at);
-      return Array.isArray(buckets)
-        ? judge(buckets, usdPerHour, at)
-        : buckets.then((resolved) => judge(resolved, usdPerHour, at));
+      const verdict = (answer: Awaited<ReturnType<BudgetStore['reserve']>>): BudgetReservation =>
+        answer.ok
+          ? { ok: true, hold: { budgetKey, bucketStart: answer.bucketStart, usd } }
+          : { ok: false, ...refusalOf(answer.buckets, usdPerHour, usd, at) };
+      const answer = store.reserve(budgetKey, usd, usdPerHour, at);
+      return answer instanceof Promise ? answer.then(verdict) : verdict(answer);
+    },
+    settle(hold, actualUsd) {
+      const actual = actualUsd > 0 && Number.isFinite(actualUsd) ? actualUsd : 0;
+      store.adjust(hold.budgetKey, hold.bucketStart, actual - hold.usd, now());
     },
     add(apiKey, usd) {
       if (usd > 0 && Number.isFinite(usd)) store.add(budgetKeyOf(apiKey), usd, now());

@@ -1,17 +1,23 @@
 /**
- * The gateway's two cost checks before an operation calls anything, and the bookkeeping after each
- * call that cost money:
+ * The gateway's two cost checks before an operation calls anything, and the bookkeeping of what it
+ * cost (docs/contract.md, Cost):
  * - X-Max-Cost-Usd: the estimate (cost-model.ts) over the caller's cap → BUDGET_EXCEEDED with
- *   `estimatedCostUsd` and `maxCostUsd`;
- * - COST_BUDGET_USD_PER_HOUR: the caller's spend in the last hour at or over the budget →
- *   BUDGET_EXCEEDED with `retryAfterSeconds`.
+ *   `estimatedCostUsd` and `maxCostUsd`; in a batch the cap is the whole batch's (the estimates of
+ *   the operations admitted before this one count);
+ * - COST_BUDGET_USD_PER_HOUR: the estimate is reserved against the key's sliding hour (cost-budget.ts)
+ *   and settled to the actual cost when the operation ends; an estimate that does not fit →
+ *   BUDGET_EXCEEDED with `retryAfterSeconds` (or, when it could never fit, without).
  * Both refuse the whole operation (no data), before any upstream call.
+ *
+ * No cap and no budget: admission records the plan and the variables (two writes), and the estimate
+ * that `extensions.cost.estimatedCostUsd` shows is made only when the operation reports, only when it
+ * touched an upstream.
  */
 import type { GraphQLError } from 'graphql';
-import { gatewayError } from '../errors.js';
-import type { Operation } from '../operation.js';
+import { gatewayError, type UpstreamName } from '../errors.js';
+import type { CostEstimate, Operation, Reservation } from '../operation.js';
 import { type ModelCall, modelCalls, type OperationPlan } from '../operation-plan.js';
-import type { CostBudget } from './cost-budget.js';
+import type { BudgetHold, BudgetReservation, CostBudget } from './cost-budget.js';
 import type { CostModel } from './cost-model.js';
 
 export interface CostControlOptions {
@@ -20,10 +26,16 @@ export interface CostControlOptions {
   budget?: CostBudget | undefined;
   /** Told of every refusal (metrics). */
   onRefusal?: ((reason: 'max-cost' | 'hourly-budget') => void) | undefined;
+  /** Told of the estimate of each call of an operation that touched an upstream (metrics). */
+  onEstimate?: ((upstream: UpstreamName, model: string, usd: number) => void) | undefined;
 }
 
 export interface CostControl {
-  /** The refusal of this operation, or undefined to let it run. A promise only with a Redis budget. */
+  /**
+   * The refusal of this operation, or undefined to let it run (its estimate then reserved when there
+   * is a budget). A promise only with a Redis budget. In a batch (`operation.batch`) the cap is the
+   * batch's: the estimates of its operations admitted before this one count.
+   */
   admit(
     operation: Operation,
     plan: OperationPlan,
@@ -31,13 +43,32 @@ export interface CostControl {
   ): GraphQLError | undefined | Promise<GraphQLError | undefined>;
   /** A cost the upstream reported for one of the operation's calls (the running means, the budget). */
   spent(operation: Operation | undefined, call: ModelCall, usd: number): void;
+  /**
+   * Where the operation ends (its report, on both paths): settles its reservation, and makes its
+   * estimate (counted in the estimate metric) when it touched an upstream.
+   */
+  finish(operation: Operation): void;
 }
 
 /** Per plan, the model calls of each distinct variables text (the arguments are read once). */
 const MAX_ARGUMENT_SETS = 64;
 
+const roundUsd = (usd: number) => Math.round(usd * 1e8) / 1e8;
+
+/** A reservation of the budget held by an operation until it settles. */
+class BudgetSettlement implements Reservation {
+  constructor(
+    private readonly budget: CostBudget,
+    private readonly hold: BudgetHold,
+  ) {}
+
+  settle(actualUsd: number): void {
+    this.budget.settle(this.hold, actualUsd);
+  }
+}
+
 export function createCostControl(options: CostControlOptions): CostControl {
-  const { model, budget, onRefusal } = options;
+  const { model, budget, onRefusal, onEstimate } = options;
   const callsByPlan = new WeakMap<OperationPlan, Map<string, ModelCall[]>>();
 
   const callsOf = (plan: OperationPlan, variables: Record<string, unknown> | undefined): ModelCall[] => {
@@ -56,16 +87,53 @@ export function createCostControl(options: CostControlOptions): CostControl {
     return calls;
   };
 
-  const overBudget = (verdict: Awaited<ReturnType<CostBudget['check']>>, usdPerHour: number) => {
-    if (verdict.ok) return undefined;
+  const estimateOf = (operation: Operation): CostEstimate | undefined => {
+    if (operation.estimate !== undefined) return operation.estimate;
+    const plan = operation.costPlan;
+    if (plan === undefined) return undefined;
+    const calls = callsOf(plan, operation.costVariables);
+    const priced: Array<readonly [UpstreamName, string, number]> = [];
+    let usd = 0;
+    for (const call of calls) {
+      const expected = model.expected(call);
+      usd += expected;
+      priced.push([call.upstream, call.model, expected]);
+    }
+    // Sums of binary fractions: rounded, so a cap of 0.0042 admits an estimate of 0.0042.
+    operation.estimate = { usd: roundUsd(usd), calls: priced };
+    return operation.estimate;
+  };
+
+  const overBudget = (
+    verdict: BudgetReservation,
+    operation: Operation,
+    estimated: number,
+    usdPerHour: number,
+  ): GraphQLError | undefined => {
+    if (verdict.ok) {
+      operation.reserve(new BudgetSettlement(budget as CostBudget, verdict.hold));
+      return undefined;
+    }
     onRefusal?.('hourly-budget');
+    // Not run after all: its estimate leaves the batch's cap.
+    if (operation.batch !== undefined && operation.maxCostUsd !== undefined)
+      operation.batch.estimatedUsd -= estimated;
+    const retryAfter = verdict.retryAfterSeconds;
+    if (retryAfter === undefined) {
+      return gatewayError(
+        'BUDGET_EXCEEDED',
+        `This operation is expected to cost ${estimated} USD, more than the whole hourly budget of this API key (${usdPerHour} USD, COST_BUDGET_USD_PER_HOUR): it can never run under this budget; ask for fewer or cheaper calls. Nothing was called.`,
+        { estimatedCostUsd: estimated, budgetUsdPerHour: usdPerHour, http: { status: 400, spec: true } },
+      );
+    }
     return gatewayError(
       'BUDGET_EXCEEDED',
-      `This API key spent its budget of ${usdPerHour} USD in the last hour (COST_BUDGET_USD_PER_HOUR); retry after ${verdict.retryAfterSeconds} s.`,
+      `This operation is expected to cost ${estimated} USD, more than is left of this API key's budget of ${usdPerHour} USD for the last hour (COST_BUDGET_USD_PER_HOUR; ${verdict.spentUsd} USD spent or reserved); retry after ${retryAfter} s. Nothing was called.`,
       {
-        retryAfterSeconds: verdict.retryAfterSeconds,
+        retryAfterSeconds: retryAfter,
         budgetUsdPerHour: usdPerHour,
-        http: { status: 429, spec: true, headers: { 'retry-after': String(verdict.retryAfterSeconds) } },
+        estimatedCostUsd: estimated,
+        http: { status: 429, spec: true, headers: { 'retry-after': String(retryAfter) } },
       },
     );
   };
@@ -73,31 +141,50 @@ export function createCostControl(options: CostControlOptions): CostControl {
   return {
     admit(operation, plan, variables) {
       if (plan.fields.length === 0) return undefined;
+      operation.costPlan = plan;
+      operation.costVariables = variables;
       const cap = operation.maxCostUsd;
+      if (cap === undefined && budget === undefined) return undefined;
+      const estimate = estimateOf(operation) as CostEstimate;
+      const estimated = estimate.usd;
+      const batch = cap === undefined ? undefined : operation.batch;
       if (cap !== undefined) {
-        let estimated = 0;
-        for (const call of callsOf(plan, variables)) estimated += model.expected(call);
-        // Sums of binary fractions: rounded, so a cap of 0.0042 admits an estimate of 0.0042.
-        estimated = Math.round(estimated * 1e8) / 1e8;
-        if (estimated > cap) {
+        const before = batch?.estimatedUsd ?? 0;
+        if (roundUsd(before + estimated) > cap) {
           onRefusal?.('max-cost');
-          return gatewayError(
-            'BUDGET_EXCEEDED',
-            `This operation is expected to cost ${estimated} USD, more than X-Max-Cost-Usd allows (${cap} USD); nothing was called.`,
-            { estimatedCostUsd: estimated, maxCostUsd: cap, http: { status: 400, spec: true } },
-          );
+          const message =
+            batch === undefined
+              ? `This operation is expected to cost ${estimated} USD, more than X-Max-Cost-Usd allows (${cap} USD); nothing was called.`
+              : `This operation is expected to cost ${estimated} USD, and the batch's operations admitted before it ${roundUsd(before)} USD: more than X-Max-Cost-Usd allows for the whole batch (${cap} USD); nothing was called for it.`;
+          return gatewayError('BUDGET_EXCEEDED', message, {
+            estimatedCostUsd: estimated,
+            maxCostUsd: cap,
+            http: { status: 400, spec: true },
+          });
         }
+        if (batch !== undefined) batch.estimatedUsd = before + estimated;
       }
-      if (budget === undefined || !plan.fields.some((f) => f.extension.models !== undefined))
-        return undefined;
-      const verdict = budget.check(operation.apiKey);
+      if (budget === undefined || estimate.calls.length === 0) return undefined;
+      const verdict = budget.reserve(operation.apiKey, estimated);
       return verdict instanceof Promise
-        ? verdict.then((resolved) => overBudget(resolved, budget.usdPerHour))
-        : overBudget(verdict, budget.usdPerHour);
+        ? verdict.then((resolved) => overBudget(resolved, operation, estimated, budget.usdPerHour))
+        : overBudget(verdict, operation, estimated, budget.usdPerHour);
     },
+
     spent(operation, call, usd) {
       model.observe(call, usd);
+      // Reserved: billed when the operation settles (to its actual cost, this included).
+      if (operation?.reserving === true) return;
       budget?.add(operation?.apiKey, usd);
+    },
+
+    finish(operation) {
+      operation.settle();
+      if (!operation.touchedUpstream || operation.estimateCounted) return;
+      operation.estimateCounted = true;
+      const estimate = estimateOf(operation);
+      if (estimate === undefined || onEstimate === undefined) return;
+      for (const [upstream, callModel, usd] of estimate.calls) onEstimate(upstream, callModel, usd);
     },
   };
 }

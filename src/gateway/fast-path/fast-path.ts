@@ -279,9 +279,12 @@ export function createFastPath(options: FastPathOptions): FastPath {
       maxCostUsd: maxCost,
     });
     reporter.start(operation);
-    // The client went away before its answer: its upstream calls are cancelled.
+    // The client went away before its answer: its upstream calls are cancelled. Either way the
+    // budget reservation is settled by now (a no-op when the report settled it; the backstop when
+    // an error was thrown and no result was made).
     res.once('close', () => {
       if (!res.writableFinished) operation.cancel(new Error('client went away'));
+      operation.settle();
     });
     reporter.executing(operation, ready.document, params.operationName);
     const refuse = (refusal: GraphQLError) => {

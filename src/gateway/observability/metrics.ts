@@ -90,6 +90,11 @@ export interface GatewayMetrics {
   ): void;
   /** Dollars an upstream reported for one of its answers (validated by the caller). */
   recordGpuCost(upstream: UpstreamName, model: string | null, usd: number): void;
+  /**
+   * The estimate of one upstream call of an operation that touched an upstream (what its budget
+   * reservation and X-Max-Cost-Usd were judged on), beside the reported cost: estimate quality.
+   */
+  recordEstimatedCost(upstream: UpstreamName, model: string, usd: number): void;
   /** An answer carried a sponsor message. */
   recordSponsorMessage(upstream: UpstreamName): void;
   /** An upstream call not made because an identical one was shared or cached. */
@@ -153,6 +158,12 @@ export function createGatewayMetrics(options: GatewayMetricsOptions = {}): Gatew
   const gpuCost = new Counter({
     name: 'gateway_gpu_cost_usd_total',
     help: 'US dollars the upstreams reported for the answers the gateway received (gpu_cost_usd, or the inference cost), by upstream and model. Cache hits and shared calls add nothing.',
+    labelNames: ['upstream', 'model'] as const,
+    registers,
+  });
+  const estimatedCost = new Counter({
+    name: 'gateway_cost_estimated_usd_total',
+    help: 'US dollars the gateway estimated for the upstream calls of operations that touched an upstream (what budgets reserve and X-Max-Cost-Usd caps), by upstream and model; compare with gateway_gpu_cost_usd_total (cache hits and shared calls are estimated but cost nothing).',
     labelNames: ['upstream', 'model'] as const,
     registers,
   });
@@ -221,6 +232,7 @@ export function createGatewayMetrics(options: GatewayMetricsOptions = {}): Gatew
 
   // The counters bumped on every upstream call, by label set: `labels()` hashes its arguments anew each time.
   const gpuCostOf = memoLabels((upstream, model) => gpuCost.labels(upstream, model));
+  const estimatedCostOf = memoLabels((upstream, model) => estimatedCost.labels(upstream, model));
   const sponsorMessagesOf = memoLabels((upstream) => sponsorMessages.labels(upstream));
   const dedupHitsOf = memoLabels((upstream, source) => dedupHits.labels(upstream, source));
   const cacheLookupsOf = memoLabels((upstream, result) => cacheLookups.labels(upstream, result));
@@ -261,6 +273,9 @@ export function createGatewayMetrics(options: GatewayMetricsOptions = {}): Gatew
     recordGpuCost(upstream, model, usd) {
       // A counter throws on a negative value; the caller validates, this guards.
       if (usd > 0 && Number.isFinite(usd)) gpuCostOf(upstream, modelLabel(model)).inc(usd);
+    },
+    recordEstimatedCost(upstream, model, usd) {
+      if (usd > 0 && Number.isFinite(usd)) estimatedCostOf(upstream, modelLabel(model)).inc(usd);
     },
     recordSponsorMessage(upstream) {
       sponsorMessagesOf(upstream).inc();

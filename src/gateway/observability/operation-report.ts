@@ -20,6 +20,12 @@ export interface OperationReporterOptions {
   tracer: Tracer | undefined;
   /** Whether the response cache is on (RESPONSE_CACHE): `extensions.cache` is shown then. */
   responseCache: boolean;
+  /**
+   * Called first where an operation ends: settles its budget reservation and makes its cost
+   * estimate (cost-control.ts `finish`).
+   * @default undefined (nothing settled, no estimate shown)
+   */
+  settle?: ((operation: Operation) => void) | undefined;
 }
 
 /** Result extensions the gateway adds (contract: fields may be added, none renamed). */
@@ -29,7 +35,13 @@ export interface OperationExtensions {
   /** Response cache use, when RESPONSE_CACHE is on and a cacheable call was made. */
   cache?: { hits: number; misses: number };
   /** What this operation cost, when it touched an upstream (docs/contract.md, Cost). */
-  cost?: { gpuCostUsd: number; upstreamCalls: number; cacheHits: number };
+  cost?: {
+    gpuCostUsd: number;
+    upstreamCalls: number;
+    cacheHits: number;
+    /** What was estimated before any call (and reserved, under a budget). */
+    estimatedCostUsd?: number;
+  };
 }
 
 export interface OperationReporter {
@@ -69,7 +81,7 @@ function errorCodesOf(result: ExecutionResult): string[] | undefined {
 }
 
 export function createOperationReporter(options: OperationReporterOptions): OperationReporter {
-  const { metrics, tracer, responseCache } = options;
+  const { metrics, tracer, responseCache, settle } = options;
   // The line is built from fixed fields only (no headers, no keys), so the root logger's redaction,
   // whose wildcard paths cost more than the rest of the line, has nothing to find in it.
   const logger = options.logger.child({}, { redact: { paths: [] } });
@@ -100,6 +112,7 @@ export function createOperationReporter(options: OperationReporterOptions): Oper
     },
 
     finish(operation, result) {
+      settle?.(operation);
       const durationMs = performance.now() - operation.startedAt;
       const outcome = outcomeOf(operation, result);
       metrics.recordOperation(operation.name, operation.type, outcome, durationMs);
@@ -115,6 +128,7 @@ export function createOperationReporter(options: OperationReporterOptions): Oper
           upstreamCalls: operation.upstreamCalls,
           cacheHits: operation.cacheHits,
         };
+        if (operation.estimate !== undefined) extensions.cost.estimatedCostUsd = operation.estimate.usd;
       }
 
       const level = outcome === 'error' ? 'warn' : 'info';
@@ -130,6 +144,7 @@ export function createOperationReporter(options: OperationReporterOptions): Oper
         if (operation.touchedUpstream) {
           line.costUsd = costUsd;
           line.cacheHits = operation.cacheHits;
+          if (operation.estimate !== undefined) line.estimatedCostUsd = operation.estimate.usd;
         }
         // A cancelled operation's result reaches nobody, and its field errors are the cancellation's
         // own (UPSTREAM_UNAVAILABLE on the field): listing them would report an upstream outage.

@@ -105,14 +105,24 @@ export function useOperationLimits(options: OperationLimitsPluginOptions): Plugi
     },
     onExecute({ args, setResultAndStopExecution }) {
       const calls = options.plan(args.document, args.operationName).calls;
-      if (calls <= limits.maxUpstreamCalls) return;
       const operation = (args.contextValue as { operation?: Operation }).operation;
+      // In a batch the limit is the batch's: the calls of its operations admitted before this one count.
+      const batch = operation?.batch;
+      const before = batch?.upstreamCalls ?? 0;
+      if (before + calls <= limits.maxUpstreamCalls) {
+        if (batch !== undefined) batch.upstreamCalls = before + calls;
+        return;
+      }
       if (operation !== undefined) operation.rejected = true;
+      const message =
+        batch === undefined
+          ? `This operation would make ${calls} distinct upstream calls; at most ${limits.maxUpstreamCalls} are allowed (MAX_UPSTREAM_CALLS).`
+          : `This operation would make ${calls} distinct upstream calls, after the ${before} of the batch's operations before it; at most ${limits.maxUpstreamCalls} are allowed for the whole batch (MAX_UPSTREAM_CALLS).`;
       setResultAndStopExecution({
         errors: [
           gatewayError(
             'BAD_USER_INPUT',
-            `This operation would make ${calls} distinct upstream calls; at most ${limits.maxUpstreamCalls} are allowed (MAX_UPSTREAM_CALLS).`,
+            message,
             // `spec`: 400 for application/graphql-response+json (a result without data must not be 200),
             // 200 for legacy application/json, as Yoga does for validation errors.
             { upstreamCalls: calls, limit: limits.maxUpstreamCalls, http: { status: 400, spec: true } },

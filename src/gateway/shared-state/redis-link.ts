@@ -33,6 +33,8 @@ export type RedisOperation =
   | 'flight_settle'
   | 'flight_await'
   | 'budget_add'
+  | 'budget_reserve'
+  | 'budget_adjust'
   | 'budget_window';
 
 /** A Lua script defined on the connection, called with its keys then its arguments. */

@@ -70,9 +70,32 @@ export interface FlightCoordinator {
   await(key: string, waitMs: number, signal?: { readonly cancelled: boolean }): Promise<unknown>;
 }
 
+/** The answer of `BudgetStore.reserve`. */
+export type BudgetReserveResult =
+  /**
+   * Reserved: `usd` was added to the bucket starting at `bucketStart`. `shared` says whether Redis
+   * counted it (false in memory mode, during an outage, or when the Redis call failed).
+   */
+  | { ok: true; bucketStart: number; shared: boolean }
+  /** Did not fit: the window it was judged on (per-minute buckets, oldest first). */
+  | { ok: false; buckets: BudgetBucket[] };
+
 export interface BudgetStore {
   /** Adds usd spent by budgetKey at `now` (ms). Ignores non-positive or non-finite amounts. Never throws. */
   add(budgetKey: string, usd: number, now: number): void;
+  /**
+   * Reserves `usd` for budgetKey when the hour ending at `now` (spend and reservations of every
+   * replica) plus `usd` stays within `limitUsd`; otherwise reserves nothing. Atomic: in memory
+   * synchronously, in Redis with one Lua script (so two replicas never both take the last dollar).
+   * When Redis is unavailable or the script fails, this replica's own window decides (and what it
+   * reserved is pushed to Redis once it is back). Never rejects.
+   */
+  reserve(budgetKey: string, usd: number, limitUsd: number, now: number): MaybePromise<BudgetReserveResult>;
+  /**
+   * Corrects a reservation (`usd` may be negative: a refund) in the bucket `reserve` made it in. A
+   * bucket already out of the hour is left alone. Never throws.
+   */
+  adjust(budgetKey: string, bucketStart: number, usd: number, now: number): void;
   /**
    * Spend of budgetKey in the hour ending at `now`: per-minute buckets oldest first; a bucket is in
    * the window while its start is later than now − 1 h. Memory (and Redis unavailable): synchronous.
