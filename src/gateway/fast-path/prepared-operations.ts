@@ -69,7 +69,7 @@ function firstRun(schema: GraphQLSchema, document: DocumentNode, operationName: 
   let run: Run = (contextValue, variables) => {
     // Compiled at the second run, not the first: a document sent once never pays for it.
     run = (context, vars) => {
-      run = compiled(schema, document, operationName) ?? interpreted;
+      run = compiled(schema, document, operationName, interpreted) ?? interpreted;
       return run(context, vars);
     };
     return interpreted(contextValue, variables);
@@ -81,6 +81,7 @@ function compiled(
   schema: GraphQLSchema,
   document: DocumentNode,
   operationName: string | undefined,
+  interpreted: Run,
 ): Run | undefined {
   const operation = getOperationAST(document, operationName);
   if (operation === null || operation === undefined) return undefined;
@@ -95,15 +96,18 @@ function compiled(
   }
   const located = locator(document);
   return (contextValue, variables) => {
-    // Variables are coerced by graphql-js first: its messages (and the scalars' own, such as the JSON
-    // depth limit) are the ones Yoga's path gives; graphql-jit's coercion words some differently.
-    if (variableDefinitions.length > 0) {
-      const coerced = getVariableValues(schema, variableDefinitions, variables ?? {}, { maxErrors: 50 });
-      if (coerced.errors !== undefined) return { errors: coerced.errors };
-    }
     const result = query.query(undefined, contextValue, variables ?? {}) as
       | ExecutionResult
       | Promise<ExecutionResult>;
+    // Errors without data: the variables did not coerce, and nothing ran. graphql-jit words some of
+    // those errors differently (and loses the scalars' own messages, such as the JSON depth limit):
+    // graphql-js coerces them again, for the words Yoga's path gives.
+    if (!isPromise(result) && result.data === undefined && result.errors !== undefined) {
+      const coerced = getVariableValues(schema, variableDefinitions, variables ?? {}, { maxErrors: 50 });
+      if (coerced.errors !== undefined) return { errors: coerced.errors };
+      // graphql-js accepts what graphql-jit refused: nothing ran yet, so graphql-js runs it all.
+      return interpreted(contextValue, variables);
+    }
     return isPromise(result) ? result.then(located) : located(result);
   };
 }
