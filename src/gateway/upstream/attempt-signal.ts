@@ -1,5 +1,6 @@
 /**
  * The abort handle of one upstream attempt, in the EventEmitter shape undici accepts as `signal`
+ * (the transport hands it to its dispatch handler, exchange-handler.ts, which listens the same way)
  * (`on`/`once`/`removeListener`, `aborted`, `reason`).
  *
  * Why not an AbortController: on Node 20, creating an AbortSignal and attaching a listener to it

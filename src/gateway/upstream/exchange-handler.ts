@@ -1,0 +1,100 @@
+/**
+ * One HTTP exchange through undici's `Dispatcher.dispatch`, with a handler that collects the body
+ * as Buffers and resolves once with the status, the headers and the body text.
+ *
+ * Why not `Pool.request` + `body.text()`: `request` wraps every answer in a Readable stream (its
+ * state, events and the async read of `text()`), which a gateway that reads every body whole and at
+ * once does not need. `dispatch` with a handler is the interface undici's own interceptors (retry,
+ * cache, dedupe) are written against; the parser still enforces the pool's `maxResponseSize` and
+ * timeouts. Measured in docs/performance.md.
+ *
+ * Abort: the attempt's `AttemptSignal` aborts the exchange through the handler's controller. undici
+ * starts the handler when the request gets a socket; a signal that fired while the request waited
+ * for one aborts it then (as `request`'s `signal` option does).
+ */
+import type { Dispatcher } from 'undici';
+import type { AttemptSignal } from './attempt-signal.js';
+
+export type ResponseHeaders = Record<string, string | string[] | undefined>;
+
+export interface Exchanged {
+  statusCode: number;
+  headers: ResponseHeaders;
+  text: string;
+}
+
+/** An exchange that failed; `statusCode` is set when the status line had arrived (the body broke off). */
+export class ExchangeFailure {
+  constructor(
+    readonly error: unknown,
+    readonly statusCode: number | undefined,
+  ) {}
+}
+
+type Controller = Parameters<NonNullable<Dispatcher.DispatchHandler['onRequestStart']>>[0];
+
+class BodyCollector implements Dispatcher.DispatchHandler {
+  private controller: Controller | undefined;
+  private statusCode: number | undefined;
+  private headers: ResponseHeaders = {};
+  private chunks: Buffer[] = [];
+
+  constructor(
+    private readonly signal: AttemptSignal,
+    private readonly resolve: (value: Exchanged) => void,
+    private readonly reject: (failure: ExchangeFailure) => void,
+  ) {}
+
+  private readonly abort = () => this.controller?.abort(this.signal.reason as Error);
+
+  onRequestStart(controller: Controller): void {
+    this.controller = controller;
+    this.statusCode = undefined;
+    this.chunks = [];
+    if (this.signal.aborted) controller.abort(this.signal.reason as Error);
+    else this.signal.on('abort', this.abort);
+  }
+
+  onResponseStart(_controller: Controller, statusCode: number, headers: ResponseHeaders): void {
+    // 1xx informational answers come before the real one.
+    if (statusCode < 200) return;
+    this.statusCode = statusCode;
+    this.headers = headers;
+  }
+
+  onResponseData(_controller: Controller, chunk: Buffer): void {
+    this.chunks.push(chunk);
+  }
+
+  onResponseEnd(): void {
+    this.signal.removeListener('abort', this.abort);
+    const chunks = this.chunks;
+    const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
+    this.resolve({
+      statusCode: this.statusCode as number,
+      headers: this.headers,
+      text: body.toString('utf8'),
+    });
+  }
+
+  onResponseError(_controller: Controller, error: Error): void {
+    this.signal.removeListener('abort', this.abort);
+    this.reject(new ExchangeFailure(error, this.statusCode));
+  }
+}
+
+/** Sends `options` through `dispatcher`; rejects only with `ExchangeFailure`. */
+export function exchangeOnce(
+  dispatcher: Dispatcher,
+  options: Dispatcher.DispatchOptions,
+  signal: AttemptSignal,
+): Promise<Exchanged> {
+  return new Promise<Exchanged>((resolve, reject) => {
+    try {
+      dispatcher.dispatch(options, new BodyCollector(signal, resolve, reject));
+    } catch (error) {
+      // Invalid options (a header value with control characters) throw synchronously.
+      reject(new ExchangeFailure(error, undefined));
+    }
+  });
+}
