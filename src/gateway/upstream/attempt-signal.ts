@@ -1,7 +1,7 @@
 /**
  * The abort handle of one upstream attempt, in the EventEmitter shape undici accepts as `signal`
- * (the transport hands it to its dispatch handler, exchange-handler.ts, which listens the same way)
- * (`on`/`once`/`removeListener`, `aborted`, `reason`).
+ * (`on`/`once`/`removeListener`, `aborted`, `reason`); the transport's dispatch handler
+ * (exchange-handler.ts) listens to it the same way.
  *
  * Why not an AbortController: on Node 20, creating an AbortSignal and attaching a listener to it
  * costs ~20 µs per request (measured; the GC bookkeeping of signals with listeners), which was the
