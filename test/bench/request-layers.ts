@@ -16,8 +16,9 @@ import { createDigitEngine } from '../../src/digits/digit-engine.js';
 import { createApp } from '../../src/gateway/app.js';
 import { planOperation } from '../../src/gateway/operation-plan.js';
 import { schema } from '../../src/gateway/schema/index.js';
-import type { NullCheckResponse, PiResponse } from '../../src/gateway/upstream/types.js';
+import type { PiResponse } from '../../src/gateway/upstream/types.js';
 import { createLogger } from '../../src/shared/logger.js';
+import { nullVerdict } from '../support/upstream-bodies.js';
 
 const argument = (name: string, fallback: number) => {
   const index = process.argv.indexOf(`--${name}`);
@@ -40,18 +41,6 @@ async function measure(fn: () => unknown): Promise<number> {
   rounds.sort((a, b) => a - b);
   return rounds[2] as number;
 }
-
-const nullVerdict: NullCheckResponse = {
-  answer: { kind: 'boolean', isNull: false },
-  confidence: 0.9502,
-  model: 'null-x-4o',
-  inferenceTimeMs: 3,
-  gpuCostUsd: 0.0042,
-  expertsConsulted: 1,
-  sponsoredBy: null,
-  disclaimer: null,
-  raw: {},
-};
 
 async function main(): Promise<void> {
   // Upstreams that are never called: only the schema, Yoga's rules and the planner are used.

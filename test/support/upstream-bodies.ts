@@ -1,4 +1,5 @@
 /** Upstream answers shaped as the specs show them, for the scripted upstream. */
+import type { NullCheckResponse } from '../../src/gateway/upstream/types.js';
 import type { ScriptedUpstream } from '../fixtures/scripted-upstream.js';
 
 export const nullBody = (extra: Record<string, unknown> = {}) => ({
@@ -77,3 +78,19 @@ export function routeSpecAnswers(
   piUp.route('GET', `${piPrefix}/api/v1/pi`, { body: piBody() });
   piUp.route('GET', `${piPrefix}/api/v1/health`, { body: piHealth });
 }
+
+/**
+ * A decoded null-check answer (what the client hands the schema), for tests and measurements that
+ * run the schema without an upstream.
+ */
+export const nullVerdict: NullCheckResponse = {
+  answer: { kind: 'boolean', isNull: false },
+  confidence: 0.9502,
+  model: 'null-x-4o',
+  inferenceTimeMs: 3,
+  gpuCostUsd: 0.0042,
+  expertsConsulted: 1,
+  sponsoredBy: null,
+  disclaimer: null,
+  raw: {},
+};

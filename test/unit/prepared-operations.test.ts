@@ -13,6 +13,7 @@ import { planOperation } from '../../src/gateway/operation-plan.js';
 import { schema } from '../../src/gateway/schema/index.js';
 import { errorFromFailure } from '../../src/gateway/upstream/status-mapping.js';
 import type { NullCheckResponse } from '../../src/gateway/upstream/types.js';
+import { nullVerdict } from '../support/upstream-bodies.js';
 
 const QUERY = `query IsNull($value: JSON, $strictMode: Boolean) {
   isNull(value: $value, strictMode: $strictMode) {
@@ -20,18 +21,6 @@ const QUERY = `query IsNull($value: JSON, $strictMode: Boolean) {
     ... on NullVerdict { isNull actuallyNull correct confidence modelName }
   }
 }`;
-
-const verdict: NullCheckResponse = {
-  answer: { kind: 'boolean', isNull: false },
-  confidence: 0.9,
-  model: 'null-x-4o',
-  inferenceTimeMs: 3,
-  gpuCostUsd: 0.0042,
-  expertsConsulted: 1,
-  sponsoredBy: null,
-  disclaimer: null,
-  raw: {},
-};
 
 /** A context whose null-check loader answers, or fails as an upstream would. */
 const contextFor = (answer: () => Promise<NullCheckResponse>) => ({
@@ -65,7 +54,7 @@ describe('prepared operations: interpreted first, compiled after, the same resul
       runs.push(
         await wire(
           ready.execute(
-            contextFor(async () => verdict),
+            contextFor(async () => nullVerdict),
             { value: 'x' },
           ),
         ),
@@ -93,7 +82,7 @@ describe('prepared operations: interpreted first, compiled after, the same resul
 
   it('refuses variables that do not coerce with graphql-js words, compiled or not', async () => {
     const ready = prepare();
-    const context = contextFor(async () => verdict);
+    const context = contextFor(async () => nullVerdict);
     const runs: string[] = [];
     for (let i = 0; i < 3; i++) runs.push(await wire(ready.execute(context, { strictMode: 'yes' })));
     expect(JSON.parse(runs[0] as string).errors[0].message).toBe(
