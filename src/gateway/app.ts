@@ -12,6 +12,7 @@ import type { AppConfig } from '../config.js';
 import { DEFAULT_MAX_DIGITS, type DigitEngine, sharedDigitEngine } from '../digits/digit-engine.js';
 import { servicesOptionsFromSettings } from '../services/settings.js';
 import { type RunningServices, startServices } from '../services/start-services.js';
+import { createCompression } from './compression.js';
 import { createContextFactory } from './context.js';
 import { createCostBudget } from './cost/cost-budget.js';
 import { createCostControl } from './cost/cost-control.js';
@@ -160,8 +161,10 @@ export async function createApp(config: AppConfig, options: AppOptions): Promise
     },
     onDedup: (upstream) => metrics.recordDedupHit(upstream, 'dataloader'),
   });
+  const compression = createCompression({ minBytes: config.server.compressionMinBytes });
   const yoga = createGatewayYoga({
     schema,
+    compression,
     server: config.server,
     limits: config.limits,
     production: config.process.nodeEnv === 'production',
@@ -195,6 +198,7 @@ export async function createApp(config: AppConfig, options: AppOptions): Promise
     reporter,
     costControl,
     context,
+    compression,
     logger: yogaLogger(logger),
     maxBodyBytes: config.limits.maxRequestBodyBytes,
     deadlineMs: config.resilience.operationDeadlineMs,

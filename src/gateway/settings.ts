@@ -37,6 +37,12 @@ export const serverSettings = settingsGroup('gateway', {
     'true',
     "Serve plain JSON POSTs of known operations on the gateway's fast path (same answers, less CPU); false sends every request through Yoga's own handler.",
   ),
+  compressionMinBytes: setting(
+    'COMPRESSION_MIN_BYTES',
+    int(0, 1_073_741_824).default(1024),
+    '1024',
+    'Answers of at least this many bytes are compressed when the client accepts it (Accept-Encoding: zstd, br or gzip), with Vary: Accept-Encoding; smaller ones are sent as they are.',
+  ),
 });
 
 export const upstreamSettings = settingsGroup('upstreams', {

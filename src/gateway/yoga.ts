@@ -11,6 +11,7 @@ import type { DocumentNode, GraphQLSchema } from 'graphql';
 import { createYoga, maskError, type YogaServerInstance, type YogaServerOptions } from 'graphql-yoga';
 import type { Logger } from 'pino';
 import type { GroupValues } from '../shared/settings.js';
+import type { Compression } from './compression.js';
 import type { GatewayContext } from './context.js';
 import { corsOptions } from './cors-options.js';
 import type { CostControl } from './cost/cost-control.js';
@@ -19,6 +20,7 @@ import type { OperationReporter } from './observability/operation-report.js';
 import { yogaLogger } from './observability/yoga-logger.js';
 import type { Operation } from './operation.js';
 import type { OperationPlan } from './operation-plan.js';
+import { useCompression } from './plugins/use-compression.js';
 import { useCostControl } from './plugins/use-cost-control.js';
 import { useCsrfPrevention } from './plugins/use-csrf-prevention.js';
 import { useSelfHostedGraphiQL } from './plugins/use-graphiql.js';
@@ -54,6 +56,8 @@ export interface GatewayYogaOptions {
   readiness: ReadinessPluginOptions;
   /** The GraphQL context of an operation. */
   context: (operation: Operation) => GatewayContext;
+  /** COMPRESSION_MIN_BYTES and the negotiation both paths share. */
+  compression: Compression;
 }
 
 export type GatewayYoga = YogaServerInstance<Record<string, unknown>, GatewayContext>;
@@ -156,6 +160,12 @@ export function gatewayPlugins(options: GatewayYogaOptions, ids: WeakMap<Request
       name: 'request-error-codes',
       plugin: useRequestErrorCodes(),
       fastPath: { kind: 'shared-code', shared: 'withRequestErrorCodes' },
+    },
+    // Last: it compresses the final response, headers included.
+    {
+      name: 'compression',
+      plugin: useCompression({ compression: options.compression }),
+      fastPath: { kind: 'shared-code', shared: 'compression.ts (encodingFor, compressible, compress)' },
     },
   ];
 }

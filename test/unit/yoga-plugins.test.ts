@@ -36,6 +36,7 @@ function pluginsOf(env: Record<string, string>): GatewayPlugin[] {
     metrics: untouched('metrics'),
     reporter: untouched('reporter'),
     costControl: untouched('costControl'),
+    compression: untouched('compression'),
     plan: createPlanner(schema),
     readiness: {
       breaker: () => untouched<never>('readiness.breaker'),
@@ -67,6 +68,8 @@ const REVIEWED: Record<string, string[]> = {
   'operation-limits': ['onExecute', 'onParse', 'onPluginInit', 'onValidate'],
   'cost-control': ['onExecute'],
   'request-error-codes': ['onExecute'],
+  // onResponse: compresses Yoga's answers as the fast path compresses its own (compression.ts).
+  compression: ['onResponse'],
 };
 
 describe.each([

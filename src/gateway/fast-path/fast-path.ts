@@ -18,6 +18,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ExecutionResult, GraphQLError, GraphQLSchema } from 'graphql';
 import { createGraphQLError, maskError, processRegularResult, type YogaLogger } from 'graphql-yoga';
+import type { Compression } from '../compression.js';
 import type { GatewayContext } from '../context.js';
 import type { CostControl } from '../cost/cost-control.js';
 import type { OperationReporter } from '../observability/operation-report.js';
@@ -34,6 +35,8 @@ export interface FastPathOptions {
   reporter: OperationReporter;
   costControl: CostControl;
   context: (operation: Operation) => GatewayContext;
+  /** COMPRESSION_MIN_BYTES and the encoding negotiation, shared with Yoga's path (use-compression.ts). */
+  compression: Compression;
   /** Where masked errors are logged (the same logger Yoga uses). */
   logger: YogaLogger;
   /** MAX_REQUEST_BODY_BYTES. */
@@ -161,7 +164,7 @@ async function sendFetchResponse(response: Response, res: ServerResponse): Promi
 }
 
 export function createFastPath(options: FastPathOptions): FastPath {
-  const { yoga, prepared, reporter, costControl, logger, maxBodyBytes, deadlineMs } = options;
+  const { yoga, prepared, reporter, costControl, compression, logger, maxBodyBytes, deadlineMs } = options;
   const served = { fast: 0, handedOver: 0 };
   const mediaTypes = new Map<string, MediaType>();
 
@@ -229,7 +232,13 @@ export function createFastPath(options: FastPathOptions): FastPath {
     return changed ? { ...result, errors: out } : result;
   };
 
-  const answer = (res: ServerResponse, operation: Operation, result: ExecutionResult, media: MediaType) => {
+  const answer = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    operation: Operation,
+    result: ExecutionResult,
+    media: MediaType,
+  ): void | Promise<void> => {
     const response = processRegularResult(
       reporter.finish(operation, withRequestErrorCodes(masked(result))),
       PLAIN_FETCH,
@@ -238,13 +247,34 @@ export function createFastPath(options: FastPathOptions): FastPath {
     if (res.destroyed || res.writableEnded) return;
     const headers: Record<string, string | number> = {};
     for (const [name, value] of Object.entries(response.init.headers)) headers[name.toLowerCase()] = value;
-    headers['content-length'] = Buffer.byteLength(response.body);
+    const length = Buffer.byteLength(response.body);
     headers['x-request-id'] = operation.requestId;
-    res.writeHead(response.init.status, headers);
-    res.end(response.body);
+    // Small answers (the common case) are written at once: no zlib, no copy (compression.ts).
+    if (length < compression.minBytes) {
+      headers['content-length'] = length;
+      res.writeHead(response.init.status, headers);
+      res.end(response.body);
+      return;
+    }
+    headers.vary = 'Accept-Encoding';
+    const encoding = compression.encodingFor(req.headers['accept-encoding']);
+    if (encoding === undefined) {
+      headers['content-length'] = length;
+      res.writeHead(response.init.status, headers);
+      res.end(response.body);
+      return;
+    }
+    return compression.compress(Buffer.from(response.body), encoding).then((compressed) => {
+      if (res.destroyed || res.writableEnded) return;
+      headers['content-encoding'] = encoding;
+      headers['content-length'] = compressed.length;
+      res.writeHead(response.init.status, headers);
+      res.end(compressed);
+    });
   };
 
   const run = (
+    req: IncomingMessage,
     res: ServerResponse,
     operation: Operation,
     ready: PreparedOperation,
@@ -252,8 +282,8 @@ export function createFastPath(options: FastPathOptions): FastPath {
     media: MediaType,
   ): void | Promise<void> => {
     const result = ready.execute(options.context(operation), params.variables);
-    if (!isPromise(result)) return answer(res, operation, asRequestErrors(result), media);
-    return result.then((resolved) => answer(res, operation, asRequestErrors(resolved), media));
+    if (!isPromise(result)) return answer(req, res, operation, asRequestErrors(result), media);
+    return result.then((resolved) => answer(req, res, operation, asRequestErrors(resolved), media));
   };
 
   const serve = (req: IncomingMessage, res: ServerResponse, body: Buffer): void | Promise<void> => {
@@ -289,13 +319,13 @@ export function createFastPath(options: FastPathOptions): FastPath {
     reporter.executing(operation, ready.document, params.operationName);
     const refuse = (refusal: GraphQLError) => {
       operation.rejected = true;
-      return answer(res, operation, { errors: [refusal] }, media);
+      return answer(req, res, operation, { errors: [refusal] }, media);
     };
     const refusal = costControl.admit(operation, ready.plan, params.variables);
-    if (refusal === undefined) return run(res, operation, ready, params, media);
+    if (refusal === undefined) return run(req, res, operation, ready, params, media);
     if (!isPromise(refusal)) return refuse(refusal);
     return refusal.then((refused) =>
-      refused === undefined ? run(res, operation, ready, params, media) : refuse(refused),
+      refused === undefined ? run(req, res, operation, ready, params, media) : refuse(refused),
     );
   };
 

@@ -1,0 +1,113 @@
+/**
+ * Compressed answers (contract §11): the encoding a client accepts, chosen once per distinct
+ * `Accept-Encoding` value, and the body compressed with node:zlib off the main thread (zlib's
+ * asynchronous functions run in the thread pool: a megabyte never blocks the event loop).
+ *
+ * Shared by both request paths: the fast path compresses the string it answers with, and Yoga's path
+ * (plugins/use-compression.ts) the Response Yoga made, so one request gets the same encoding on
+ * either. Answers below `minBytes` are never compressed (the frame costs more than it saves) and say
+ * nothing about encodings; every answer at or above it carries `Vary: Accept-Encoding`, compressed or
+ * not, since another client would get another encoding.
+ *
+ * Negotiation: `negotiator` (jshttp, what Express and Fastify use): q-values, `*`, `identity;q=0`.
+ * Between encodings the client weighs the same, the server prefers zstd (where the runtime has it:
+ * Node 22.15+ and 23.8+), then br, then gzip. Levels are for dynamic content, not for static assets
+ * built once: zstd 3 (its default), brotli 5, gzip 6. Measured in docs/performance.md (Compression).
+ */
+import { promisify } from 'node:util';
+import zlib from 'node:zlib';
+import Negotiator from 'negotiator';
+
+export type ContentEncoding = 'zstd' | 'br' | 'gzip';
+
+export interface CompressionOptions {
+  /** COMPRESSION_MIN_BYTES: smaller answers are sent as they are. @default 1024 */
+  minBytes?: number;
+}
+
+const zstdCompress = (zlib as { zstdCompress?: typeof zlib.gzip }).zstdCompress;
+/** The encodings this runtime can produce, in the server's order of preference. */
+export const SUPPORTED_ENCODINGS: readonly ContentEncoding[] =
+  typeof zstdCompress === 'function' ? ['zstd', 'br', 'gzip'] : ['br', 'gzip'];
+
+const compressors: Record<ContentEncoding, (body: Buffer) => Promise<Buffer>> = {
+  gzip: promisify((body: Buffer, done: (error: Error | null, result: Buffer) => void) =>
+    zlib.gzip(body, { level: 6 }, done),
+  ),
+  br: promisify((body: Buffer, done: (error: Error | null, result: Buffer) => void) =>
+    zlib.brotliCompress(
+      body,
+      {
+        params: {
+          [zlib.constants.BROTLI_PARAM_QUALITY]: 5,
+          [zlib.constants.BROTLI_PARAM_SIZE_HINT]: body.length,
+          [zlib.constants.BROTLI_PARAM_MODE]: zlib.constants.BROTLI_MODE_TEXT,
+        },
+      },
+      done,
+    ),
+  ),
+  zstd: (body) =>
+    new Promise<Buffer>((resolve, reject) =>
+      // Only listed in SUPPORTED_ENCODINGS when the runtime has it; zstd's default level is 3.
+      (zstdCompress as typeof zlib.gzip)(body, (error, result) => (error ? reject(error) : resolve(result))),
+    ),
+};
+
+/** Media types worth compressing; anything else (images, already compressed) is sent as it is. */
+const COMPRESSIBLE =
+  /^(application\/(json|graphql-response\+json|javascript)|text\/(html|css|plain|javascript))\b/;
+
+/** Distinct Accept-Encoding values remembered; browsers send a handful, so a small bound is plenty. */
+const MAX_REMEMBERED = 256;
+
+export interface Compression {
+  readonly minBytes: number;
+  /** The encoding for this Accept-Encoding value, or undefined: send the body as it is. */
+  encodingFor(acceptEncoding: string | undefined): ContentEncoding | undefined;
+  /**
+   * Whether an answer of this type, status and headers may be compressed at all (a body, not yet
+   * encoded, not `no-transform`, a compressible media type).
+   */
+  compressible(
+    status: number,
+    contentType: string | null | undefined,
+    contentEncoding: string | null | undefined,
+    cacheControl: string | null | undefined,
+  ): boolean;
+  compress(body: Buffer, encoding: ContentEncoding): Promise<Buffer>;
+}
+
+export function createCompression(options: CompressionOptions = {}): Compression {
+  const minBytes = options.minBytes ?? 1024;
+  const chosen = new Map<string, ContentEncoding | undefined>();
+  const preferred = { preferred: [...SUPPORTED_ENCODINGS] };
+  const available = [...SUPPORTED_ENCODINGS, 'identity'];
+  return {
+    minBytes,
+    encodingFor(acceptEncoding) {
+      if (acceptEncoding === undefined || acceptEncoding === '') return undefined;
+      if (chosen.has(acceptEncoding)) return chosen.get(acceptEncoding);
+      // negotiator 1.x takes the server's preference among equal q-values (its README); the
+      // DefinitelyTyped types still describe 0.6's one-argument form.
+      const negotiator = new Negotiator({ headers: { 'accept-encoding': acceptEncoding } }) as unknown as {
+        encoding(available: string[], options: { preferred: string[] }): string | undefined;
+      };
+      const best = negotiator.encoding(available, preferred);
+      const encoding = SUPPORTED_ENCODINGS.includes(best as ContentEncoding)
+        ? (best as ContentEncoding)
+        : undefined;
+      if (chosen.size < MAX_REMEMBERED) chosen.set(acceptEncoding, encoding);
+      return encoding;
+    },
+    compressible(status, contentType, contentEncoding, cacheControl) {
+      if (status < 200 || status === 204 || status === 304) return false;
+      if (contentEncoding != null && contentEncoding !== '' && contentEncoding !== 'identity') return false;
+      if (cacheControl?.includes('no-transform')) return false;
+      return contentType != null && COMPRESSIBLE.test(contentType);
+    },
+    compress(body, encoding) {
+      return compressors[encoding](body);
+    },
+  };
+}
