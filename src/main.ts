@@ -55,7 +55,8 @@ async function main(argv: string[]): Promise<void> {
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
-  logger.info({ pid: process.pid }, 'starting');
+  // pino's base fields already carry pid and hostname.
+  logger.info('starting');
 
   const rt = await loadRuntime();
   if (rt.isClusterPrimary(config)) {

@@ -67,7 +67,7 @@ export async function runClusterPrimary(config: AppConfig, logger: Logger): Prom
         void stop('worker failed to start', 1);
         return;
       }
-      logger.error({ pid: worker.process.pid, code, signal }, 'gateway worker died; replacing it');
+      logger.error({ workerPid: worker.process.pid, code, signal }, 'gateway worker died; replacing it');
       setTimeout(() => {
         if (!stopping) fork();
       }, RESPAWN_DELAY_MS).unref();

@@ -78,6 +78,8 @@ export interface GatewayProcess {
   readonly url: string;
   /** Every JSON log line so far. */
   readonly lines: LogLine[];
+  /** The same lines as the process wrote them. */
+  readonly raw: string[];
   /** SIGTERM, then waits for the exit (SIGKILL after `ms`). */
   stop(ms?: number): Promise<void>;
 }
@@ -95,6 +97,7 @@ export async function startGatewayProcess(
     ...env,
   });
   const lines: LogLine[] = [];
+  const raw: string[] = [];
   let buffered = '';
   let onListening: ((url: string) => void) | undefined;
   child.stdout?.on('data', (chunk: string) => {
@@ -107,6 +110,7 @@ export async function startGatewayProcess(
       try {
         const line = JSON.parse(text) as LogLine;
         lines.push(line);
+        raw.push(text);
         if (typeof line.url === 'string' && /gateway listening/.test(line.msg)) onListening?.(line.url);
       } catch {
         // not a log line
@@ -128,6 +132,7 @@ export async function startGatewayProcess(
     child,
     url,
     lines,
+    raw,
     async stop(ms = 30_000) {
       if (child.exitCode !== null || child.signalCode !== null) return;
       const kill = setTimeout(() => child.kill('SIGKILL'), ms);

@@ -29,6 +29,12 @@ export interface HealthProbeOptions<Body> {
 
 const noFacts = () => ({ costUsd: null, sponsor: null, model: null });
 
+/**
+ * Milliseconds since `start`, to 0.01 ms: what a reader of /ready or the health query needs (and the
+ * precision of the log line's durationMs), not performance.now()'s nanosecond noise.
+ */
+const elapsedMs = (start: number): number => Math.round((performance.now() - start) * 100) / 100;
+
 export function createHealthProbe<Body>(
   options: HealthProbeOptions<Body>,
 ): (operation?: Operation) => Promise<HealthProbe<Body>> {
@@ -54,7 +60,7 @@ export function createHealthProbe<Body>(
       });
       return {
         reachable: true,
-        latencyMs: performance.now() - start,
+        latencyMs: elapsedMs(start),
         statusCode: answer.statusCode,
         body: answer.value,
         error: null,
@@ -65,7 +71,7 @@ export function createHealthProbe<Body>(
       const answered = failure?.kind === 'bad-response' && failure.statusCode !== undefined;
       return {
         reachable: answered,
-        latencyMs: performance.now() - start,
+        latencyMs: elapsedMs(start),
         statusCode: failure?.statusCode ?? null,
         body: null,
         error: failure?.message ?? 'health check failed',
