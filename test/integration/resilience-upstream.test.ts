@@ -9,7 +9,7 @@ import { refusedUrl, type ScriptedUpstream, startScriptedUpstream } from '../fix
 import { startTestGateway, type TestGateway, type TestGatewayOptions } from '../support/gateway.js';
 import { codes, gql } from '../support/graphql-client.js';
 import { nullBody, nullHealth, piBody, routeSpecAnswers } from '../support/upstream-bodies.js';
-import { until, within } from '../support/waits.js';
+import { LATE, until, within } from '../support/waits.js';
 
 let nullUp: ScriptedUpstream;
 let piUp: ScriptedUpstream;
@@ -94,6 +94,37 @@ describe('liveness and readiness', () => {
     expect(nullUp.count('GET', '/api/v1/health')).toBe(1);
     // The probe carries no caller key (there is none here) and no body.
     expect(nullUp.requests[0]?.headers).not.toHaveProperty('authorization');
+  });
+
+  it('GET /ready probes on a pool of its own: it answers while every business connection waits on a slow upstream', async () => {
+    scriptHealthy();
+    // One business connection per upstream, held by a call the upstream answers only after 20 s
+    // (longer than any wait below; the gateway is closed before it ends).
+    nullUp.route('POST', '/api/v1/check', { hang: true });
+    const gateway = await gatewayOver({
+      env: {
+        BREAKER_THRESHOLD: '0',
+        UPSTREAM_CONNECTIONS: '1',
+        UPSTREAM_TIMEOUT_MS: '20000',
+        // The held calls never end: the gateway's close cuts them after this.
+        SHUTDOWN_TIMEOUT_MS: '500',
+      },
+    });
+    const held = [1, 2, 3].map((n) =>
+      gql(gateway.url, `{ isNull(value: "busy-${n}") { __typename } }`).catch(() => undefined),
+    );
+    // The one connection is provably busy: the upstream has the first call, and holds it.
+    expect(await until(() => nullUp.count('POST', '/api/v1/check') === 1)).toBe(true);
+    const ready = await within(fetch(`${gateway.origin}/ready`), 10_000);
+    if (ready === LATE) throw new Error('/ready did not answer within 10 s');
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toMatchObject({
+      upstreams: { nullCheck: { ready: true, reachable: true } },
+    });
+    // Still one business call at the upstream: the probe did not wait for, or take, that connection.
+    expect(nullUp.count('POST', '/api/v1/check')).toBe(1);
+    expect(nullUp.count('GET', '/api/v1/health')).toBe(1);
+    void held;
   });
 });
 

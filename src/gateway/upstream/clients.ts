@@ -6,7 +6,8 @@
  * Observation is outermost so it sees every logical call, cache hits and shared calls included; the
  * cache sits above single flight so a hit never waits for anything; versions sit above retries so a
  * retired endpoint (404/410, never retried) switches at once; the breaker wraps each attempt. Health
- * probes take only observation and the transport.
+ * probes take only observation and a transport of their own (a small pool: they never queue
+ * behind business calls).
  */
 import type { Logger } from 'pino';
 import type { GroupValues } from '../../shared/settings.js';
@@ -81,8 +82,12 @@ const OPENAPI_FORM: HttpForm<ApiVersion | undefined> = {
   facts: () => ({ costUsd: null, sponsor: null, model: null }),
 };
 
+/** Connections of each upstream's probe pool: probes are rare (reused for 1 s) and small. */
+const PROBE_CONNECTIONS = 2;
+
 interface Stack {
   transport: Transport;
+  probeTransport: Transport;
   dispatch: Dispatch;
   probeDispatch: Dispatch;
   versions: ApiVersions;
@@ -104,6 +109,17 @@ export function createUpstreamClients(options: UpstreamClientsOptions): Upstream
       authHeader: upstreams.authHeader,
       timeoutMs: upstreams.timeoutMs,
       connections: upstreams.connections,
+      onExchange: observer.onExchange,
+    });
+    // Health probes (/ready, the health query, the breaker's half-open test) have a small pool of
+    // their own: under load every business connection may be busy, and a readiness probe that
+    // queues behind business calls would make a load balancer pull a healthy gateway.
+    const probeTransport = createTransport({
+      upstream,
+      baseUrl,
+      authHeader: upstreams.authHeader,
+      timeoutMs: upstreams.timeoutMs,
+      connections: PROBE_CONNECTIONS,
       onExchange: observer.onExchange,
     });
     const breaker = createCircuitBreaker({
@@ -148,7 +164,8 @@ export function createUpstreamClients(options: UpstreamClientsOptions): Upstream
     return {
       transport,
       dispatch: compose(transport.dispatch, ...layers),
-      probeDispatch: compose(transport.dispatch, observer.interceptor),
+      probeTransport,
+      probeDispatch: compose(probeTransport.dispatch, observer.interceptor),
       versions,
       breaker: breaker.state,
     };
@@ -243,7 +260,9 @@ export function createUpstreamClients(options: UpstreamClientsOptions): Upstream
     close() {
       nullStack.versions.close();
       piStack.versions.close();
-      closing ??= Promise.all([nullStack.transport.close(), piStack.transport.close()]).then(() => undefined);
+      closing ??= Promise.all(
+        [nullStack, piStack].flatMap((s) => [s.transport.close(), s.probeTransport.close()]),
+      ).then(() => undefined);
       return closing;
     },
   };
