@@ -29,6 +29,12 @@ import { createPlanner } from './operation-plan.js';
 import { schema } from './schema/index.js';
 import { createGatewayServer, type GatewayServer } from './server.js';
 import { createSharedState, type SharedState } from './shared-state/index.js';
+import {
+  createTrustedDocuments,
+  loadManifest,
+  type TrustedDocuments,
+  trustedMode,
+} from './trusted-documents.js';
 import { createUpstreamClients, type UpstreamClients } from './upstream/clients.js';
 import { createGatewayYoga, type GatewayYoga } from './yoga.js';
 
@@ -162,9 +168,11 @@ export async function createApp(config: AppConfig, options: AppOptions): Promise
     onDedup: (upstream) => metrics.recordDedupHit(upstream, 'dataloader'),
   });
   const compression = createCompression({ minBytes: config.server.compressionMinBytes });
+  let trusted: TrustedDocuments | undefined;
   const yoga = createGatewayYoga({
     schema,
     compression,
+    trusted: () => trusted as TrustedDocuments,
     server: config.server,
     limits: config.limits,
     production: config.process.nodeEnv === 'production',
@@ -185,6 +193,19 @@ export async function createApp(config: AppConfig, options: AppOptions): Promise
     },
   });
   const enveloped = yoga.getEnveloped({});
+  trusted = createTrustedDocuments({
+    mode: trustedMode(config.server.trustedDocuments, config.server.trustedDocumentsMode),
+    manifest:
+      config.server.trustedDocuments === undefined
+        ? undefined
+        : loadManifest(config.server.trustedDocuments, (document) =>
+            enveloped.validate(enveloped.schema, document),
+          ),
+    store: sharedState.cache,
+    introspection: config.server.introspection,
+    onUntrusted: () => metrics.recordUntrustedOperation(),
+    logger,
+  });
   const fastPath = createFastPath({
     yoga,
     schema,
@@ -199,6 +220,7 @@ export async function createApp(config: AppConfig, options: AppOptions): Promise
     costControl,
     context,
     compression,
+    trusted,
     logger: yogaLogger(logger),
     maxBodyBytes: config.limits.maxRequestBodyBytes,
     deadlineMs: config.resilience.operationDeadlineMs,

@@ -55,6 +55,14 @@ export const ERROR_CODES = {
     field: false,
     when: 'the HTTP request is malformed (parameters, Content-Length) (HTTP 400), or a batch while BATCH_LIMIT is 0 (HTTP 400) or longer than it (HTTP 413)',
   },
+  PERSISTED_QUERY_NOT_FOUND: {
+    field: false,
+    when: 'a documentId or APQ hash the gateway does not know (message PersistedQueryNotFound, HTTP 404): an APQ client then sends the text',
+  },
+  PERSISTED_QUERY_NOT_IN_LIST: {
+    field: false,
+    when: 'TRUSTED_DOCUMENTS_MODE=enforce and the document is not in the manifest (HTTP 403); nothing is called',
+  },
   METHOD_NOT_ALLOWED: { field: false, when: 'a method other than GET and POST (HTTP 405)' },
   UNSUPPORTED_MEDIA_TYPE: { field: false, when: 'a POST body that is not JSON (HTTP 415)' },
   REQUEST_ENTITY_TOO_LARGE: { field: false, when: 'a body over MAX_REQUEST_BODY_BYTES (HTTP 413)' },

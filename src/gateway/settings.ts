@@ -37,6 +37,18 @@ export const serverSettings = settingsGroup('gateway', {
     'true',
     "Serve plain JSON POSTs of known operations on the gateway's fast path (same answers, less CPU); false sends every request through Yoga's own handler.",
   ),
+  trustedDocuments: setting(
+    'TRUSTED_DOCUMENTS',
+    z.string().optional(),
+    '(none)',
+    'A trusted-documents manifest: JSON { "<sha256 hex of the document>": "<document>" }, the GraphQL Code Generator client preset\'s persisted-documents.json. Every entry is checked at start (hash, parse, validation); a bad one stops the start.',
+  ),
+  trustedDocumentsMode: setting(
+    'TRUSTED_DOCUMENTS_MODE',
+    z.enum(['off', 'log', 'enforce']).optional(),
+    'log with a manifest, off without',
+    'off: any operation runs. log: any operation runs; those not in the manifest are counted (gateway_untrusted_operations_total) and logged once per document. enforce: only manifest documents run (by documentId or identical text), anything else is PERSISTED_QUERY_NOT_IN_LIST and calls nothing; needs TRUSTED_DOCUMENTS.',
+  ),
   compressionMinBytes: setting(
     'COMPRESSION_MIN_BYTES',
     int(0, 1_073_741_824).default(1024),

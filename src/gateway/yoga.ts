@@ -32,7 +32,9 @@ import { type ReadinessPluginOptions, useReadiness } from './plugins/use-readine
 import { useRequestErrorCodes } from './plugins/use-request-error-codes.js';
 import { useRequestId } from './plugins/use-request-id.js';
 import { useRequestShapeErrors } from './plugins/use-request-shape-errors.js';
+import { useTrustedDocuments } from './plugins/use-trusted-documents.js';
 import type { limitSettings, serverSettings } from './settings.js';
+import type { TrustedDocuments } from './trusted-documents.js';
 
 /** The GraphQL endpoint (docs/contract.md, Schema). */
 export const GRAPHQL_ENDPOINT = '/graphql';
@@ -58,6 +60,8 @@ export interface GatewayYogaOptions {
   context: (operation: Operation) => GatewayContext;
   /** COMPRESSION_MIN_BYTES and the negotiation both paths share. */
   compression: Compression;
+  /** Trusted documents (made after this Yoga: the manifest is validated with its rules). */
+  trusted: () => TrustedDocuments;
 }
 
 export type GatewayYoga = YogaServerInstance<Record<string, unknown>, GatewayContext>;
@@ -124,6 +128,12 @@ export function gatewayPlugins(options: GatewayYogaOptions, ids: WeakMap<Request
         why: 'other methods and content types, a non-string operationName: all handed to Yoga',
       },
     },
+    // Before everything that reads the document: an id or APQ hash becomes its text here.
+    {
+      name: 'trusted-documents',
+      plugin: useTrustedDocuments({ trusted: options.trusted }),
+      fastPath: { kind: 'shared-code', shared: 'trusted-documents.ts (involves, resolve) in paramsOf' },
+    },
     // Before the limits and the cost checks: a refused operation is still reported by its name.
     {
       name: 'operation',
@@ -183,6 +193,8 @@ export function createGatewayYoga(options: GatewayYogaOptions): GatewayYoga {
     // with the same function and message.
     maskedErrors: { maskError, errorMessage: MASKED_MESSAGE, isDev: false },
     maxRequestBodySize: options.limits.maxRequestBodyBytes,
+    // GraphQL-over-HTTP's persisted documents: `documentId` beside query, variables, operationName.
+    extraParamNames: ['documentId'],
     // BATCH_LIMIT (docs/contract.md, Delivery): off by default, as Yoga's own default. Off, an array
     // is refused by Yoga with 400 BAD_REQUEST ("Batching is not supported."); over the limit with
     // 413 BAD_REQUEST. The fast path hands every array to Yoga.

@@ -37,6 +37,7 @@ function pluginsOf(env: Record<string, string>): GatewayPlugin[] {
     reporter: untouched('reporter'),
     costControl: untouched('costControl'),
     compression: untouched('compression'),
+    trusted: untouched('trusted'),
     plan: createPlanner(schema),
     readiness: {
       breaker: () => untouched<never>('readiness.breaker'),
@@ -68,6 +69,7 @@ const REVIEWED: Record<string, string[]> = {
   'operation-limits': ['onExecute', 'onParse', 'onPluginInit', 'onValidate'],
   'cost-control': ['onExecute'],
   'request-error-codes': ['onExecute'],
+  'trusted-documents': ['onParams'],
   // onResponse: compresses Yoga's answers as the fast path compresses its own (compression.ts).
   compression: ['onResponse'],
 };

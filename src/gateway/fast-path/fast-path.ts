@@ -25,6 +25,7 @@ import type { OperationReporter } from '../observability/operation-report.js';
 import { Operation } from '../operation.js';
 import { withRequestErrorCodes } from '../plugins/use-request-error-codes.js';
 import { apiKeyOf, MAX_COST_HEADER, maxCostOf, requestIdOf } from '../request-facts.js';
+import type { TrustedDocuments } from '../trusted-documents.js';
 import { type GatewayYoga, GRAPHQL_ENDPOINT, MASKED_MESSAGE } from '../yoga.js';
 import type { PreparedOperation, PreparedOperations } from './prepared-operations.js';
 
@@ -37,6 +38,8 @@ export interface FastPathOptions {
   context: (operation: Operation) => GatewayContext;
   /** COMPRESSION_MIN_BYTES and the encoding negotiation, shared with Yoga's path (use-compression.ts). */
   compression: Compression;
+  /** Trusted documents and persisted queries, shared with Yoga's path (use-trusted-documents.ts). */
+  trusted: TrustedDocuments;
   /** Where masked errors are logged (the same logger Yoga uses). */
   logger: YogaLogger;
   /** MAX_REQUEST_BODY_BYTES. */
@@ -67,8 +70,13 @@ interface Params {
 const isPlainObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-/** The body as the fast path's parameters, or undefined when anything is unusual. */
-function paramsOf(body: Buffer): Params | undefined {
+/**
+ * The body as the fast path's parameters, or undefined when anything is unusual. A trusted document
+ * (`documentId`, an APQ hash) is resolved to its text by the same rules as Yoga's path
+ * (trusted-documents.ts); a refusal, or a lookup that would wait for Redis, goes to Yoga, which
+ * answers it with those rules' error.
+ */
+function paramsOf(body: Buffer, trusted: TrustedDocuments): Params | undefined {
   let json: unknown;
   try {
     json = JSON.parse(body.toString('utf8'));
@@ -77,14 +85,26 @@ function paramsOf(body: Buffer): Params | undefined {
   }
   if (!isPlainObject(json)) return undefined;
   for (const key in json) {
-    if (key !== 'query' && key !== 'variables' && key !== 'operationName' && key !== 'extensions')
+    if (
+      key !== 'query' &&
+      key !== 'variables' &&
+      key !== 'operationName' &&
+      key !== 'extensions' &&
+      key !== 'documentId'
+    )
       return undefined;
   }
-  const { query, variables, operationName, extensions } = json;
-  if (typeof query !== 'string') return undefined;
+  const { variables, operationName, extensions } = json;
   if (variables != null && !isPlainObject(variables)) return undefined;
   if (operationName != null && typeof operationName !== 'string') return undefined;
   if (extensions != null && !isPlainObject(extensions)) return undefined;
+  let query = json.query;
+  if (trusted.involves(json)) {
+    const resolved = trusted.resolve(json);
+    if (isPromise(resolved) || resolved instanceof Error) return undefined;
+    query = resolved.query;
+  }
+  if (typeof query !== 'string' || query === '') return undefined;
   return {
     query,
     variables: variables == null ? undefined : variables,
@@ -164,7 +184,8 @@ async function sendFetchResponse(response: Response, res: ServerResponse): Promi
 }
 
 export function createFastPath(options: FastPathOptions): FastPath {
-  const { yoga, prepared, reporter, costControl, compression, logger, maxBodyBytes, deadlineMs } = options;
+  const { yoga, prepared, reporter, costControl, compression, trusted, logger, maxBodyBytes, deadlineMs } =
+    options;
   const served = { fast: 0, handedOver: 0 };
   const mediaTypes = new Map<string, MediaType>();
 
@@ -287,7 +308,7 @@ export function createFastPath(options: FastPathOptions): FastPath {
   };
 
   const serve = (req: IncomingMessage, res: ServerResponse, body: Buffer): void | Promise<void> => {
-    const params = paramsOf(body);
+    const params = paramsOf(body, trusted);
     const media = mediaTypes.get(req.headers.accept ?? '');
     const ready = params === undefined ? 'yoga' : prepared.get(params.query, params.operationName);
     const maxCost = maxCostOf(req.headers[MAX_COST_HEADER] as string | undefined);

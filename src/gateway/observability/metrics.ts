@@ -105,6 +105,8 @@ export interface GatewayMetrics {
   recordDeprecated(upstream: UpstreamName, endpoint: string): void;
   /** An operation refused by a cost cap or budget. */
   recordBudgetRefusal(reason: 'max-cost' | 'hourly-budget'): void;
+  /** An operation whose document is not in the trusted-documents manifest (TRUSTED_DOCUMENTS_MODE=log). */
+  recordUntrustedOperation(): void;
   /** Where the breaker state of an upstream is read at each scrape. */
   addBreakerSource(upstream: UpstreamName, read: () => BreakerState): void;
   /** Where the number of cached answers is read at each scrape. */
@@ -206,6 +208,11 @@ export function createGatewayMetrics(options: GatewayMetricsOptions = {}): Gatew
     labelNames: ['reason'] as const,
     registers,
   });
+  const untrusted = new Counter({
+    name: 'gateway_untrusted_operations_total',
+    help: 'Operations whose document is not in the trusted-documents manifest (TRUSTED_DOCUMENTS_MODE=log; each distinct document is also logged once).',
+    registers,
+  });
   const breakerSources = new Map<UpstreamName, () => BreakerState>();
   new Gauge({
     name: 'gateway_upstream_breaker_state',
@@ -291,6 +298,9 @@ export function createGatewayMetrics(options: GatewayMetricsOptions = {}): Gatew
     },
     recordBudgetRefusal(reason) {
       budgetRefusals.labels(reason).inc();
+    },
+    recordUntrustedOperation() {
+      untrusted.inc();
     },
     addBreakerSource(upstream, read) {
       breakerSources.set(upstream, read);
