@@ -19,11 +19,16 @@ export interface TrustedDocumentsPluginOptions {
 
 export function useTrustedDocuments(options: TrustedDocumentsPluginOptions): Plugin {
   return {
-    async onParams({ params, setParams }) {
+    async onParams({ params, setParams, request }) {
       const trusted = options.trusted();
-      const request = params as { query?: unknown; documentId?: unknown; extensions?: unknown };
-      if (!trusted.involves(request)) return;
-      const resolved = await trusted.resolve(request);
+      const sent = params as { query?: unknown; documentId?: unknown; extensions?: unknown };
+      // Yoga's GET parser keeps only query, variables, operationName and extensions.
+      if (sent.documentId === undefined && request.method === 'GET') {
+        const id = new URL(request.url).searchParams.get('documentId');
+        if (id !== null) sent.documentId = id;
+      }
+      if (!trusted.involves(sent)) return;
+      const resolved = await trusted.resolve(sent);
       if (resolved instanceof Error) throw resolved;
       if (resolved.query === '') return;
       const { documentId: _id, ...rest } = params as typeof params & { documentId?: unknown };

@@ -1,0 +1,280 @@
+/**
+ * Trusted documents and persisted queries (contract §10) against a real gateway in front of a
+ * scripted upstream that counts its calls: the manifest checked at start, `documentId` by POST and
+ * GET on both paths, the three modes, and APQ with the real client libraries (Apollo Client's
+ * PersistedQueryLink, urql's persistedExchange), unchanged.
+ */
+import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ApolloClient, gql as apolloGql, HttpLink, InMemoryCache } from '@apollo/client';
+import { PersistedQueryLink } from '@apollo/client/link/persisted-queries';
+import { Client, fetchExchange, gql as urqlGql } from '@urql/core';
+import { persistedExchange } from '@urql/exchange-persisted';
+import { validate } from 'graphql';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { schema } from '../../src/gateway/schema/index.js';
+import { loadManifest } from '../../src/gateway/trusted-documents.js';
+import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
+import { startTestGateway, type TestGateway } from '../support/gateway.js';
+import { nullBody } from '../support/upstream-bodies.js';
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+const TRUSTED = 'query Trusted($value: JSON) { isNull(value: $value) { __typename } }';
+const OTHER = 'query Other { isNull(value: 2) { __typename ... on NullVerdict { isNull } } }';
+const TRUSTED_ID = sha256(TRUSTED);
+
+const dir = mkdtempSync(join(tmpdir(), 'trusted-documents-'));
+const manifestFile = join(dir, 'persisted-documents.json');
+writeFileSync(manifestFile, JSON.stringify({ [TRUSTED_ID]: TRUSTED }));
+
+let upstream: ScriptedUpstream;
+const gateways: TestGateway[] = [];
+beforeAll(async () => {
+  upstream = await startScriptedUpstream();
+});
+afterAll(async () => {
+  await Promise.all(gateways.map((g) => g.close()));
+  await upstream?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+beforeEach(() => {
+  upstream.reset();
+  upstream.route('POST', '/api/v1/check', { body: nullBody({ is_null: false }) });
+});
+
+async function gateway(env: Record<string, string>): Promise<TestGateway> {
+  const started = await startTestGateway({
+    nullBaseUrl: upstream.url,
+    piBaseUrl: upstream.url,
+    env: { NULL_API_VERSION: 'v1', PI_API_VERSION: 'v1', ...env },
+  });
+  gateways.push(started);
+  return started;
+}
+
+interface Answer {
+  status: number;
+  body: { data?: unknown; errors?: Array<{ message: string; extensions?: { code?: string } }> };
+}
+
+async function post(url: string, body: unknown): Promise<Answer> {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json' },
+    body: JSON.stringify(body),
+  });
+  return { status: response.status, body: (await response.json()) as Answer['body'] };
+}
+
+async function get(url: string, params: Record<string, string>): Promise<Answer> {
+  const response = await fetch(`${url}?${new URLSearchParams(params)}`, {
+    headers: { accept: 'application/graphql-response+json' },
+  });
+  return { status: response.status, body: (await response.json()) as Answer['body'] };
+}
+
+const checks = () => upstream.count('POST', '/api/v1/check');
+
+describe('the manifest at start', () => {
+  const check = (entries: Record<string, string> | string) => {
+    const file = join(dir, `m-${Math.random()}.json`);
+    writeFileSync(file, typeof entries === 'string' ? entries : JSON.stringify(entries));
+    return () => loadManifest(file, (document) => validate(schema, document));
+  };
+
+  it('accepts a good manifest', () => {
+    expect(check({ [TRUSTED_ID]: TRUSTED })().get(TRUSTED_ID)).toBe(TRUSTED);
+  });
+  it('refuses a hash that is not its document sha256, naming the entry', () => {
+    expect(check({ [sha256('x')]: TRUSTED })).toThrow(
+      /TRUSTED_DOCUMENTS=.*entry [0-9a-f]{12}…: the key is not the sha256 of its document/,
+    );
+  });
+  it('refuses a document that does not validate', () => {
+    const bad = '{ nope }';
+    expect(check({ [sha256(bad)]: bad })).toThrow(/not valid here \(Cannot query field "nope"/);
+  });
+  it('refuses a file that is not JSON', () => {
+    expect(check('{')).toThrow(/not JSON/);
+  });
+  it('stops the gateway start with that line (enforce without a manifest too)', async () => {
+    await expect(
+      startTestGateway({
+        nullBaseUrl: upstream.url,
+        piBaseUrl: upstream.url,
+        env: { TRUSTED_DOCUMENTS_MODE: 'enforce' },
+      }),
+    ).rejects.toThrow(/TRUSTED_DOCUMENTS_MODE=enforce needs TRUSTED_DOCUMENTS/);
+  });
+});
+
+describe.each([
+  ['the fast path', {}],
+  ["Yoga's handler", { HTTP_FAST_PATH: 'false' }],
+])('enforce mode on %s', (_name, env) => {
+  let g: TestGateway;
+  beforeAll(async () => {
+    g = await gateway({ ...env, TRUSTED_DOCUMENTS: manifestFile, TRUSTED_DOCUMENTS_MODE: 'enforce' });
+  });
+
+  it.each([`sha256:${TRUSTED_ID}`, TRUSTED_ID])(
+    'runs a manifest document by documentId %s (POST)',
+    async (id) => {
+      const answer = await post(g.url, { documentId: id, variables: { value: 'a' } });
+      expect(answer.status).toBe(200);
+      expect(answer.body).toMatchObject({ data: { isNull: { __typename: 'NullVerdict' } } });
+      expect(checks()).toBe(1);
+    },
+  );
+
+  it('runs it by documentId in a GET query string', async () => {
+    const answer = await get(g.url, { documentId: `sha256:${TRUSTED_ID}`, variables: '{"value":"b"}' });
+    expect(answer.status).toBe(200);
+    expect(answer.body).toMatchObject({ data: { isNull: { __typename: 'NullVerdict' } } });
+  });
+
+  it('runs it by identical text', async () => {
+    const answer = await post(g.url, { query: TRUSTED, variables: { value: 'c' } });
+    expect(answer.status).toBe(200);
+    expect(checks()).toBe(1);
+  });
+
+  it('refuses any other document with PERSISTED_QUERY_NOT_IN_LIST, calling nothing', async () => {
+    const answer = await post(g.url, { query: OTHER });
+    expect(answer.status).toBe(403);
+    expect(answer.body.errors?.[0]?.extensions?.code).toBe('PERSISTED_QUERY_NOT_IN_LIST');
+    expect(answer.body.errors?.[0]?.message).toMatch(/TRUSTED_DOCUMENTS_MODE=enforce/);
+    expect(answer.body.data).toBeUndefined();
+    expect(checks()).toBe(0);
+  });
+
+  it('refuses an unknown id, and registers nothing from an APQ request', async () => {
+    const unknown = await post(g.url, { documentId: sha256(OTHER) });
+    expect(unknown.body.errors?.[0]?.extensions?.code).toBe('PERSISTED_QUERY_NOT_IN_LIST');
+    const apq = await post(g.url, {
+      query: OTHER,
+      extensions: { persistedQuery: { version: 1, sha256Hash: sha256(OTHER) } },
+    });
+    expect(apq.body.errors?.[0]?.extensions?.code).toBe('PERSISTED_QUERY_NOT_IN_LIST');
+    const again = await post(g.url, { documentId: sha256(OTHER) });
+    expect(again.body.errors?.[0]?.extensions?.code).toBe('PERSISTED_QUERY_NOT_IN_LIST');
+    expect(checks()).toBe(0);
+  });
+
+  it('refuses a malformed documentId with BAD_USER_INPUT', async () => {
+    const answer = await post(g.url, { documentId: 'sha256:xyz' });
+    expect(answer.status).toBe(400);
+    expect(answer.body.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+  });
+
+  it('answers introspection (GraphiQL and codegen need the schema)', async () => {
+    const answer = await post(g.url, { query: '{ __schema { queryType { name } } }' });
+    expect(answer.body).toEqual({ data: { __schema: { queryType: { name: 'Query' } } } });
+  });
+});
+
+describe('log mode (the default with a manifest)', () => {
+  it('runs every operation, counts and logs once each document outside the manifest', async () => {
+    const g = await gateway({ TRUSTED_DOCUMENTS: manifestFile });
+    const metric = async () => {
+      const text = await (await fetch(`${g.origin}/metrics`)).text();
+      return Number(/^gateway_untrusted_operations_total (\d+)/m.exec(text)?.[1] ?? 'NaN');
+    };
+    expect(await metric()).toBe(0);
+    expect((await post(g.url, { query: TRUSTED, variables: { value: 1 } })).status).toBe(200);
+    expect(await metric()).toBe(0);
+    for (let i = 0; i < 3; i++) expect((await post(g.url, { query: OTHER })).status).toBe(200);
+    expect(await metric()).toBeGreaterThanOrEqual(3);
+    expect(checks()).toBe(4);
+  });
+});
+
+describe('automatic persisted queries (off mode), with the real client libraries', () => {
+  let g: TestGateway;
+  beforeAll(async () => {
+    g = await gateway({});
+  });
+
+  it('a hash alone is PERSISTED_QUERY_NOT_FOUND; hash and text register it; a wrong hash is BAD_USER_INPUT', async () => {
+    const query = 'query Apq1 { isNull(value: 11) { __typename } }';
+    const hash = sha256(query);
+    const miss = await post(g.url, { extensions: { persistedQuery: { version: 1, sha256Hash: hash } } });
+    expect(miss.status).toBe(404);
+    expect(miss.body.errors?.[0]).toMatchObject({
+      message: 'PersistedQueryNotFound',
+      extensions: { code: 'PERSISTED_QUERY_NOT_FOUND' },
+    });
+    const wrong = await post(g.url, {
+      query,
+      extensions: { persistedQuery: { version: 1, sha256Hash: sha256('x') } },
+    });
+    expect(wrong.body.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+    const register = await post(g.url, {
+      query,
+      extensions: { persistedQuery: { version: 1, sha256Hash: hash } },
+    });
+    expect(register.status).toBe(200);
+    const hit = await get(g.url, {
+      extensions: JSON.stringify({ persistedQuery: { version: 1, sha256Hash: hash } }),
+    });
+    expect(hit.status).toBe(200);
+    expect(hit.body).toMatchObject({ data: { isNull: { __typename: 'NullVerdict' } } });
+    const byId = await post(g.url, { documentId: `sha256:${hash}` });
+    expect(byId.status).toBe(200);
+  });
+
+  it("Apollo Client's PersistedQueryLink: a miss, the text once, then hashes only", async () => {
+    const bodies: Array<Record<string, unknown>> = [];
+    const counting: typeof fetch = async (input, init) => {
+      if (typeof init?.body === 'string') bodies.push(JSON.parse(init.body) as Record<string, unknown>);
+      return fetch(input, init);
+    };
+    const client = new ApolloClient({
+      link: new PersistedQueryLink({ sha256: async (text) => sha256(text) }).concat(
+        new HttpLink({ uri: g.url, fetch: counting }),
+      ),
+      cache: new InMemoryCache(),
+    });
+    const query = apolloGql`query ApolloApq($value: JSON) { isNull(value: $value) { __typename } }`;
+    const first = await client.query({
+      query,
+      variables: { value: 'apollo-1' },
+      fetchPolicy: 'network-only',
+    });
+    expect(first.data).toEqual({ isNull: { __typename: 'NullVerdict' } });
+    const second = await client.query({
+      query,
+      variables: { value: 'apollo-2' },
+      fetchPolicy: 'network-only',
+    });
+    expect(second.data).toEqual({ isNull: { __typename: 'NullVerdict' } });
+    // hash only (miss), hash + text (registers), hash only (hit)
+    expect(bodies.map((b) => typeof b.query === 'string')).toEqual([false, true, false]);
+    expect(checks()).toBe(2);
+  });
+
+  it("urql's persistedExchange: the same round trip, unchanged", async () => {
+    const bodies: Array<Record<string, unknown>> = [];
+    const counting: typeof fetch = async (input, init) => {
+      if (typeof init?.body === 'string') bodies.push(JSON.parse(init.body) as Record<string, unknown>);
+      return fetch(input, init);
+    };
+    const client = new Client({
+      url: g.url,
+      fetch: counting,
+      exchanges: [persistedExchange({ preferGetForPersistedQueries: false }), fetchExchange],
+      requestPolicy: 'network-only',
+    });
+    const query = urqlGql`query UrqlApq($value: JSON) { isNull(value: $value) { __typename } }`;
+    const first = await client.query(query, { value: 'urql-1' }).toPromise();
+    expect(first.error).toBeUndefined();
+    expect(first.data).toEqual({ isNull: { __typename: 'NullVerdict' } });
+    const second = await client.query(query, { value: 'urql-2' }).toPromise();
+    expect(second.data).toEqual({ isNull: { __typename: 'NullVerdict' } });
+    expect(bodies.map((b) => typeof b.query === 'string')).toEqual([false, true, false]);
+    expect(checks()).toBe(2);
+  });
+});
