@@ -1,7 +1,9 @@
 /**
  * GraphQL Code Generator: typed documents (TypedDocumentNode) for the project's own operations in
  * test/operations/, generated from the committed schema.graphql into generated/client/. The
- * integration tests use them, so a schema change that breaks a client breaks the typecheck.
+ * integration tests use them, so a schema change that breaks a client breaks the typecheck. It also
+ * writes generated/client/persisted-documents.json, the trusted-documents manifest of those
+ * operations (TRUSTED_DOCUMENTS).
  */
 import type { CodegenConfig } from '@graphql-codegen/cli';
 
@@ -12,7 +14,13 @@ const config: CodegenConfig = {
   generates: {
     'generated/client/': {
       preset: 'client',
-      presetConfig: { fragmentMasking: false },
+      presetConfig: {
+        fragmentMasking: false,
+        // persisted-documents.json: the trusted-documents manifest (contract §10), sha256 of each
+        // document's text; each generated document carries its hash (`__meta__.hash`) to send as
+        // `documentId`.
+        persistedDocuments: { hashAlgorithm: 'sha256' },
+      },
       config: {
         // The JSON scalar is any JSON value.
         scalars: { JSON: 'unknown' },

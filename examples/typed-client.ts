@@ -255,7 +255,25 @@ const isCost = (value: unknown): value is OperationCost => {
 };
 
 /**
- * Sends a generated document. GraphQL errors are data here (partial results are normal: one failing
+ * Each generated document's id by its printed text: the client's request middleware (`byId`) sends
+ * `documentId` instead of the text, which is what a gateway in TRUSTED_DOCUMENTS_MODE=enforce runs.
+ */
+const documentIds = new Map<string, string>();
+
+/** graphql-request middleware: `{ query, variables, operationName }` becomes `{ documentId, ... }`. */
+export const byId = <R extends { body?: unknown }>(request: R): R => {
+  if (typeof request.body !== 'string') return request;
+  const body = JSON.parse(request.body) as { query?: string; variables?: unknown; operationName?: unknown };
+  const id = body.query === undefined ? undefined : documentIds.get(body.query);
+  if (id === undefined) return request;
+  return {
+    ...request,
+    body: JSON.stringify({ documentId: id, variables: body.variables, operationName: body.operationName }),
+  };
+};
+
+/**
+ * Sends a generated document (by its id, through `byId`). GraphQL errors are data here (partial results are normal: one failing
  * field leaves the others), so they are returned rather than thrown; transport failures do throw.
  */
 export async function send<Data, Variables extends Record<string, unknown>>(
@@ -265,8 +283,12 @@ export async function send<Data, Variables extends Record<string, unknown>>(
   headers?: Record<string, string>,
 ): Promise<Answer<Data>> {
   let response: { data?: Data; errors?: readonly WireError[]; extensions?: unknown; headers: Headers };
+  const text = print(document);
+  // Generated documents carry their manifest hash (codegen's persistedDocuments): send the id.
+  const id = (document as { __meta__?: { hash?: string } }).__meta__?.hash;
+  if (id !== undefined) documentIds.set(text, id);
   try {
-    response = await client.rawRequest<Data, Variables>(print(document), variables, headers);
+    response = await client.rawRequest<Data, Variables>(text, variables, headers);
   } catch (error) {
     // A 4xx answer (a request the gateway refused whole) still carries GraphQL errors.
     if (!(error instanceof ClientError) || error.response.errors === undefined) throw error;
@@ -324,7 +346,7 @@ export interface TourOptions {
 export async function main(url: string, options: TourOptions = {}): Promise<ClientSummary> {
   const paidKey = options.paidKey ?? 'demo-pro';
   const samples = options.samples ?? 12;
-  const client = new GraphQLClient(url, { errorPolicy: 'all' });
+  const client = new GraphQLClient(url, { errorPolicy: 'all', requestMiddleware: byId });
   const paid = { authorization: `Bearer ${paidKey}` };
   const summary: ClientSummary = {
     health: null,

@@ -62,7 +62,9 @@ export function loadManifest(
   if (typeof json !== 'object' || json === null || Array.isArray(json))
     throw fail('not a JSON object of "<sha256 hex>": "<document>" entries');
   const manifest = new Map<string, string>();
-  for (const [id, text] of Object.entries(json)) {
+  for (const [key, text] of Object.entries(json)) {
+    // The client preset writes `sha256:<hex>` keys with `hashAlgorithm: 'sha256'`; bare hex is the other form.
+    const id = key.startsWith('sha256:') ? key.slice(7) : key;
     const short = `${id.slice(0, 12)}…`;
     if (typeof text !== 'string') throw fail(`entry ${short}: the document is not a string`);
     if (!SHA256_HEX.test(id)) throw fail(`entry ${short}: the key is not a sha256 hex digest`);

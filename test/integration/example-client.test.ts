@@ -17,7 +17,13 @@ let gateway: TestGateway;
 let summary: ClientSummary;
 
 beforeAll(async () => {
-  gateway = await startTestGateway();
+  // As in production: only the documents of codegen's manifest run, and the client sends their ids.
+  gateway = await startTestGateway({
+    env: {
+      TRUSTED_DOCUMENTS: 'generated/client/persisted-documents.json',
+      TRUSTED_DOCUMENTS_MODE: 'enforce',
+    },
+  });
   summary = await main(gateway.url);
 });
 
@@ -26,6 +32,12 @@ afterAll(async () => {
 });
 
 describe('typed client example', () => {
+  it('runs every operation by its documentId against a gateway enforcing the manifest', () => {
+    expect(Object.keys(summary.errorCodes).filter((code) => code.startsWith('PERSISTED_'))).toEqual([]);
+    expect(summary.errorCodes.OTHER).toBeUndefined();
+    expect(summary.requestIds.length).toBeGreaterThan(10);
+  });
+
   it('reads health and the free tier’s digits', () => {
     expect(summary.health).toBe('OK');
     expect(summary.freePi).toBe('3.141');
