@@ -37,9 +37,11 @@
  * writes V8 CPU profiles of each gateway process to bench-results/profiles/.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
+import { fileURLToPath } from 'node:url';
 import autocannon, { type Result as AutocannonResult } from 'autocannon';
 import { freePort, redisServerAvailable, startRedisServer } from '../support/redis-server.js';
 import {
@@ -117,6 +119,22 @@ const LITERAL_IS_NULL_QUERY = IS_NULL_QUERY.replace('$value: JSON, ', '').replac
   'value: $value',
   'value: "VALUE"',
 );
+/**
+ * The IsNull document by its id (contract §10), a distinct value each request, against a gateway
+ * enforcing a manifest that holds it: what a production frontend sends.
+ */
+const IS_NULL_ID = createHash('sha256').update(IS_NULL_QUERY).digest('hex');
+const TRUSTED_MANIFEST = fileURLToPath(
+  new URL('../../bench-results/trusted-documents.json', import.meta.url),
+);
+mkdirSync(new URL('../../bench-results/', import.meta.url), { recursive: true });
+writeFileSync(TRUSTED_MANIFEST, JSON.stringify({ [`sha256:${IS_NULL_ID}`]: IS_NULL_QUERY }));
+const distinctIsNullByIdBody = (n: number) =>
+  JSON.stringify({
+    documentId: `sha256:${IS_NULL_ID}`,
+    operationName: 'IsNull',
+    variables: { value: `bench-${n}` },
+  });
 const distinctLiteralIsNullBody = (n: number) =>
   JSON.stringify({ query: LITERAL_IS_NULL_QUERY.replace('VALUE', `bench-${n}`), operationName: 'IsNull' });
 
@@ -131,7 +149,13 @@ interface Workload {
   baseline: string;
 }
 
-type WorkloadName = 'pi' | 'isNull' | 'distinct isNull' | 'distinct pi' | 'distinct literal isNull';
+type WorkloadName =
+  | 'pi'
+  | 'isNull'
+  | 'distinct isNull'
+  | 'distinct pi'
+  | 'distinct literal isNull'
+  | 'distinct isNull by id';
 const WORKLOADS: Record<WorkloadName, Workload> = {
   pi: { suffix: 'pi', body: BODIES.pi, expect: isPiAnswer, baseline: 'proxy pi' },
   isNull: { suffix: 'isNull', body: BODIES.isNull, expect: isNullVerdict(true), baseline: 'proxy check' },
@@ -156,6 +180,13 @@ const WORKLOADS: Record<WorkloadName, Workload> = {
       return body.errors === undefined && typeof body.data?.pi?.digits === 'string';
     },
     baseline: 'proxy pi',
+  },
+  'distinct isNull by id': {
+    suffix: 'distinct isNull by id',
+    body: distinctIsNullByIdBody(0),
+    bodyFor: distinctIsNullByIdBody,
+    expect: isNullVerdict(false),
+    baseline: 'proxy check',
   },
   'distinct literal isNull': {
     suffix: 'distinct literal isNull',
@@ -723,6 +754,17 @@ function targetChecks(table: MedianRow[]): TargetCheck[] {
     add(name, 'throughput ≥ 0.45× proxy', r.ratio, (v) => v >= 0.45);
     add(name, 'p99 ≤ 2× proxy', r.p99Ratio, (v) => v <= 2);
   }
+  const byId = row('gateway trusted distinct isNull by id');
+  const byText = row('gateway distinct isNull');
+  if (byId !== undefined && byText !== undefined)
+    add(
+      byId.name,
+      'CPU/req ≤ the same operation sent as text',
+      byId.cpuUsPerRequest !== null && byText.cpuUsPerRequest
+        ? byId.cpuUsPerRequest / byText.cpuUsPerRequest
+        : null,
+      (v) => v <= 1,
+    );
   const literal = row('gateway distinct literal isNull');
   if (literal !== undefined) add(literal.name, 'CPU/req ≤ 3× proxy', literal.cpuRatio, (v) => v <= 3);
   for (const name of ['gateway cache pi', 'gateway cache isNull']) {
@@ -886,6 +928,11 @@ const GATEWAY_VARIANTS: GatewayVariant[] = [
     label: 'gateway',
     env: {},
     workloads: ['distinct isNull', 'distinct pi', 'distinct literal isNull', 'pi', 'isNull'],
+  },
+  {
+    label: 'gateway trusted',
+    env: { TRUSTED_DOCUMENTS: TRUSTED_MANIFEST, TRUSTED_DOCUMENTS_MODE: 'enforce' },
+    workloads: ['distinct isNull by id'],
   },
   { label: 'gateway yoga-only', env: { HTTP_FAST_PATH: 'false' }, workloads: ['pi', 'isNull'] },
   { label: 'gateway cache', env: { RESPONSE_CACHE: 'true' }, workloads: ['pi', 'isNull'] },
