@@ -107,7 +107,16 @@ export function gatewayPlugins(options: GatewayYogaOptions, ids: WeakMap<Request
     server.graphiql
       ? {
           name: 'graphiql',
-          plugin: useSelfHostedGraphiQL({ endpoint: GRAPHQL_ENDPOINT, title: 'null-pi gateway', logger }),
+          plugin: useSelfHostedGraphiQL({
+            endpoint: GRAPHQL_ENDPOINT,
+            title: 'null-pi gateway',
+            logger,
+            // Enforcing a manifest, only its documents run (their exact text): they are the tabs.
+            tabs: () => {
+              const trusted = options.trusted();
+              return trusted.mode === 'enforce' ? trusted.documents.map((query) => ({ query })) : undefined;
+            },
+          }),
           fastPath: { kind: 'not-its-requests', why: 'GET /graphql for a browser, GET of its assets' },
         }
       : {

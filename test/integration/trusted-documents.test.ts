@@ -170,6 +170,15 @@ describe.each([
     expect(answer.body.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
   });
 
+  it("opens GraphiQL with the manifest's documents as its tabs (they run as shown)", async () => {
+    const page = await (await fetch(g.url, { headers: { accept: 'text/html' } })).text();
+    const json = /<script type="application\/json" id="graphiql-options">(.*?)<\/script>/s.exec(page)?.[1];
+    const options = JSON.parse((json ?? '{}').replaceAll('\\u003c', '<')) as {
+      defaultTabs?: Array<{ query: string }>;
+    };
+    expect(options.defaultTabs?.map((t) => t.query)).toEqual([TRUSTED]);
+  });
+
   it('answers introspection (GraphiQL and codegen need the schema)', async () => {
     const answer = await post(g.url, { query: '{ __schema { queryType { name } } }' });
     expect(answer.body).toEqual({ data: { __schema: { queryType: { name: 'Query' } } } });

@@ -232,6 +232,12 @@ export interface GraphiQLPluginOptions {
   /** Page title. @default 'GraphiQL' */
   title?: string;
   logger?: Logger;
+  /**
+   * The tabs to open with, read when the page is first built; undefined: one example per query
+   * (GRAPHIQL_TABS). In TRUSTED_DOCUMENTS_MODE=enforce, the manifest's documents, which run as shown.
+   * @default () => GRAPHIQL_TABS
+   */
+  tabs?: () => GraphiQLOptions['defaultTabs'] | undefined;
 }
 
 function wantsGzip(request: Request): boolean {
@@ -284,6 +290,13 @@ export function useSelfHostedGraphiQL(options: GraphiQLPluginOptions = {}): Plug
   };
   let bundle: Promise<GraphiQLBundle> | undefined;
   const getBundle = () => {
+    if (bundle === undefined) {
+      const tabs = options.tabs?.();
+      if (tabs !== undefined && tabs.length > 0) {
+        pageOptions.defaultTabs = tabs;
+        pageOptions.defaultQuery = tabs[0]?.query ?? undefined;
+      }
+    }
     bundle ??= loadBundle(endpoint, pageOptions).catch((error: unknown) => {
       bundle = undefined; // a failed load is retried by the next request
       throw error;
