@@ -208,7 +208,6 @@ export async function createApp(config: AppConfig, options: AppOptions): Promise
   });
   const fastPath = createFastPath({
     yoga,
-    schema,
     prepared: createPreparedOperations({
       schema,
       validate: (document) => enveloped.validate(enveloped.schema, document),

@@ -16,7 +16,7 @@
  * parsing, validation or the limits, a malformed X-Max-Cost-Usd, and everything when CORS is on.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { ExecutionResult, GraphQLError, GraphQLSchema } from 'graphql';
+import type { ExecutionResult, GraphQLError } from 'graphql';
 import { createGraphQLError, maskError, processRegularResult, type YogaLogger } from 'graphql-yoga';
 import type { Compression } from '../compression.js';
 import type { GatewayContext } from '../context.js';
@@ -31,7 +31,6 @@ import type { PreparedOperation, PreparedOperations } from './prepared-operation
 
 export interface FastPathOptions {
   yoga: GatewayYoga;
-  schema: GraphQLSchema;
   prepared: PreparedOperations;
   reporter: OperationReporter;
   costControl: CostControl;
@@ -271,14 +270,9 @@ export function createFastPath(options: FastPathOptions): FastPath {
     const length = Buffer.byteLength(response.body);
     headers['x-request-id'] = operation.requestId;
     // Small answers (the common case) are written at once: no zlib, no copy (compression.ts).
-    if (length < compression.minBytes) {
-      headers['content-length'] = length;
-      res.writeHead(response.init.status, headers);
-      res.end(response.body);
-      return;
-    }
-    headers.vary = 'Accept-Encoding';
-    const encoding = compression.encodingFor(req.headers['accept-encoding']);
+    const large = length >= compression.minBytes;
+    if (large) headers.vary = 'Accept-Encoding';
+    const encoding = large ? compression.encodingFor(req.headers['accept-encoding']) : undefined;
     if (encoding === undefined) {
       headers['content-length'] = length;
       res.writeHead(response.init.status, headers);
