@@ -268,6 +268,44 @@ const CASES: Case[] = [
     fast: false,
   },
   { name: 'mutation on a query-only schema', headers: headers(), body: query('mutation { x }'), fast: false },
+  // --- literals: documents of one shape are validated once (document-shapes.ts) --------------
+  { name: 'a literal', headers: headers(), body: query('{ l: pi(digits: 3) { __typename } }'), fast: true },
+  {
+    name: 'the same shape, another literal',
+    headers: headers(),
+    body: query('{ l: pi(digits: 5) { __typename } }'),
+    fast: true,
+  },
+  {
+    name: 'the same shape, an Int literal out of range',
+    headers: headers(),
+    body: query('{ l: pi(digits: 99999999999) { __typename } }'),
+    fast: false,
+  },
+  {
+    name: 'a JSON number literal',
+    headers: headers(),
+    body: query('{ isNull(value: 1.5) { __typename } }'),
+    fast: true,
+  },
+  {
+    name: 'the same shape, a JSON number out of range',
+    headers: headers(),
+    body: query('{ isNull(value: 1e999) { __typename } }'),
+    fast: false,
+  },
+  {
+    name: 'one response name twice with equal literals',
+    headers: headers(),
+    body: query('{ m: pi(digits: 2) { __typename } m: pi(digits: 2) { __typename } }'),
+    fast: true,
+  },
+  {
+    name: 'the same shape with different literals: the fields no longer merge',
+    headers: headers(),
+    body: query('{ m: pi(digits: 2) { __typename } m: pi(digits: 6) { __typename } }'),
+    fast: false,
+  },
   // --- malformed requests ----------------------------------------------------------------------
   { name: 'a batch (array)', headers: headers(), body: json([{ query: '{ __typename }' }]), fast: false },
   {

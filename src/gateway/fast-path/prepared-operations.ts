@@ -1,8 +1,9 @@
 /**
  * What the fast path knows about a document before any request runs it, computed once per query text
  * and operation name and kept in a bounded LRU: the parsed document, the validation verdict (the
- * schema's rules and every plugin's, through Yoga's `getEnveloped`), the limits verdict and the
- * operation's plan (upstream calls, for MAX_UPSTREAM_CALLS and the cost estimate).
+ * schema's rules and every plugin's, through Yoga's `getEnveloped`; documents that differ only in
+ * their literals share most of it: document-shapes.ts), the limits verdict and the operation's plan
+ * (upstream calls, for MAX_UPSTREAM_CALLS and the cost estimate).
  *
  * A document that fails any of these is not the common case: the verdict is 'yoga', and Yoga's
  * handler answers it, so its errors are exactly Yoga's. Parsing uses graphql-js directly (with the
@@ -28,6 +29,7 @@ import {
 import { type CompiledQuery, compileQuery, isCompiledQuery } from 'graphql-jit';
 import { LRUCache } from 'lru-cache';
 import type { OperationPlan } from '../operation-plan.js';
+import { createDocumentShapes } from './document-shapes.js';
 
 export interface PreparedOperation {
   document: DocumentNode;
@@ -153,6 +155,8 @@ function locator(document: DocumentNode): (result: ExecutionResult) => Execution
 
 export function createPreparedOperations(options: PreparedOperationsOptions): PreparedOperations {
   const { maxTokens, maxUpstreamCalls } = options;
+  // Documents that differ only in their literals are validated once (document-shapes.ts).
+  const shapes = createDocumentShapes({ schema: options.schema, validate: options.validate });
   // Per query text, the verdict per operation name: two names never share a verdict.
   const cache = new LRUCache<string, Map<string, Verdict>>({
     max: 2000,
@@ -169,7 +173,7 @@ export function createPreparedOperations(options: PreparedOperationsOptions): Pr
     }
     const operation = getOperationAST(document, operationName);
     if (operation === null || operation === undefined || operation.operation !== 'query') return 'yoga';
-    if (options.validate(document).length > 0) return 'yoga';
+    if (!shapes.valid(query, document)) return 'yoga';
     const plan = options.plan(document, operationName);
     if (plan.calls > maxUpstreamCalls) return 'yoga';
     return { document, operationName, plan, execute: firstRun(options.schema, document, operationName) };

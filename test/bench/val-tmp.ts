@@ -1,0 +1,14 @@
+import { readFileSync } from 'node:fs';
+import { parse, validate } from 'graphql';
+import { schema } from '../../src/gateway/schema/index.js';
+import { createDocumentShapes } from '../../src/gateway/fast-path/document-shapes.js';
+const text = readFileSync('test/operations/is-null.graphql', 'utf8').replace('$value: JSON, ', '').replace('value: $value','value: "VALUE"');
+const shapes = createDocumentShapes({ schema, validate: (d) => validate(schema, d) });
+let n = 0;
+const t = (label: string, fn: () => unknown) => { for (let i=0;i<500;i++) fn(); const s=process.hrtime.bigint(); for (let i=0;i<5000;i++) fn(); console.log(label, Number(process.hrtime.bigint()-s)/1000/5000); };
+t('parse', () => parse(text.replace('VALUE', `b${n++}`)));
+t('parse+shapes', () => { const q = text.replace('VALUE', `b${n++}`); const d = parse(q); if (!shapes.valid(q, d)) throw new Error('invalid'); });
+t('parse+full', () => { const q = text.replace('VALUE', `b${n++}`); validate(schema, parse(q)); });
+const bad = text.replace('value: "VALUE"', 'value: "VALUE", temperature: "hot"');
+const badDoc = parse(bad.replace('VALUE','x'));
+console.log('bad full', validate(schema, badDoc).length, 'bad shapes', shapes.valid(bad.replace('VALUE','x'), badDoc));

@@ -1,0 +1,145 @@
+/**
+ * Validation by document shape (document-shapes.ts): documents that differ only in their literals
+ * are validated with every rule once, and each must still get exactly the verdict graphql-js gives it.
+ */
+import { parse, validate } from 'graphql';
+import { describe, expect, it } from 'vitest';
+import { createDocumentShapes } from '../../src/gateway/fast-path/document-shapes.js';
+import { schema } from '../../src/gateway/schema/index.js';
+
+function shapesWithCount() {
+  const calls = { full: 0 };
+  const shapes = createDocumentShapes({
+    schema,
+    validate: (document) => {
+      calls.full++;
+      return validate(schema, document);
+    },
+  });
+  return { shapes, calls };
+}
+
+/** The verdict by shape and graphql-js's own, for a document. */
+function verdicts(shapes: ReturnType<typeof shapesWithCount>['shapes'], query: string) {
+  const document = parse(query);
+  return { byShape: shapes.valid(query, document), graphqlJs: validate(schema, document).length === 0 };
+}
+
+/** Sequences of documents of one shape: the first valid, then others in any order. */
+const SEQUENCES: Array<{ name: string; documents: string[] }> = [
+  {
+    name: 'an Int argument, then one out of 32-bit range',
+    documents: [
+      '{ pi(digits: 3) { __typename } }',
+      '{ pi(digits: 12) { __typename } }',
+      '{ pi(digits: 99999999999) { __typename } }',
+      '{ pi(digits: 4) { __typename } }',
+    ],
+  },
+  {
+    name: 'a JSON string, then numbers JSON cannot hold',
+    documents: [
+      '{ isNull(value: 1.5) { __typename } }',
+      '{ isNull(value: 1e999) { __typename } }',
+      '{ isNull(value: -2.25) { __typename } }',
+    ],
+  },
+  {
+    name: 'a JSON object literal (one leaf of type JSON), then one with a number out of range',
+    documents: [
+      '{ isNull(value: { a: [1.5, "x"] }) { __typename } }',
+      '{ isNull(value: { a: [1e999, "y"] }) { __typename } }',
+      '{ isNull(value: { a: [2.5, "z"] }) { __typename } }',
+    ],
+  },
+  {
+    name: 'an input object with an Int field, then a value its type refuses',
+    documents: [
+      '{ inference(input: { desiredDigits: 3, liabilityWaiverSigned: true }) { __typename } }',
+      '{ inference(input: { desiredDigits: 4000000000, liabilityWaiverSigned: true }) { __typename } }',
+      '{ inference(input: { desiredDigits: 5, liabilityWaiverSigned: true }) { __typename } }',
+    ],
+  },
+  {
+    name: 'a Float default value of a variable, then one out of range',
+    documents: [
+      'query ($t: Float = 0.5) { pi(digits: 2, temperature: $t) { __typename } }',
+      'query ($t: Float = 1e999) { pi(digits: 2, temperature: $t) { __typename } }',
+      'query ($t: Float = 0.25) { pi(digits: 2, temperature: $t) { __typename } }',
+    ],
+  },
+  {
+    name: 'one response name twice: equal literals merge, different ones conflict',
+    documents: [
+      '{ a: pi(digits: 2) { __typename } a: pi(digits: 2) { __typename } }',
+      '{ a: pi(digits: 2) { __typename } a: pi(digits: 3) { __typename } }',
+      '{ a: pi(digits: 7) { __typename } a: pi(digits: 7) { __typename } }',
+    ],
+  },
+  {
+    name: 'the same through a fragment spread at the same level',
+    documents: [
+      '{ a: pi(digits: 2) { __typename } ...F } fragment F on Query { a: pi(digits: 2) { __typename } }',
+      '{ a: pi(digits: 2) { __typename } ...F } fragment F on Query { a: pi(digits: 9) { __typename } }',
+    ],
+  },
+  {
+    name: 'two operations with one root field each (never merged), literals anywhere',
+    documents: [
+      'query A { isNull(value: "a") { __typename } } query B { isNull(value: "b") { __typename } }',
+      'query A { isNull(value: "c") { __typename } } query B { isNull(value: 1) { __typename } }',
+    ],
+  },
+];
+
+describe('validation by document shape', () => {
+  it.each(SEQUENCES)('$name: every verdict is graphql-js’s', ({ documents }) => {
+    const { shapes } = shapesWithCount();
+    for (const query of documents) {
+      const { byShape, graphqlJs } = verdicts(shapes, query);
+      expect({ query, valid: byShape }).toEqual({ query, valid: graphqlJs });
+    }
+  });
+
+  it('refuses what graphql-js refuses, in each sequence (the table is not all valid)', () => {
+    const refused = SEQUENCES.flatMap((s) => s.documents).filter(
+      (query) => validate(schema, parse(query)).length > 0,
+    );
+    expect(refused.length).toBeGreaterThanOrEqual(6);
+  });
+
+  it('runs every rule once per shape, not once per document', () => {
+    const { shapes, calls } = shapesWithCount();
+    for (let i = 0; i < 50; i++) {
+      const query = `query IsNull { isNull(value: "v-${i}", temperature: 0.${i + 1}) { __typename } }`;
+      expect(shapes.valid(query, parse(query))).toBe(true);
+    }
+    expect(calls.full).toBe(1);
+    // Another shape (an Int where a String was) is validated in full.
+    const other = 'query IsNull { isNull(value: 5, temperature: 0.5) { __typename } }';
+    expect(shapes.valid(other, parse(other))).toBe(true);
+    expect(calls.full).toBe(2);
+  });
+
+  it('does not learn from an invalid document: the next one of its shape is validated in full', () => {
+    const { shapes, calls } = shapesWithCount();
+    const bad = '{ pi(digits: 99999999999) { __typename } }';
+    expect(shapes.valid(bad, parse(bad))).toBe(false);
+    const good = '{ pi(digits: 3) { __typename } }';
+    expect(shapes.valid(good, parse(good))).toBe(true);
+    expect(calls.full).toBe(2);
+  });
+
+  it('keeps names, variables and comments in the shape: a changed enum value is another shape', () => {
+    const { shapes, calls } = shapesWithCount();
+    for (const query of [
+      '{ isNull(value: "a", model: NULL_X_MINI) { __typename } }',
+      '{ isNull(value: "a", model: NOT_A_MODEL) { __typename } }',
+      '{ isNull(value: "a", strictMode: true) { __typename } }',
+    ]) {
+      const { byShape, graphqlJs } = verdicts(shapes, query);
+      expect(byShape).toBe(graphqlJs);
+    }
+    expect(calls.full).toBe(3);
+  });
+});
