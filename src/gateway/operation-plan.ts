@@ -18,6 +18,7 @@ import {
   type OperationDefinitionNode,
   print,
   type SelectionSetNode,
+  type ValueNode,
 } from 'graphql';
 import type { UpstreamName } from './errors.js';
 
@@ -37,6 +38,12 @@ export interface UpstreamFieldExtension {
   calls: number;
   /** The calls' models, from the field's coerced arguments; absent: free (health). */
   models?: (args: Record<string, unknown>) => ModelCall[];
+  /**
+   * The arguments `models` reads. The estimate is made from these alone, and reused for every request
+   * whose variables agree on them (an isNull of a new value is priced as the last one was).
+   * @default every argument of the field
+   */
+  pricedBy?: readonly string[];
 }
 
 export interface PlannedField {
@@ -45,13 +52,27 @@ export interface PlannedField {
   extension: UpstreamFieldExtension;
 }
 
+/** A model-calling field with only its priced arguments, on the definition and in the document. */
+interface PricedField {
+  node: FieldNode;
+  field: GraphQLField<unknown, unknown>;
+  models: (args: Record<string, unknown>) => ModelCall[];
+}
+
 export interface OperationPlan {
   /** Distinct upstream calls: root fields counted once per distinct (name, printed arguments). */
   calls: number;
   /** The distinct upstream-calling fields. */
   fields: PlannedField[];
+  /** The model-calling fields, with their priced arguments only. */
+  priced?: readonly PricedField[];
   /**
-   * The request's variables coerced to the operation's variable types (enum names become the
+   * The variables the priced arguments use, in a fixed order; undefined when there are none. Requests
+   * whose values of these agree have the same estimate.
+   */
+  pricedVariables?: readonly string[];
+  /**
+   * The request's priced variables coerced to the operation's variable types (enum names become the
    * upstream strings, variable defaults apply); undefined when they do not coerce.
    */
   coerceVariables?: (variables: Record<string, unknown> | undefined) => Record<string, unknown> | undefined;
@@ -127,20 +148,31 @@ export function planOperation(
       }
     }
   }
-  // Fix: raw request variables hold enum NAMES (`PI_X_MINI`, priced as an unknown model) and lack the
-  // variables' defaults, while getArgumentValues expects coerced values: coerce them first.
-  const variableDefinitions = operation.variableDefinitions ?? [];
+  const used = new Set<string>();
+  const priced = fields.flatMap((planned) => pricedField(planned, used) ?? []);
+  // Raw request variables hold enum NAMES (`PI_X_MINI`, priced as an unknown model) and lack the
+  // variables' defaults, while getArgumentValues expects coerced values: the priced ones are coerced
+  // first (only those: a large `value` is never read for an estimate).
+  const variableDefinitions = (operation.variableDefinitions ?? []).filter((d) =>
+    used.has(d.variable.name.value),
+  );
   const coerceVariables = (variables: Record<string, unknown> | undefined) =>
     getVariableValues(schema, variableDefinitions, variables ?? {}, { maxErrors: 1 }).coerced;
-  return { calls, fields, coerceVariables };
+  const pricedVariables = variableDefinitions.map((d) => d.variable.name.value);
+  return {
+    calls,
+    fields,
+    priced,
+    pricedVariables: pricedVariables.length === 0 ? undefined : pricedVariables,
+    coerceVariables,
+  };
 }
 
 /** The models the planned calls use with these variables (defaults where arguments cannot be read). */
 export function modelCalls(plan: OperationPlan, variables: Record<string, unknown> | undefined): ModelCall[] {
   const out: ModelCall[] = [];
   const coerced = plan.coerceVariables === undefined ? (variables ?? {}) : plan.coerceVariables(variables);
-  for (const { node, field, extension } of plan.fields) {
-    if (extension.models === undefined) continue;
+  for (const { node, field, models } of plan.priced ?? []) {
     let args: Record<string, unknown>;
     try {
       if (coerced === undefined) throw new Error('variables do not coerce');
@@ -149,9 +181,31 @@ export function modelCalls(plan: OperationPlan, variables: Record<string, unknow
       // Bad variables fail the operation anyway; estimate it with the fields' defaults.
       args = {};
     }
-    out.push(...extension.models(args));
+    out.push(...models(args));
   }
   return out;
+}
+
+/** The names of the variables used anywhere in `value`. */
+function variablesIn(value: ValueNode, into: Set<string>): void {
+  if (value.kind === Kind.VARIABLE) into.add(value.name.value);
+  else if (value.kind === Kind.LIST) for (const item of value.values) variablesIn(item, into);
+  else if (value.kind === Kind.OBJECT) for (const field of value.fields) variablesIn(field.value, into);
+}
+
+/** The field cut down to its priced arguments (all of them without `pricedBy`). */
+function pricedField(planned: PlannedField, variables: Set<string>): PricedField | undefined {
+  const { node, field, extension } = planned;
+  if (extension.models === undefined) return undefined;
+  const pricedBy = extension.pricedBy;
+  const keep = (name: string) => pricedBy === undefined || pricedBy.includes(name);
+  const args = (node.arguments ?? []).filter((a) => keep(a.name.value));
+  for (const argument of args) variablesIn(argument.value, variables);
+  return {
+    node: { ...node, arguments: args },
+    field: { ...field, args: field.args.filter((a) => keep(a.name)) },
+    models: extension.models,
+  };
 }
 
 /**

@@ -209,6 +209,47 @@ describe('modelCalls: the models of the cost estimate, from arguments and variab
     expect(models('{ health { status } }')).toEqual([]);
   });
 
+  it('reads only the priced variables: a new isNull value needs no coercion, a new model does', () => {
+    const plan = planOperation(
+      schema,
+      parse(
+        'query Q($v: JSON, $m: NullModel, $d: Int) { isNull(value: $v, model: $m) { __typename } pi(digits: $d) { __typename } }',
+      ),
+    );
+    expect(plan.pricedVariables).toEqual(['m', 'd']);
+    // A value that would not coerce as JSON (a function) is never looked at.
+    expect(modelCalls(plan, { v: () => 1, m: 'NULL_X_MINI', d: 4 })).toEqual([
+      { upstream: 'null-check', kind: 'check', model: 'null-x-mini' },
+      { upstream: 'pi-digits', kind: 'pi', model: 'pi-x-4o', digits: 4 },
+    ]);
+  });
+
+  it('`pricedBy` of every model-calling root field lists every argument its `models` reads', () => {
+    const root = schema.getQueryType();
+    const checked: string[] = [];
+    for (const field of Object.values(root?.getFields() ?? {})) {
+      const extension = upstreamOf(field);
+      if (extension?.models === undefined) continue;
+      const read = new Set<string>();
+      const args = new Proxy(
+        {},
+        {
+          get: (_target, name) => {
+            read.add(String(name));
+            return undefined;
+          },
+        },
+      );
+      extension.models(args);
+      expect({ field: field.name, read: [...read].filter((n) => !extension.pricedBy?.includes(n)) }).toEqual({
+        field: field.name,
+        read: [],
+      });
+      checked.push(field.name);
+    }
+    expect(checked.sort()).toEqual(['inference', 'isNull', 'pi']);
+  });
+
   it('follows the selected operation only', () => {
     const doc = 'query A { isNull(value: 1) { __typename } } query B { pi(digits: 1) { __typename } }';
     expect(models(doc, undefined, 'B')).toEqual([

@@ -50,7 +50,7 @@ export interface CostControl {
   finish(operation: Operation): void;
 }
 
-/** Per plan, the model calls of each distinct variables text (the arguments are read once). */
+/** Per plan, the model calls of each distinct text of its priced variables (the arguments are read once). */
 const MAX_ARGUMENT_SETS = 64;
 
 const roundUsd = (usd: number) => Math.round(usd * 1e8) / 1e8;
@@ -77,7 +77,12 @@ export function createCostControl(options: CostControlOptions): CostControl {
       perVariables = new Map();
       callsByPlan.set(plan, perVariables);
     }
-    const key = variables === undefined ? '' : JSON.stringify(variables);
+    // Only the variables the estimate reads (operation-plan.ts `pricedBy`): distinct values of the
+    // others (isNull's `value`) share one estimate, made once.
+    const priced = plan.pricedVariables;
+    let key = '';
+    if (priced !== undefined && variables !== undefined)
+      for (const name of priced) key += `${JSON.stringify(variables[name]) ?? '-'}\n`;
     let calls = perVariables.get(key);
     if (calls === undefined) {
       calls = modelCalls(plan, variables);

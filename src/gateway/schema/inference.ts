@@ -120,6 +120,7 @@ builder.queryField('inference', (t) =>
     extensions: {
       upstream: {
         calls: 1,
+        pricedBy: ['input'],
         models: (args) => {
           const input = (args.input ?? {}) as { model?: unknown; desiredDigits?: unknown };
           return [

@@ -223,6 +223,7 @@ builder.queryField('isNull', (t) =>
     extensions: {
       upstream: {
         calls: 1,
+        pricedBy: ['model'],
         models: (args) => [
           {
             upstream: 'null-check',

@@ -124,6 +124,7 @@ builder.queryField('pi', (t) =>
     extensions: {
       upstream: {
         calls: 1,
+        pricedBy: ['model', 'digits'],
         models: (args) => [
           {
             upstream: 'pi-digits',
