@@ -4,9 +4,10 @@
  * Why a registry per gateway: tests (and a host embedding several gateways) create many instances;
  * prom-client's global registry would reject the second registration of every metric name.
  *
- * Why tallies behind the hot counters: prom-client hashes the label values on every `inc()`. The hot
- * path (one operation, one upstream attempt) bumps a plain number on a label set bound once and does
- * one histogram `observe()` on a bound child; the counters read the numbers when /metrics is scraped.
+ * Why tallies behind the hot counters: prom-client hashes the label values on every `inc()`, even on
+ * a bound child. The hot path (an operation, an upstream attempt, an answer's cost, sponsor and
+ * estimate) bumps plain numbers and does one histogram `observe()` per operation and per attempt; the
+ * counters read the numbers when /metrics is scraped.
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { UpstreamName } from '../errors.js';
@@ -157,31 +158,31 @@ export function createGatewayMetrics(options: GatewayMetricsOptions = {}): Gatew
     buckets: UPSTREAM_BUCKETS,
     registers,
   });
-  const gpuCost = new Counter({
+  const gpuCostOf = talliedCounter({
     name: 'gateway_gpu_cost_usd_total',
     help: 'US dollars the upstreams reported for the answers the gateway received (gpu_cost_usd, or the inference cost), by upstream and model. Cache hits and shared calls add nothing.',
     labelNames: ['upstream', 'model'] as const,
     registers,
   });
-  const estimatedCost = new Counter({
+  const estimatedCostOf = talliedCounter({
     name: 'gateway_cost_estimated_usd_total',
     help: 'US dollars the gateway estimated for the upstream calls of operations that touched an upstream (what budgets reserve and X-Max-Cost-Usd caps), by upstream and model; compare with gateway_gpu_cost_usd_total (cache hits and shared calls are estimated but cost nothing).',
     labelNames: ['upstream', 'model'] as const,
     registers,
   });
-  const sponsorMessages = new Counter({
+  const sponsorMessagesOf = talliedCounter({
     name: 'gateway_sponsor_messages_total',
     help: 'Upstream answers that carried a sponsor message (sponsored_by), by upstream.',
     labelNames: ['upstream'] as const,
     registers,
   });
-  const dedupHits = new Counter({
+  const dedupHitsOf = talliedCounter({
     name: 'gateway_dedup_hits_total',
     help: 'Upstream calls saved because an identical call was shared (dataloader: same operation; inflight: same process; replicas: another replica via Redis) or cached.',
     labelNames: ['upstream', 'source'] as const,
     registers,
   });
-  const cacheLookups = new Counter({
+  const cacheLookupsOf = talliedCounter({
     name: 'gateway_response_cache_requests_total',
     help: 'Cacheable upstream calls by how the response cache served them: hit (stored answer) or miss (called the upstream).',
     labelNames: ['upstream', 'result'] as const,
@@ -230,19 +231,12 @@ export function createGatewayMetrics(options: GatewayMetricsOptions = {}): Gatew
 
   // Known label sets start at 0, so dashboards and alerts see the series before the first event.
   for (const upstream of UPSTREAMS) {
-    sponsorMessages.labels(upstream).inc(0);
+    sponsorMessagesOf(upstream);
     for (const source of ['dataloader', 'inflight', 'replicas', 'cache'] as const)
-      dedupHits.labels(upstream, source).inc(0);
-    for (const result of ['hit', 'miss'] as const) cacheLookups.labels(upstream, result).inc(0);
+      dedupHitsOf(upstream, source);
+    for (const result of ['hit', 'miss'] as const) cacheLookupsOf(upstream, result);
   }
   for (const reason of ['max-cost', 'hourly-budget'] as const) budgetRefusals.labels(reason).inc(0);
-
-  // The counters bumped on every upstream call, by label set: `labels()` hashes its arguments anew each time.
-  const gpuCostOf = memoLabels((upstream, model) => gpuCost.labels(upstream, model));
-  const estimatedCostOf = memoLabels((upstream, model) => estimatedCost.labels(upstream, model));
-  const sponsorMessagesOf = memoLabels((upstream) => sponsorMessages.labels(upstream));
-  const dedupHitsOf = memoLabels((upstream, source) => dedupHits.labels(upstream, source));
-  const cacheLookupsOf = memoLabels((upstream, result) => cacheLookups.labels(upstream, result));
 
   return {
     registry,
@@ -279,19 +273,19 @@ export function createGatewayMetrics(options: GatewayMetricsOptions = {}): Gatew
     },
     recordGpuCost(upstream, model, usd) {
       // A counter throws on a negative value; the caller validates, this guards.
-      if (usd > 0 && Number.isFinite(usd)) gpuCostOf(upstream, modelLabel(model)).inc(usd);
+      if (usd > 0 && Number.isFinite(usd)) gpuCostOf(upstream, modelLabel(model)).n += usd;
     },
     recordEstimatedCost(upstream, model, usd) {
-      if (usd > 0 && Number.isFinite(usd)) estimatedCostOf(upstream, modelLabel(model)).inc(usd);
+      if (usd > 0 && Number.isFinite(usd)) estimatedCostOf(upstream, modelLabel(model)).n += usd;
     },
     recordSponsorMessage(upstream) {
-      sponsorMessagesOf(upstream).inc();
+      sponsorMessagesOf(upstream).n++;
     },
     recordDedupHit(upstream, source) {
-      dedupHitsOf(upstream, source).inc();
+      dedupHitsOf(upstream, source).n++;
     },
     recordCacheLookup(upstream, result) {
-      cacheLookupsOf(upstream, result).inc();
+      cacheLookupsOf(upstream, result).n++;
     },
     recordDeprecated(upstream, endpoint) {
       deprecated.labels(upstream, endpoint).inc();
@@ -312,16 +306,41 @@ export function createGatewayMetrics(options: GatewayMetricsOptions = {}): Gatew
   };
 }
 
-/** `child(a, b)` made once per label pair and kept (label sets here are few and bounded). */
-function memoLabels<C>(child: (a: string, b: string) => C): (a: string, b?: string) => C {
-  const children = new Map<string, C>();
+/**
+ * A counter of one or two labels bumped on the hot path (every upstream answer, every estimate): a
+ * plain number per label set, found through two Map lookups of the label values themselves (no key
+ * string built, no hashing by prom-client), read into the counter at each scrape. A label set made
+ * here is exported from the start, at 0.
+ */
+function talliedCounter<L extends string>(config: {
+  name: string;
+  help: string;
+  labelNames: readonly [L] | readonly [L, L];
+  registers: Registry[];
+}): (a: string, b?: string) => { n: number } {
+  const [first, second] = config.labelNames;
+  const tallies = new Map<string, Map<string, { labels: Partial<Record<L, string>>; n: number }>>();
+  new Counter<L>({
+    ...config,
+    collect() {
+      this.reset();
+      for (const byB of tallies.values()) for (const tally of byB.values()) this.inc(tally.labels, tally.n);
+    },
+  });
   return (a, b = '') => {
-    const key = `${a}\n${b}`;
-    let found = children.get(key);
-    if (found === undefined) {
-      found = child(a, b);
-      children.set(key, found);
+    let byB = tallies.get(a);
+    if (byB === undefined) {
+      byB = new Map();
+      tallies.set(a, byB);
     }
-    return found;
+    let tally = byB.get(b);
+    if (tally === undefined) {
+      const labels: Partial<Record<L, string>> = {};
+      labels[first] = a;
+      if (second !== undefined) labels[second] = b;
+      tally = { labels, n: 0 };
+      byB.set(b, tally);
+    }
+    return tally;
   };
 }

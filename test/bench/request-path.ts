@@ -1,0 +1,217 @@
+/**
+ * `npm run bench:path`: the gateway's own CPU per request on the fast path, in one process, without
+ * the client side's sockets: requests are handed to the fast path as in-memory node requests (the
+ * shape node:http gives it), the upstream call goes over loopback to the fixed upstream
+ * (fixed-upstream.ts, its own process) through the gateway's real clients. What it measures is the
+ * part of a request the gateway's code decides (its JS, undici, the upstream socket), with far less
+ * of the noise the end-to-end benchmark takes from the kernel and the load generator on a shared
+ * machine: use it to compare two versions of the request path, run one after the other.
+ *
+ * It runs the compiled gateway (bench-results/dist, built by `npm run bench` or `--build`), as in
+ * production: `npx tsx test/bench/request-path.ts [--build] [--requests n] [--rounds n]
+ * [--concurrency n] [--warmup n] [--dist dir] [--workload distinct|literal|pi|trusted]`. Log lines go to /dev/null, as in the
+ * benchmark. Prints the median CPU µs per request over the rounds, and each round's.
+ */
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import { openSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
+import { type AddressInfo, createServer } from 'node:net';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { installSignalCleanup, startChild } from './bench-processes.js';
+
+const argument = (name: string, fallback: string) => {
+  const index = process.argv.indexOf(`--${name}`);
+  return index === -1 ? fallback : (process.argv[index + 1] as string);
+};
+const REQUESTS = Number(argument('requests', '20000'));
+const ROUNDS = Number(argument('rounds', '7'));
+const CONCURRENCY = Number(argument('concurrency', '50'));
+const WARMUP = Number(argument('warmup', '30000'));
+const WORKLOAD = argument('workload', 'distinct');
+const ROOT = new URL('../../', import.meta.url);
+/** `--dist dir`: another build of the gateway (an A/B comparison of two versions). */
+const DIST = new URL(`${argument('dist', 'bench-results/dist').replace(/\/$/, '')}/`, ROOT);
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** The parts of IncomingMessage the fast path reads. */
+class FakeRequest extends EventEmitter {
+  readonly method = 'POST';
+  readonly url = '/graphql';
+  readonly httpVersionMajor = 1;
+  constructor(
+    readonly headers: Record<string, string>,
+    private readonly body: Buffer,
+  ) {
+    super();
+  }
+  /** Delivers the body as node would, one chunk then 'end', on a later tick. */
+  send(): void {
+    setImmediate(() => {
+      this.emit('data', this.body);
+      this.emit('end');
+    });
+  }
+}
+
+/** The parts of ServerResponse the fast path writes; `done` is told the status and body. */
+class FakeResponse extends EventEmitter {
+  destroyed = false;
+  writableEnded = false;
+  writableFinished = false;
+  headersSent = false;
+  status = 0;
+  constructor(private readonly done: (status: number, body: string) => void) {
+    super();
+  }
+  writeHead(status: number): this {
+    this.status = status;
+    this.headersSent = true;
+    return this;
+  }
+  private chunks: string[] = [];
+  /** Yoga's answers (handed-over requests) are written in chunks. */
+  write(chunk: string | Uint8Array): boolean {
+    this.chunks.push(typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString());
+    return true;
+  }
+  end(body?: string | Buffer): this {
+    this.writableEnded = true;
+    this.writableFinished = true;
+    this.emit('close');
+    this.done(this.status, this.chunks.join('') + String(body ?? ''));
+    return this;
+  }
+  destroy(): this {
+    this.destroyed = true;
+    this.emit('close');
+    this.done(0, '');
+    return this;
+  }
+}
+
+async function main(): Promise<void> {
+  installSignalCleanup();
+  if (process.argv.includes('--build')) {
+    const tsc = fileURLToPath(new URL('node_modules/typescript/bin/tsc', ROOT));
+    spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', 'bench-results/dist'], {
+      cwd: fileURLToPath(ROOT),
+      stdio: 'inherit',
+    });
+  }
+  const upstreamPort = await freePort();
+  const upstream = await startChild({
+    name: 'upstream',
+    script: 'test/bench/fixed-upstream.ts',
+    env: {},
+    port: upstreamPort,
+    readyPath: '/api/v1/health',
+  });
+  const operations = new URL('test/operations/', ROOT);
+  const isNullQuery = await readFile(new URL('is-null.graphql', operations), 'utf8');
+  const piQuery = await readFile(new URL('pi.graphql', operations), 'utf8');
+  const literalQuery = isNullQuery.replace('$value: JSON, ', '').replace('value: $value', 'value: "VALUE"');
+  const isNullId = `sha256:${createHash('sha256').update(isNullQuery).digest('hex')}`;
+  const manifest = fileURLToPath(new URL('bench-results/path-manifest.json', ROOT));
+  await writeFile(manifest, JSON.stringify({ [isNullId]: isNullQuery }));
+  const bodies: Record<string, (n: number) => unknown> = {
+    distinct: (n) => ({ query: isNullQuery, operationName: 'IsNull', variables: { value: `path-${n}` } }),
+    literal: (n) => ({ query: literalQuery.replace('VALUE', `path-${n}`), operationName: 'IsNull' }),
+    pi: (n) => ({
+      query: piQuery,
+      operationName: 'Pi',
+      variables: { digits: 10, temperature: (1 + (n % 997)) / 1000 },
+    }),
+    trusted: (n) => ({ documentId: isNullId, operationName: 'IsNull', variables: { value: `path-${n}` } }),
+  };
+  const bodyOf = bodies[WORKLOAD];
+  if (bodyOf === undefined) throw new Error(`--workload is one of ${Object.keys(bodies).join(', ')}`);
+
+  const { loadConfig } = (await import(pathToFileURL(fileURLToPath(new URL('config.js', DIST))).href)) as {
+    loadConfig: (env: Record<string, string>) => unknown;
+  };
+  const { createApp } = (await import(
+    pathToFileURL(fileURLToPath(new URL('gateway/app.js', DIST))).href
+  )) as {
+    createApp: (
+      config: unknown,
+      options: unknown,
+    ) => Promise<{
+      fastPath: { handle(req: unknown, res: unknown): boolean; served: { fast: number; handedOver: number } };
+      clients: { ready(): Promise<void> };
+      close(): Promise<unknown>;
+    }>;
+  };
+  const { createLogger } = (await import(
+    pathToFileURL(fileURLToPath(new URL('shared/logger.js', DIST))).href
+  )) as {
+    createLogger: (options: unknown) => unknown;
+  };
+  const base = `http://127.0.0.1:${upstreamPort}`;
+  const config = loadConfig({
+    NODE_ENV: 'production',
+    NULL_BASE_URL: base,
+    PI_BASE_URL: base,
+    LOG_LEVEL: 'info',
+    ...(WORKLOAD === 'trusted' ? { TRUSTED_DOCUMENTS: manifest, TRUSTED_DOCUMENTS_MODE: 'enforce' } : {}),
+  });
+  // The production sink (a file descriptor), pointed at /dev/null as the benchmark's stdout is.
+  const logger = createLogger({ level: 'info', destination: openSync('/dev/null', 'w') });
+  const app = await createApp(config, { logger, defaultMetrics: true });
+  await app.clients.ready();
+
+  let sent = 0;
+  const headers = {
+    host: '127.0.0.1',
+    'content-type': 'application/json',
+    accept: 'application/graphql-response+json',
+  };
+  const one = (): Promise<void> =>
+    new Promise((resolve, reject) => {
+      const body = Buffer.from(JSON.stringify(bodyOf(sent++)));
+      const req = new FakeRequest({ ...headers, 'content-length': String(body.length) }, body);
+      const res = new FakeResponse((status, text) => {
+        if (status !== 200 || !text.includes('"isNull"') === (WORKLOAD !== 'pi'))
+          reject(new Error(`unexpected answer ${status}: ${text.slice(0, 300)}`));
+        else resolve();
+      });
+      if (!app.fastPath.handle(req, res)) reject(new Error('the fast path did not take the request'));
+      req.send();
+    });
+  const drive = async (count: number) => {
+    let left = count;
+    const lane = async () => {
+      while (left > 0) {
+        left--;
+        await one();
+      }
+    };
+    await Promise.all(Array.from({ length: CONCURRENCY }, lane));
+  };
+
+  // The first request of an Accept value goes to Yoga (it teaches the fast path the media type).
+  await drive(WARMUP);
+  const perRound: number[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    const before = process.cpuUsage();
+    await drive(REQUESTS);
+    const used = process.cpuUsage(before);
+    perRound.push((used.user + used.system) / REQUESTS);
+  }
+  const sorted = [...perRound].sort((a, b) => a - b);
+  process.stdout.write(
+    `${WORKLOAD}: ${(sorted[Math.floor(sorted.length / 2)] as number).toFixed(1)} µs CPU per request, least ${(sorted[0] as number).toFixed(1)} (median of ${ROUNDS} rounds of ${REQUESTS}, ${CONCURRENCY} at once; rounds: ${perRound.map((v) => v.toFixed(1)).join(' ')}); fast path ${app.fastPath.served.fast}, handed over ${app.fastPath.served.handedOver}\n`,
+  );
+  await app.close();
+  await upstream.stop();
+}
+
+await main();
