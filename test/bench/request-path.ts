@@ -9,7 +9,7 @@
  *
  * It runs the compiled gateway (bench-results/dist, built by `npm run bench` or `--build`), as in
  * production: `npx tsx test/bench/request-path.ts [--build] [--requests n] [--rounds n]
- * [--concurrency n] [--warmup n] [--dist dir] [--workload distinct|literal|pi|trusted]`. Log lines go to /dev/null, as in the
+ * [--concurrency n] [--warmup n] [--dist dir] [--workload distinct|literal|pi|trusted|proxy]`. Log lines go to /dev/null, as in the
  * benchmark. Prints the median CPU µs per request over the rounds, and each round's.
  */
 import { spawnSync } from 'node:child_process';
@@ -19,6 +19,7 @@ import { openSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { type AddressInfo, createServer } from 'node:net';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Pool } from 'undici';
 import { installSignalCleanup, startChild } from './bench-processes.js';
 
 const argument = (name: string, fallback: string) => {
@@ -133,42 +134,84 @@ async function main(): Promise<void> {
       variables: { digits: 10, temperature: (1 + (n % 997)) / 1000 },
     }),
     trusted: (n) => ({ documentId: isNullId, operationName: 'IsNull', variables: { value: `path-${n}` } }),
+    // The raw proxy's work (raw-proxy.ts) in the same harness: the floor the gateway is compared with.
+    proxy: (n) => ({ query: isNullQuery, operationName: 'IsNull', variables: { value: `path-${n}` } }),
   };
   const bodyOf = bodies[WORKLOAD];
   if (bodyOf === undefined) throw new Error(`--workload is one of ${Object.keys(bodies).join(', ')}`);
 
-  const { loadConfig } = (await import(pathToFileURL(fileURLToPath(new URL('config.js', DIST))).href)) as {
-    loadConfig: (env: Record<string, string>) => unknown;
-  };
-  const { createApp } = (await import(
-    pathToFileURL(fileURLToPath(new URL('gateway/app.js', DIST))).href
-  )) as {
-    createApp: (
-      config: unknown,
-      options: unknown,
-    ) => Promise<{
-      fastPath: { handle(req: unknown, res: unknown): boolean; served: { fast: number; handedOver: number } };
-      clients: { ready(): Promise<void> };
-      close(): Promise<unknown>;
-    }>;
-  };
-  const { createLogger } = (await import(
-    pathToFileURL(fileURLToPath(new URL('shared/logger.js', DIST))).href
-  )) as {
-    createLogger: (options: unknown) => unknown;
-  };
-  const base = `http://127.0.0.1:${upstreamPort}`;
-  const config = loadConfig({
-    NODE_ENV: 'production',
-    NULL_BASE_URL: base,
-    PI_BASE_URL: base,
-    LOG_LEVEL: 'info',
-    ...(WORKLOAD === 'trusted' ? { TRUSTED_DOCUMENTS: manifest, TRUSTED_DOCUMENTS_MODE: 'enforce' } : {}),
-  });
-  // The production sink (a file descriptor), pointed at /dev/null as the benchmark's stdout is.
-  const logger = createLogger({ level: 'info', destination: openSync('/dev/null', 'w') });
-  const app = await createApp(config, { logger, defaultMetrics: true });
-  await app.clients.ready();
+  let handle: (req: FakeRequest, res: FakeResponse) => boolean;
+  let served = () => '';
+  let close: () => Promise<unknown>;
+  if (WORKLOAD === 'proxy') {
+    // One undici Pool.request per request, as the raw proxy makes: body read, upstream body as text.
+    const pool = new Pool(`http://127.0.0.1:${upstreamPort}`, {
+      connections: 64,
+      pipelining: 1,
+      keepAliveTimeout: 4000,
+    });
+    const checkBody = JSON.stringify({ value: null });
+    handle = (req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        pool
+          .request({
+            method: 'POST',
+            path: '/api/v1/check',
+            headers: { 'content-type': 'application/json' },
+            body: checkBody,
+          })
+          .then(async (response) => {
+            const text = await response.body.text();
+            res.writeHead(response.statusCode);
+            res.end(text);
+          })
+          .catch(() => res.destroy());
+      });
+      return true;
+    };
+    close = () => pool.close();
+  } else {
+    const { loadConfig } = (await import(pathToFileURL(fileURLToPath(new URL('config.js', DIST))).href)) as {
+      loadConfig: (env: Record<string, string>) => unknown;
+    };
+    const { createApp } = (await import(
+      pathToFileURL(fileURLToPath(new URL('gateway/app.js', DIST))).href
+    )) as {
+      createApp: (
+        config: unknown,
+        options: unknown,
+      ) => Promise<{
+        fastPath: {
+          handle(req: unknown, res: unknown): boolean;
+          served: { fast: number; handedOver: number };
+        };
+        clients: { ready(): Promise<void> };
+        close(): Promise<unknown>;
+      }>;
+    };
+    const { createLogger } = (await import(
+      pathToFileURL(fileURLToPath(new URL('shared/logger.js', DIST))).href
+    )) as {
+      createLogger: (options: unknown) => unknown;
+    };
+    const base = `http://127.0.0.1:${upstreamPort}`;
+    const config = loadConfig({
+      NODE_ENV: 'production',
+      NULL_BASE_URL: base,
+      PI_BASE_URL: base,
+      LOG_LEVEL: 'info',
+      ...(WORKLOAD === 'trusted' ? { TRUSTED_DOCUMENTS: manifest, TRUSTED_DOCUMENTS_MODE: 'enforce' } : {}),
+    });
+    // The production sink (a file descriptor), pointed at /dev/null as the benchmark's stdout is.
+    const logger = createLogger({ level: 'info', destination: openSync('/dev/null', 'w') });
+    const app = await createApp(config, { logger, defaultMetrics: true });
+    await app.clients.ready();
+    handle = (req, res) => app.fastPath.handle(req, res);
+    served = () => `; fast path ${app.fastPath.served.fast}, handed over ${app.fastPath.served.handedOver}`;
+    close = () => app.close();
+  }
 
   let sent = 0;
   const headers = {
@@ -181,11 +224,12 @@ async function main(): Promise<void> {
       const body = Buffer.from(JSON.stringify(bodyOf(sent++)));
       const req = new FakeRequest({ ...headers, 'content-length': String(body.length) }, body);
       const res = new FakeResponse((status, text) => {
-        if (status !== 200 || !text.includes('"isNull"') === (WORKLOAD !== 'pi'))
+        const expected = WORKLOAD === 'proxy' ? '"is_null"' : WORKLOAD === 'pi' ? '"pi"' : '"isNull"';
+        if (status !== 200 || !text.includes(expected))
           reject(new Error(`unexpected answer ${status}: ${text.slice(0, 300)}`));
         else resolve();
       });
-      if (!app.fastPath.handle(req, res)) reject(new Error('the fast path did not take the request'));
+      if (!handle(req, res)) reject(new Error('the fast path did not take the request'));
       req.send();
     });
   const drive = async (count: number) => {
@@ -210,9 +254,9 @@ async function main(): Promise<void> {
   }
   const sorted = [...perRound].sort((a, b) => a - b);
   process.stdout.write(
-    `${WORKLOAD}: ${(sorted[Math.floor(sorted.length / 2)] as number).toFixed(1)} µs CPU per request, least ${(sorted[0] as number).toFixed(1)} (median of ${ROUNDS} rounds of ${REQUESTS}, ${CONCURRENCY} at once; rounds: ${perRound.map((v) => v.toFixed(1)).join(' ')}); fast path ${app.fastPath.served.fast}, handed over ${app.fastPath.served.handedOver}\n`,
+    `${WORKLOAD}: ${(sorted[Math.floor(sorted.length / 2)] as number).toFixed(1)} µs CPU per request, least ${(sorted[0] as number).toFixed(1)} (median of ${ROUNDS} rounds of ${REQUESTS}, ${CONCURRENCY} at once; rounds: ${perRound.map((v) => v.toFixed(1)).join(' ')})${served()}\n`,
   );
-  await app.close();
+  await close();
   await upstream.stop();
 }
 
