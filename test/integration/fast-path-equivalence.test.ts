@@ -268,7 +268,7 @@ const CASES: Case[] = [
     fast: false,
   },
   { name: 'mutation on a query-only schema', headers: headers(), body: query('mutation { x }'), fast: false },
-  // --- literals: documents of one shape are validated once (document-shapes.ts) --------------
+  // --- literals: documents of one shape are validated by shape from the third (document-shapes.ts)
   { name: 'a literal', headers: headers(), body: query('{ l: pi(digits: 3) { __typename } }'), fast: true },
   {
     name: 'the same shape, another literal',
@@ -289,6 +289,12 @@ const CASES: Case[] = [
     fast: true,
   },
   {
+    name: 'another JSON number literal',
+    headers: headers(),
+    body: query('{ isNull(value: 2.5) { __typename } }'),
+    fast: true,
+  },
+  {
     name: 'the same shape, a JSON number out of range',
     headers: headers(),
     body: query('{ isNull(value: 1e999) { __typename } }'),
@@ -298,6 +304,12 @@ const CASES: Case[] = [
     name: 'one response name twice with equal literals',
     headers: headers(),
     body: query('{ m: pi(digits: 2) { __typename } m: pi(digits: 2) { __typename } }'),
+    fast: true,
+  },
+  {
+    name: 'the same shape, other equal literals',
+    headers: headers(),
+    body: query('{ m: pi(digits: 8) { __typename } m: pi(digits: 8) { __typename } }'),
     fast: true,
   },
   {

@@ -6,9 +6,9 @@
  *
  * The shape of a document is its text with every Int, Float, String and block-string token replaced
  * by a marker of its kind; names (enum values, `true`, `false`, `null`), variables, lists, objects,
- * fields, fragments, directives, aliases and comments are all kept. The first document of a shape is
- * validated with every rule; once valid, another document of the same shape passes exactly when the
- * two checks that read literal values pass on it:
+ * fields, fragments, directives, aliases and comments are all kept. The first two valid documents of a
+ * shape are validated with every rule (the shape is learnt at the second); after that, another
+ * document of the shape passes exactly when the two checks that read literal values pass on it:
  *
  * - ValuesOfCorrectTypeRule's leaf check: at each place where the rule hands a literal to its leaf
  *   type's `parseLiteral` (found once per shape, with graphql-js's TypeInfo), the new literal parses.
@@ -71,6 +71,9 @@ interface Shape {
   /** OverlappingFieldsCanBeMergedRule compares literal arguments: it runs on each document. */
   overlapSensitive: boolean;
 }
+
+/** A shape with one valid document so far: not learnt yet. */
+const SEEN_ONCE = 'seen once';
 
 const LITERAL_TOKENS = new Set<string>([
   TokenKind.INT,
@@ -184,7 +187,7 @@ function parses(leaf: Leaf, node: ValueNode | undefined): boolean {
 
 export function createDocumentShapes(options: DocumentShapesOptions): DocumentShapes {
   const { schema } = options;
-  const shapes = new LRUCache<string, Shape>({
+  const shapes = new LRUCache<string, Shape | typeof SEEN_ONCE>({
     max: 1000,
     maxSize: options.maxChars ?? 4 * 1024 * 1024,
     sizeCalculation: (_value, key) => Math.max(1, key.length),
@@ -208,9 +211,11 @@ export function createDocumentShapes(options: DocumentShapesOptions): DocumentSh
       if (literals.length === 0) return options.validate(document).length === 0;
       const key = shapeKey(query, literals);
       const shape = shapes.get(key);
-      if (shape === undefined) {
+      if (shape === undefined || shape === SEEN_ONCE) {
         if (options.validate(document).length > 0) return false;
-        shapes.set(key, learn(query, document, literals));
+        // Learnt at its second valid document: a shape that never repeats (a client or an attacker
+        // sending ever new documents) costs what validation alone costs, plus its key.
+        shapes.set(key, shape === undefined ? SEEN_ONCE : learn(query, document, literals));
         return true;
       }
       for (const leaf of shape.leaves) if (!parses(leaf, nodeAt(document, leaf.path))) return false;
