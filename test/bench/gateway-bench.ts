@@ -497,8 +497,10 @@ async function redisGatewayRows(upstreamUrl: string, variant: GatewayVariant): P
  * the benchmark does not read the gateway's stdout (its log lines).
  */
 const MEMORY_PROBE = `data:text/javascript,${encodeURIComponent(
-  'let n = 0; process.on("SIGUSR2", () => { globalThis.gc?.(); const m = process.memoryUsage(); ' +
-    'process.stderr.write(JSON.stringify({ memoryProbe: { n: ++n, rss: m.rss, heapUsed: m.heapUsed } }) + "\\n"); });',
+  'import { getHeapSpaceStatistics } from "node:v8"; ' +
+    'let n = 0; process.on("SIGUSR2", () => { globalThis.gc?.(); const m = process.memoryUsage(); ' +
+    'const young = getHeapSpaceStatistics().find((s) => s.space_name === "new_space")?.space_size ?? 0; ' +
+    'process.stderr.write(JSON.stringify({ memoryProbe: { n: ++n, rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, young } }) + "\\n"); });',
 )}`;
 
 interface MemoryPoint {
@@ -509,6 +511,13 @@ interface MemoryPoint {
   /** RSS and V8 heap used right after a forced full GC (MB): what is really held. */
   rssAfterGcMb: number;
   heapUsedAfterGcMb: number;
+  /**
+   * V8's heap as committed (heapTotal) and its young generation (`new_space`) after that GC (MB): V8
+   * grows the young generation under a high allocation rate, up to a maximum it picks from the
+   * machine's memory, and keeps it; that is RSS without anything being held.
+   */
+  heapTotalAfterGcMb: number;
+  youngGenerationMb: number;
 }
 
 interface MemoryResult {
@@ -524,15 +533,22 @@ interface MemoryResult {
 const mb = (bytes: number) => Math.round((bytes / 1024 / 1024) * 10) / 10;
 
 /** Full GC in the gateway (MEMORY_PROBE), then its RSS and heap used. */
-async function probeMemory(gateway: ChildServer, count: number): Promise<{ rss: number; heapUsed: number }> {
+interface MemoryProbe {
+  n: number;
+  rss: number;
+  heapUsed: number;
+  heapTotal: number;
+  young: number;
+}
+
+async function probeMemory(gateway: ChildServer, count: number): Promise<MemoryProbe> {
   gateway.child.kill('SIGUSR2');
   const deadline = Date.now() + 10_000;
   while (Date.now() < deadline) {
     const lines = gateway.stderr().split('\n');
     for (const line of lines) {
       if (!line.startsWith('{"memoryProbe"')) continue;
-      const probe = (JSON.parse(line) as { memoryProbe: { n: number; rss: number; heapUsed: number } })
-        .memoryProbe;
+      const probe = (JSON.parse(line) as { memoryProbe: MemoryProbe }).memoryProbe;
       if (probe.n === count) return probe;
     }
     await new Promise((resolve) => setTimeout(resolve, 50));
@@ -566,10 +582,12 @@ async function memoryRow(upstreamUrl: string): Promise<MemoryResult | undefined>
       rssMb: mb(rss),
       rssAfterGcMb: mb(probe.rss),
       heapUsedAfterGcMb: mb(probe.heapUsed),
+      heapTotalAfterGcMb: mb(probe.heapTotal),
+      youngGenerationMb: mb(probe.young),
     };
     points.push(p);
     process.stderr.write(
-      `  memory after ${String(operations).padStart(6)} operations: RSS ${p.rssMb} MB; after a full GC: RSS ${p.rssAfterGcMb} MB, heap used ${p.heapUsedAfterGcMb} MB\n`,
+      `  memory after ${String(operations).padStart(6)} operations: RSS ${p.rssMb} MB; after a full GC: RSS ${p.rssAfterGcMb} MB, heap used ${p.heapUsedAfterGcMb} MB, committed ${p.heapTotalAfterGcMb} MB (young generation ${p.youngGenerationMb} MB)\n`,
     );
     return rss;
   };
@@ -912,7 +930,9 @@ function printFindings(costs: RedisCost[], checks: TargetCheck[], memory: Memory
     );
     console.log(
       `  after a forced full GC at the same points: RSS ${memory.points.map((p) => p.rssAfterGcMb).join(' / ')} MB, ` +
-        `V8 heap used ${memory.points.map((p) => p.heapUsedAfterGcMb).join(' / ')} MB`,
+        `V8 heap used ${memory.points.map((p) => p.heapUsedAfterGcMb).join(' / ')} MB, ` +
+        `committed ${memory.points.map((p) => p.heapTotalAfterGcMb).join(' / ')} MB ` +
+        `(young generation ${memory.points.map((p) => p.youngGenerationMb).join(' / ')} MB)`,
     );
   }
   if (notices.length > 0) {
