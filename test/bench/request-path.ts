@@ -9,7 +9,7 @@
  *
  * It runs the compiled gateway (bench-results/dist, built by `npm run bench` or `--build`), as in
  * production: `npx tsx test/bench/request-path.ts [--build] [--requests n] [--rounds n]
- * [--concurrency n] [--warmup n] [--dist dir] [--workload distinct|literal|pi|trusted|proxy]`. Log lines go to /dev/null, as in the
+ * [--concurrency n] [--warmup n] [--dist dir] [--log-level level] [--workload distinct|literal|pi|trusted|proxy]`. Log lines go to /dev/null, as in the
  * benchmark. Prints the median CPU µs per request over the rounds, and each round's.
  */
 import { spawnSync } from 'node:child_process';
@@ -30,6 +30,8 @@ const REQUESTS = Number(argument('requests', '20000'));
 const ROUNDS = Number(argument('rounds', '7'));
 const CONCURRENCY = Number(argument('concurrency', '50'));
 const WARMUP = Number(argument('warmup', '30000'));
+/** `--log-level warn`: without the per-operation log line (what it costs). */
+const LOG_LEVEL = argument('log-level', 'info');
 const WORKLOAD = argument('workload', 'distinct');
 const ROOT = new URL('../../', import.meta.url);
 /** `--dist dir`: another build of the gateway (an A/B comparison of two versions). */
@@ -201,11 +203,11 @@ async function main(): Promise<void> {
       NODE_ENV: 'production',
       NULL_BASE_URL: base,
       PI_BASE_URL: base,
-      LOG_LEVEL: 'info',
+      LOG_LEVEL,
       ...(WORKLOAD === 'trusted' ? { TRUSTED_DOCUMENTS: manifest, TRUSTED_DOCUMENTS_MODE: 'enforce' } : {}),
     });
     // The production sink (a file descriptor), pointed at /dev/null as the benchmark's stdout is.
-    const logger = createLogger({ level: 'info', destination: openSync('/dev/null', 'w') });
+    const logger = createLogger({ level: LOG_LEVEL, destination: openSync('/dev/null', 'w') });
     const app = await createApp(config, { logger, defaultMetrics: true });
     await app.clients.ready();
     handle = (req, res) => app.fastPath.handle(req, res);
