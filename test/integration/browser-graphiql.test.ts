@@ -32,6 +32,16 @@ const CHROMIUM_ARGS = [
 /** Monaco draws spaces as no-break spaces. */
 const text = (raw: string | null) => (raw ?? '').replace(/\u00a0/g, ' ');
 
+/** The document of a POST the page sent ('' when it is not a GraphQL JSON body). */
+function sentQuery(postData: string | null): string {
+  try {
+    const query = (JSON.parse(postData ?? '') as { query?: unknown }).query;
+    return typeof query === 'string' ? query : '';
+  } catch {
+    return '';
+  }
+}
+
 /** The operation name of each example tab, from its query (`query Pi(` → `Pi`). */
 function operationName(query: string): string {
   const name = /^query (\w+)/m.exec(query)?.[1];
@@ -165,8 +175,7 @@ describe('GraphiQL in headless Chromium', () => {
           (r) =>
             r.request().method() === 'POST' &&
             new URL(r.url()).pathname === '/graphql' &&
-            // The page sends the document minified: `query Health{health{...`.
-            new RegExp(`\\bquery\\s+${name}\\b`).test(r.request().postData() ?? ''),
+            new RegExp(`\\bquery\\s+${name}\\b`).test(sentQuery(r.request().postData())),
           { timeout: 60_000 },
         );
         await page.locator('.graphiql-execute-button').click();
@@ -207,6 +216,58 @@ describe('GraphiQL in headless Chromium', () => {
     // A cold start parses a 9 MB bundle: generous, but bounded (every wait above has its own limit).
     180_000,
   );
+
+  it('a query pasted over the first tab and run at once is the one that runs', async () => {
+    // GraphiQL 5 learns the operation name from a debounced parse of the editor: Run pressed before it
+    // (~300 ms) used to send the previous tab's name (IsNull) with the new document, and its client
+    // refused with "Cannot infer operation IsNull" without sending anything.
+    const context = await launched().newContext({ viewport: { width: 1280, height: 800 } });
+    try {
+      const page = await context.newPage();
+      const seen = watch(page);
+      const introspected = page.waitForResponse(
+        (r) => /IntrospectionQuery/.test(r.request().postData() ?? ''),
+        { timeout: 60_000 },
+      );
+      await page.goto(`${origin}/graphql`);
+      expect((await introspected).ok()).toBe(true);
+      const editor = page.locator('.graphiql-query-editor');
+      await expect
+        .poll(async () => text(await editor.textContent()), { timeout: 30_000 })
+        .toContain('query IsNull');
+
+      const answered = page.waitForResponse(
+        (r) =>
+          r.request().method() === 'POST' &&
+          new URL(r.url()).pathname === '/graphql' &&
+          /\bquery\s+Pasted\b/.test(sentQuery(r.request().postData())),
+        { timeout: 15_000 },
+      );
+      await editor.click();
+      await page.keyboard.press('ControlOrMeta+A');
+      await page.keyboard.insertText('query Pasted { pi(digits: 2) { __typename } }');
+      // At once: no wait for the editor's parse.
+      await page.keyboard.press('ControlOrMeta+Enter');
+      const answer = await answered.catch(async (error: unknown) => {
+        const shown = text(await page.locator('.graphiql-response').textContent());
+        throw new Error(
+          `the pasted query was not sent; sent: ${JSON.stringify(seen.sent)}; shown: ${shown}`,
+          {
+            cause: error,
+          },
+        );
+      });
+      const sent = answer.request().postDataJSON() as { operationName?: unknown };
+      expect(sent.operationName).toBe('Pasted');
+      expect(await answer.json()).toEqual({
+        data: { pi: { __typename: 'PiDigits' } },
+        extensions: expect.anything(),
+      });
+      expect(seen.pageErrors).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  }, 180_000);
 
   it('the Headers editor carries the API key example', async () => {
     const context = await launched().newContext();

@@ -155,6 +155,34 @@ function bootScript(assetBase: string, versions: Record<string, string>): string
     if (first && stored === null && options.variables == null && first.variables != null) {
       options.variables = first.variables;
     }
+    // GraphiQL 5 learns a tab's operation name from a debounced parse of its editor: a query pasted
+    // and run within ~300 ms went out under the previous name, and Yoga's fetcher refused it
+    // ("Cannot infer operation IsNull") without sending it. This fetcher sends what the editor
+    // holds: a name the document does not define is replaced by its only operation's name, or left
+    // out (the server then asks for one when there are several). The schema has no subscriptions or
+    // @defer, so a JSON POST is all GraphiQL needs.
+    options.fetcher = function (params, opts) {
+      var names = [];
+      var source = String(params.query || '').replace(/"""[\\s\\S]*?"""|"(?:[^"\\\\\\n]|\\\\.)*"|#[^\\n]*/g, ' ');
+      var found = /\\b(?:query|mutation|subscription)\\s+([_A-Za-z][_0-9A-Za-z]*)/g;
+      for (var m = found.exec(source); m !== null; m = found.exec(source)) names.push(m[1]);
+      var name = params.operationName;
+      if (name != null && names.indexOf(name) === -1) name = names.length === 1 ? names[0] : undefined;
+      var headers = Object.assign(
+        { 'content-type': 'application/json', accept: 'application/graphql-response+json, application/json' },
+        opts && opts.headers,
+      );
+      return fetch(options.endpoint, {
+        method: 'POST',
+        credentials: 'same-origin',
+        headers: headers,
+        body: JSON.stringify({ query: params.query, variables: params.variables, operationName: name }),
+      }).then(function (response) {
+        return response.json().catch(function () {
+          return { errors: [{ message: 'HTTP ' + response.status + ': the answer is not JSON' }] };
+        });
+      });
+    };
     YogaGraphiQL.renderYogaGraphiQL(document.getElementById('root'), options);
   });
 })();
