@@ -12,7 +12,11 @@
  * Negotiation: `negotiator` (jshttp, what Express and Fastify use): q-values, `*`, `identity;q=0`.
  * Between encodings the client weighs the same, the server prefers zstd (where the runtime has it:
  * Node 22.15+ and 23.8+), then br, then gzip. Levels are for dynamic content, not for static assets
- * built once: zstd 3 (its default), brotli 5, gzip 6. Measured in docs/performance.md (Compression).
+ * built once: zstd 1, brotli 2, gzip 4. The large answers here are digits, close to random: higher
+ * levels only spend CPU looking for repeats that are not there (zstd 3 made 1M digits 13 % larger
+ * and cost 5x the CPU of zstd 1; brotli 5 cost 3-4x brotli 2's for larger output from 100k digits
+ * up). Brotli 1 is a special fast mode that compresses 20k digits and introspection worse than 2.
+ * Measured in docs/performance.md (Compression).
  */
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
@@ -26,20 +30,23 @@ export interface CompressionOptions {
 }
 
 const zstdCompress = (zlib as { zstdCompress?: typeof zlib.gzip }).zstdCompress;
+/** ZSTD_c_compressionLevel (100 in zstd's API), from node's constants where the runtime has them. */
+const ZSTD_LEVEL_PARAM =
+  (zlib.constants as unknown as { ZSTD_c_compressionLevel?: number }).ZSTD_c_compressionLevel ?? 100;
 /** The encodings this runtime can produce, in the server's order of preference. */
 export const SUPPORTED_ENCODINGS: readonly ContentEncoding[] =
   typeof zstdCompress === 'function' ? ['zstd', 'br', 'gzip'] : ['br', 'gzip'];
 
 const compressors: Record<ContentEncoding, (body: Buffer) => Promise<Buffer>> = {
   gzip: promisify((body: Buffer, done: (error: Error | null, result: Buffer) => void) =>
-    zlib.gzip(body, { level: 6 }, done),
+    zlib.gzip(body, { level: 4 }, done),
   ),
   br: promisify((body: Buffer, done: (error: Error | null, result: Buffer) => void) =>
     zlib.brotliCompress(
       body,
       {
         params: {
-          [zlib.constants.BROTLI_PARAM_QUALITY]: 5,
+          [zlib.constants.BROTLI_PARAM_QUALITY]: 2,
           [zlib.constants.BROTLI_PARAM_SIZE_HINT]: body.length,
           [zlib.constants.BROTLI_PARAM_MODE]: zlib.constants.BROTLI_MODE_TEXT,
         },
@@ -49,8 +56,16 @@ const compressors: Record<ContentEncoding, (body: Buffer) => Promise<Buffer>> = 
   ),
   zstd: (body) =>
     new Promise<Buffer>((resolve, reject) =>
-      // Only listed in SUPPORTED_ENCODINGS when the runtime has it; zstd's default level is 3.
-      (zstdCompress as typeof zlib.gzip)(body, (error, result) => (error ? reject(error) : resolve(result))),
+      // Only listed in SUPPORTED_ENCODINGS when the runtime has it.
+      (
+        zstdCompress as (
+          body: Buffer,
+          options: object,
+          done: (error: Error | null, result: Buffer) => void,
+        ) => void
+      )(body, { params: { [ZSTD_LEVEL_PARAM]: 1 } }, (error, result) =>
+        error ? reject(error) : resolve(result),
+      ),
     ),
 };
 
