@@ -118,8 +118,15 @@ export interface TrustedDocuments {
   readonly mode: TrustedDocumentsMode;
   /** Whether this request takes part (an id, an APQ extension, or a mode that checks text). */
   involves(request: DocumentRequest): boolean;
-  /** The text to run, or the refusal (a promise only when an APQ hash is looked up in Redis). */
-  resolve(request: DocumentRequest): Resolved | Promise<Resolved>;
+  /**
+   * The text to run, or the refusal (a promise only when an APQ hash is looked up in Redis). In log
+   * mode a text outside the manifest is counted and logged here, unless `observe` is false: the fast
+   * path resolves before it knows whether it serves the request or hands it to Yoga (which resolves
+   * again), and counts with `observe` once it serves it.
+   */
+  resolve(request: DocumentRequest, observe?: boolean): Resolved | Promise<Resolved>;
+  /** Log mode: counts and logs (once per document) a text outside the manifest; else nothing. */
+  observe(text: string): void;
   /** The manifest's documents (GraphiQL's tabs in enforce mode). */
   readonly documents: readonly string[];
 }
@@ -173,30 +180,30 @@ export function createTrustedDocuments(options: TrustedDocumentsOptions): Truste
     );
   };
 
-  /** A text sent in full: enforce checks it, log observes it. */
-  const checkText = (text: string, id: string | undefined): Resolved => {
+  /** A text sent in full: enforce checks it, log observes it (when `observe`). */
+  const checkText = (text: string, id: string | undefined, observe: boolean): Resolved => {
     if (mode === 'off' || texts.has(text)) return { query: text, id };
     if (mode === 'log') {
-      untrusted(text);
+      if (observe) untrusted(text);
       return { query: text, id };
     }
     if (introspection && introspectionOnly(text)) return { query: text, id };
     return notInList('This document');
   };
 
-  const byHash = (hash: string, text: string | undefined): Resolved | Promise<Resolved> => {
+  const byHash = (hash: string, text: string | undefined, observe: boolean): Resolved | Promise<Resolved> => {
     const known = manifest.get(hash);
     if (known !== undefined) return { query: known, id: hash };
     if (text !== undefined) {
       if (sha256Hex(text) !== hash) return badInput('provided sha does not match query');
-      if (mode === 'enforce') return checkText(text, hash);
+      if (mode === 'enforce') return checkText(text, hash, observe);
       store.set(apqKey(hash), text, APQ_TTL_MS, text.length * 2);
-      return checkText(text, hash);
+      return checkText(text, hash, observe);
     }
     if (mode === 'enforce') return notInList(`Document sha256:${hash}`);
     const found = store.get(apqKey(hash));
     const answer = (value: unknown): Resolved =>
-      typeof value === 'string' ? checkText(value, hash) : notFound();
+      typeof value === 'string' ? checkText(value, hash, observe) : notFound();
     return found instanceof Promise ? found.then(answer) : answer(found);
   };
 
@@ -212,7 +219,10 @@ export function createTrustedDocuments(options: TrustedDocumentsOptions): Truste
           'persistedQuery' in request.extensions)
       );
     },
-    resolve(request) {
+    observe(text) {
+      if (mode === 'log' && !texts.has(text)) untrusted(text);
+    },
+    resolve(request, observe = true) {
       const text = typeof request.query === 'string' && request.query !== '' ? request.query : undefined;
       if (request.documentId !== undefined && request.documentId !== null) {
         const raw = request.documentId;
@@ -222,7 +232,7 @@ export function createTrustedDocuments(options: TrustedDocumentsOptions): Truste
           return badInput(
             'documentId must be "sha256:" followed by 64 hex digits, or the 64 hex digits alone',
           );
-        return byHash(hash, text);
+        return byHash(hash, text, observe);
       }
       const persisted = (request.extensions as { persistedQuery?: unknown } | undefined)?.persistedQuery;
       if (persisted !== undefined) {
@@ -230,10 +240,10 @@ export function createTrustedDocuments(options: TrustedDocumentsOptions): Truste
         if (version !== 1) return badInput('extensions.persistedQuery.version must be 1');
         if (typeof sha256Hash !== 'string' || !SHA256_HEX.test(sha256Hash.toLowerCase()))
           return badInput('extensions.persistedQuery.sha256Hash must be 64 hex digits');
-        return byHash(sha256Hash.toLowerCase(), text);
+        return byHash(sha256Hash.toLowerCase(), text, observe);
       }
       if (text === undefined) return { query: '', id: undefined };
-      return checkText(text, undefined);
+      return checkText(text, undefined, observe);
     },
   };
 }

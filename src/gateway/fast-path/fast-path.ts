@@ -99,7 +99,8 @@ function paramsOf(body: Buffer, trusted: TrustedDocuments): Params | undefined {
   if (extensions != null && !isPlainObject(extensions)) return undefined;
   let query = json.query;
   if (trusted.involves(json)) {
-    const resolved = trusted.resolve(json);
+    // Not counted yet (log mode): the request may still go to Yoga, which resolves it again.
+    const resolved = trusted.resolve(json, false);
     if (isPromise(resolved) || resolved instanceof Error) return undefined;
     query = resolved.query;
   }
@@ -315,6 +316,7 @@ export function createFastPath(options: FastPathOptions): FastPath {
       return handOver(req, res, body);
 
     served.fast++;
+    trusted.observe(params.query);
     const headers = req.headers;
     const operation = new Operation({
       apiKey: apiKeyOf(headers.authorization, headers['x-api-key'] as string | undefined),
