@@ -184,7 +184,9 @@ describe('GraphiQL in headless Chromium', () => {
             cause: error,
           });
         });
-        const sent = answer.request().postDataJSON() as { variables?: unknown };
+        const sent = answer.request().postDataJSON() as { query?: unknown; variables?: unknown };
+        // The tab's document exactly as shown (a trusted-documents manifest holds that text).
+        expect(sent.query).toBe(GRAPHIQL_TABS[index]?.query);
         // And the tab's own headers: the Bill tab's cost cap reaches the gateway from the Headers pane.
         const headers = JSON.parse(GRAPHIQL_TABS[index]?.headers ?? '{}') as Record<string, string>;
         const requestHeaders = await answer.request().allHeaders();
