@@ -15,22 +15,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CHROMIUM, CHROMIUM_ARGS, introspection, text } from '../support/chromium.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
 
-const CHROMIUM = process.env.CHROMIUM_BIN || '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
-
-/** Monaco draws spaces as no-break spaces. */
-const text = (raw: string | null) => (raw ?? '').replace(/\u00a0/g, ' ');
 const sha256 = (value: string) => createHash('sha256').update(value).digest('hex');
 
 const HEALTH = `query TrustedHealth {
@@ -77,14 +64,14 @@ describe('GraphiQL in headless Chromium, TRUSTED_DOCUMENTS_MODE=enforce', () => 
       const page = await context.newPage();
       const pageErrors: string[] = [];
       page.on('pageerror', (error) => pageErrors.push(error.message));
-      const introspected = page.waitForResponse(
-        (r) => /IntrospectionQuery/.test(r.request().postData() ?? ''),
-        { timeout: 60_000 },
-      );
+      const introspected = introspection(page);
       await page.goto(`${origin}/graphql`);
-      const introspection = await introspected;
-      expect(introspection.status()).toBe(200);
-      const schema = (await introspection.json()) as { data?: { __schema?: unknown }; errors?: unknown };
+      const introspectionAnswer = await introspected;
+      expect(introspectionAnswer.status()).toBe(200);
+      const schema = (await introspectionAnswer.json()) as {
+        data?: { __schema?: unknown };
+        errors?: unknown;
+      };
       expect(schema.errors).toBeUndefined();
       expect(schema.data?.__schema).toBeDefined();
 

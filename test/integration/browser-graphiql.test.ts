@@ -13,24 +13,8 @@ import { existsSync } from 'node:fs';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GRAPHIQL_CSP, GRAPHIQL_TABS } from '../../src/gateway/plugins/use-graphiql.js';
+import { CHROMIUM, CHROMIUM_ARGS, introspection, text } from '../support/chromium.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
-
-const CHROMIUM = process.env.CHROMIUM_BIN || '/usr/bin/chromium';
-
-/** Chromium flags: headless, no sandbox (containers), and no traffic of its own beyond the page. */
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
-
-/** Monaco draws spaces as no-break spaces. */
-const text = (raw: string | null) => (raw ?? '').replace(/\u00a0/g, ' ');
 
 /** The document of a POST the page sent ('' when it is not a GraphQL JSON body). */
 function sentQuery(postData: string | null): string {
@@ -147,10 +131,7 @@ describe('GraphiQL in headless Chromium', () => {
         const page = await context.newPage();
         const seen = watch(page);
         // GraphiQL settled: it has the schema (its editors validate and run against it).
-        const introspected = page.waitForResponse(
-          (r) => /IntrospectionQuery/.test(r.request().postData() ?? ''),
-          { timeout: 60_000 },
-        );
+        const introspected = introspection(page);
         const response = await page.goto(`${origin}/graphql`);
         expect(response?.headers()['content-security-policy']).toBe(GRAPHIQL_CSP);
 
@@ -227,10 +208,7 @@ describe('GraphiQL in headless Chromium', () => {
     try {
       const page = await context.newPage();
       const seen = watch(page);
-      const introspected = page.waitForResponse(
-        (r) => /IntrospectionQuery/.test(r.request().postData() ?? ''),
-        { timeout: 60_000 },
-      );
+      const introspected = introspection(page);
       await page.goto(`${origin}/graphql`);
       expect((await introspected).ok()).toBe(true);
       const editor = page.locator('.graphiql-query-editor');
