@@ -50,7 +50,7 @@ export interface DocumentShapesOptions {
   schema: GraphQLSchema;
   /** Validation with every rule (Yoga's `getEnveloped().validate`); returns the errors. */
   validate: (document: DocumentNode) => readonly unknown[];
-  /** Most shape text kept, in characters. @default 4 Mi */
+  /** Most shape text kept, in characters (each learnt literal place counted as 128). @default 4 Mi */
   maxChars?: number;
 }
 
@@ -71,6 +71,9 @@ interface Shape {
   /** OverlappingFieldsCanBeMergedRule compares literal arguments: it runs on each document. */
   overlapSensitive: boolean;
 }
+
+/** What one recorded literal place weighs in the shapes' size bound, in characters. */
+const LEAF_CHARS = 128;
 
 /** A shape with one valid document so far: not learnt yet. */
 const SEEN_ONCE = 'seen once';
@@ -190,7 +193,10 @@ export function createDocumentShapes(options: DocumentShapesOptions): DocumentSh
   const shapes = new LRUCache<string, Shape | typeof SEEN_ONCE>({
     max: 1000,
     maxSize: options.maxChars ?? 4 * 1024 * 1024,
-    sizeCalculation: (_value, key) => Math.max(1, key.length),
+    // A learnt shape also holds a path per literal (a few hundred bytes): counted as characters, so
+    // that shapes of many literals cannot hold more memory than the bound says.
+    sizeCalculation: (value, key) =>
+      Math.max(1, key.length + (value === SEEN_ONCE ? 0 : value.leaves.length * LEAF_CHARS)),
   });
 
   const learn = (query: string, document: DocumentNode, literals: readonly Literal[]): Shape => {
