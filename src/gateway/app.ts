@@ -201,7 +201,7 @@ export async function createApp(config: AppConfig, options: AppOptions): Promise
         : loadManifest(config.server.trustedDocuments, (document) =>
             enveloped.validate(enveloped.schema, document),
           ),
-    store: sharedState.cache,
+    store: sharedState.documents,
     introspection: config.server.introspection,
     onUntrusted: () => metrics.recordUntrustedOperation(),
     logger,

@@ -96,7 +96,7 @@ export function trustedMode(
 export interface TrustedDocumentsOptions {
   mode: TrustedDocumentsMode;
   manifest?: Manifest | undefined;
-  /** Where APQ documents are registered (the shared answer store). */
+  /** Where APQ documents are registered (shared state's `documents` store: memory, or Redis for every replica). */
   store: AnswerStore;
   /** INTROSPECTION: introspection-only documents pass in enforce mode. @default true */
   introspection?: boolean;
@@ -165,8 +165,6 @@ export function createTrustedDocuments(options: TrustedDocumentsOptions): Truste
   const introspection = options.introspection ?? true;
   const logged = new Set<string>();
 
-  const apqKey = (hash: string) => `apq\n${hash}`;
-
   /** log mode: an operation outside the manifest, counted; its document logged once. */
   const untrusted = (text: string) => {
     options.onUntrusted?.();
@@ -197,11 +195,11 @@ export function createTrustedDocuments(options: TrustedDocumentsOptions): Truste
     if (text !== undefined) {
       if (sha256Hex(text) !== hash) return badInput('provided sha does not match query');
       if (mode === 'enforce') return checkText(text, hash, observe);
-      store.set(apqKey(hash), text, APQ_TTL_MS, text.length * 2);
+      store.set(hash, text, APQ_TTL_MS, text.length * 2);
       return checkText(text, hash, observe);
     }
     if (mode === 'enforce') return notInList(`Document sha256:${hash}`);
-    const found = store.get(apqKey(hash));
+    const found = store.get(hash);
     const answer = (value: unknown): Resolved =>
       typeof value === 'string' ? checkText(value, hash, observe) : notFound();
     return found instanceof Promise ? found.then(answer) : answer(found);

@@ -69,6 +69,16 @@ describe('shared state in Redis, two replicas', () => {
     expect(b.cache.size).toBe(1);
   });
 
+  it('keeps APQ documents under their own keys: a document registered through A is found through B, never in the cache', async () => {
+    const hash = 'a'.repeat(64);
+    a.documents.set(hash, 'query Registered { __typename }', 60_000);
+    expect(await until(async () => (await raw.exists(redisKey(prefix, 'documents', hash))) === 1)).toBe(true);
+    expect(await raw.exists(redisKey(prefix, 'cache', hash))).toBe(0);
+    expect(await b.cache.get(hash)).toBeUndefined();
+    expect(await b.documents.get(hash)).toBe('query Registered { __typename }');
+    expect(b.documents.size).toBe(1);
+  });
+
   it('answers undefined for a key no replica set', async () => {
     expect(await b.cache.get('never-set')).toBeUndefined();
   });

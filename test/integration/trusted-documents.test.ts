@@ -242,6 +242,34 @@ describe('automatic persisted queries (off mode), with the real client libraries
     expect(byId.status).toBe(200);
   });
 
+  it('APQ documents have a store of their own: registrations neither count as cache entries nor evict cached answers', async () => {
+    const cached = await gateway({ RESPONSE_CACHE: 'true', RESPONSE_CACHE_MAX_ENTRIES: '2' });
+    const isNull = { query: 'query Cached { isNull(value: 7) { __typename } }' };
+    expect((await post(cached.url, isNull)).status).toBe(200);
+    expect(checks()).toBe(1);
+    const entries = async () =>
+      Number(/^gateway_response_cache_entries (\d+)$/m.exec(await cached.app.metrics.render())?.[1]);
+    expect(await entries()).toBe(1);
+    // Five registrations of documents that call nothing: with the cache's store they filled its two
+    // places and pushed the cached answer out.
+    for (let i = 0; i < 5; i++) {
+      const query = `query Registered${i} { __typename }`;
+      const registered = await post(cached.url, {
+        query,
+        extensions: { persistedQuery: { version: 1, sha256Hash: sha256(query) } },
+      });
+      expect(registered.body).toEqual({ data: { __typename: 'Query' } });
+    }
+    expect(await entries()).toBe(1);
+    expect((await post(cached.url, isNull)).status).toBe(200);
+    expect(checks()).toBe(1);
+    // And each registration is still there, by hash alone.
+    const again = await post(cached.url, {
+      extensions: { persistedQuery: { version: 1, sha256Hash: sha256('query Registered0 { __typename }') } },
+    });
+    expect(again.body).toEqual({ data: { __typename: 'Query' } });
+  });
+
   it("Apollo Client's PersistedQueryLink: a miss, the text once, then hashes only", async () => {
     const bodies: Array<Record<string, unknown>> = [];
     const counting: typeof fetch = async (input, init) => {

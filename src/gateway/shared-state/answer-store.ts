@@ -1,5 +1,6 @@
 /**
- * Response cache storage: a local LRU, and behind it (REDIS_URL set) Redis shared by every replica.
+ * Response cache storage (and, in a store of its own, APQ documents): a local LRU, and behind it
+ * (REDIS_URL set) Redis shared by every replica.
  *
  * The local LRU answers first and synchronously: a hit costs a map lookup and a clock read, no
  * promise and no JSON, in memory and Redis mode alike. Only a local miss goes to Redis, and what it
@@ -8,7 +9,7 @@
  * own timer.
  */
 import { LRUCache } from 'lru-cache';
-import { redisKey } from './redis-keys.js';
+import { type KeySpace, redisKey } from './redis-keys.js';
 import { FAILED, type RedisLink } from './redis-link.js';
 import type { AnswerStore, MaybePromise } from './types.js';
 
@@ -18,6 +19,12 @@ export interface AnswerStoreOptions {
   now: () => number;
   maxEntries: number;
   maxBytes: number;
+  /**
+   * What the store holds, which names its Redis keys (`<prefix><space>:…`) and the `operation`
+   * label of its Redis errors (`<space>_get`, `<space>_set`).
+   * @default 'cache'
+   */
+  space?: Extract<KeySpace, 'cache' | 'documents'>;
 }
 
 interface Entry {
@@ -33,6 +40,9 @@ const GET_WITH_TTL = `return { redis.call('GET', KEYS[1]), redis.call('PTTL', KE
 
 export function createAnswerStore(options: AnswerStoreOptions): AnswerStore {
   const { link, now } = options;
+  const space = options.space ?? 'cache';
+  const getOperation = space === 'cache' ? 'cache_get' : 'documents_get';
+  const setOperation = space === 'cache' ? 'cache_set' : 'documents_set';
   const local = new LRUCache<string, Entry>({ max: options.maxEntries, maxSize: options.maxBytes });
   const getWithTtl = link?.script('sharedStateGetWithTtl', 1, GET_WITH_TTL);
 
@@ -50,7 +60,7 @@ export function createAnswerStore(options: AnswerStoreOptions): AnswerStore {
 
   const readRemote = (shared: RedisLink, call: NonNullable<typeof getWithTtl>, key: string) =>
     shared
-      .run('cache_get', () => call(redisKey(shared.keyPrefix, 'cache', key)))
+      .run(getOperation, () => call(redisKey(shared.keyPrefix, space, key)))
       .then((reply) => {
         if (reply === FAILED || !Array.isArray(reply)) return undefined;
         const [json, pttl] = reply as [unknown, unknown];
@@ -86,8 +96,8 @@ export function createAnswerStore(options: AnswerStoreOptions): AnswerStore {
       keep(key, value, ttlMs, bytes ?? (json === undefined ? DEFAULT_ENTRY_BYTES : json.length * 2));
       if (link === undefined || json === undefined) return;
       const redisTtl = Math.max(1, Math.ceil(ttlMs));
-      void link.run('cache_set', (client) =>
-        client.set(redisKey(link.keyPrefix, 'cache', key), json, 'PX', redisTtl),
+      void link.run(setOperation, (client) =>
+        client.set(redisKey(link.keyPrefix, space, key), json, 'PX', redisTtl),
       );
     },
     get size() {

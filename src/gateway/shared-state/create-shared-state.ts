@@ -1,6 +1,6 @@
 /**
- * The gateway's shared state (docs/contract.md, More than one machine): response cache storage, cross-replica single flight and
- * hourly cost budgets, in this process' memory by default and in Redis when REDIS_URL is set. Redis
+ * The gateway's shared state (docs/contract.md, More than one machine): response cache storage, APQ
+ * documents, cross-replica single flight and hourly cost budgets, in this process' memory by default and in Redis when REDIS_URL is set. Redis
  * going away never fails or slows a call: every store answers from memory meanwhile, and rejoins Redis
  * by itself.
  */
@@ -52,6 +52,17 @@ export interface SharedStateOptions {
    * @default 67108864 (64 MiB)
    */
   localMaxBytes?: number;
+  /**
+   * Most APQ documents kept locally (registered by clients: a store of their own, so that
+   * registrations never evict cached answers nor count as cache entries).
+   * @default 10000
+   */
+  documentsMaxEntries?: number;
+  /**
+   * Most bytes of APQ documents kept locally (two per character of their text).
+   * @default 16777216 (16 MiB)
+   */
+  documentsMaxBytes?: number;
 }
 
 export function createSharedState(options: SharedStateOptions): SharedState {
@@ -68,6 +79,13 @@ export function createSharedState(options: SharedStateOptions): SharedState {
     : undefined;
   return {
     cache: createAnswerStore({ link, now, maxEntries, maxBytes: options.localMaxBytes ?? 64 * 1024 * 1024 }),
+    documents: createAnswerStore({
+      link,
+      now,
+      maxEntries: options.documentsMaxEntries ?? 10_000,
+      maxBytes: options.documentsMaxBytes ?? 16 * 1024 * 1024,
+      space: 'documents',
+    }),
     flights: createFlightCoordinator(link),
     budgets: createBudgetStore(link, maxEntries),
     status: () => (link === undefined ? 'memory' : link.status()),

@@ -29,6 +29,8 @@ export type RedisOperation =
   | 'probe'
   | 'cache_get'
   | 'cache_set'
+  | 'documents_get'
+  | 'documents_set'
   | 'flight_claim'
   | 'flight_settle'
   | 'flight_await'

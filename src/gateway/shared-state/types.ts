@@ -16,6 +16,8 @@ export type BudgetBucket = [bucketStartMs: number, usd: number];
 export interface SharedState {
   /** Response cache storage. */
   readonly cache: AnswerStore;
+  /** APQ documents registered by clients (automatic persisted queries), apart from the cache. */
+  readonly documents: AnswerStore;
   /** Single flight of identical in-flight calls across replicas (best effort). */
   readonly flights: FlightCoordinator;
   /** Hourly cost budgets (sliding hour, per-minute buckets). */
