@@ -8,9 +8,8 @@
 import { ApolloClient, ApolloLink, gql as apolloGql, type DocumentNode, InMemoryCache } from '@apollo/client';
 import { BatchHttpLink } from '@apollo/client/link/batch-http';
 import { map } from 'rxjs';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
-import { startTestGateway, type TestGateway } from '../support/gateway.js';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { useScriptedGateways } from '../support/scripted-gateways.js';
 import { nullBody } from '../support/upstream-bodies.js';
 
 interface RawResult {
@@ -19,31 +18,14 @@ interface RawResult {
   extensions?: { cost?: { gpuCostUsd: number; estimatedCostUsd?: number } };
 }
 
-let upstream: ScriptedUpstream;
-const gateways: TestGateway[] = [];
-beforeAll(async () => {
-  upstream = await startScriptedUpstream();
-});
-afterAll(async () => {
-  await Promise.all(gateways.map((g) => g.close()));
-  await upstream?.close();
-});
+const scripted = useScriptedGateways();
+const { gateway } = scripted;
 beforeEach(() => {
-  upstream.reset();
-  upstream.route('POST', '/api/v1/check', (req) => ({
+  scripted.upstream.reset();
+  scripted.upstream.route('POST', '/api/v1/check', (req) => ({
     body: nullBody({ gpu_cost_usd: 0.004, is_null: (req.body as { value?: unknown }).value === null }),
   }));
 });
-
-async function gateway(env: Record<string, string>): Promise<TestGateway> {
-  const started = await startTestGateway({
-    nullBaseUrl: upstream.url,
-    piBaseUrl: upstream.url,
-    env: { NULL_API_VERSION: 'v1', PI_API_VERSION: 'v1', ...env },
-  });
-  gateways.push(started);
-  return started;
-}
 
 /**
  * An Apollo Client over BatchHttpLink whose every POST is counted, and a link before it that keeps
@@ -102,7 +84,7 @@ describe('BATCH_LIMIT unset (off, the default)', () => {
       extensions: { code: 'BAD_REQUEST' },
     });
     expect(g.app.fastPath.served.handedOver).toBe(before + 1);
-    expect(upstream.count()).toBe(0);
+    expect(scripted.upstream.count()).toBe(0);
   });
 });
 
@@ -126,7 +108,7 @@ describe('BATCH_LIMIT=3', () => {
     for (const name of ['A', 'B'])
       expect(raw.get(name)?.extensions?.cost).toMatchObject({ gpuCostUsd: 0.004, upstreamCalls: 1 });
     expect(raw.get('C')?.extensions).toBeUndefined();
-    expect(upstream.count('POST', '/api/v1/check')).toBe(2);
+    expect(scripted.upstream.count('POST', '/api/v1/check')).toBe(2);
   });
 
   it('more operations than BATCH_LIMIT: a clear coded 4xx, nothing called', async () => {
@@ -139,7 +121,7 @@ describe('BATCH_LIMIT=3', () => {
       message: 'Batching is limited to 3 operations per request.',
       extensions: { code: 'BAD_REQUEST' },
     });
-    expect(upstream.count()).toBe(0);
+    expect(scripted.upstream.count()).toBe(0);
   });
 
   it('X-Max-Cost-Usd caps the batch as a whole: operations that do not fit, in order, are refused and call nothing', async () => {
@@ -154,7 +136,7 @@ describe('BATCH_LIMIT=3', () => {
       maxCostUsd: 0.009,
     });
     expect(raw.get('R')?.errors?.[0]?.message).toMatch(/whole batch/);
-    expect(upstream.count('POST', '/api/v1/check')).toBe(2);
+    expect(scripted.upstream.count('POST', '/api/v1/check')).toBe(2);
     // The same operations sent one per request are each under the cap.
     const alone = await post(
       g.url,
@@ -183,7 +165,7 @@ describe('BATCH_LIMIT=3', () => {
     ]);
     expect(raw.get('Other')?.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', limit: 3 });
     expect(raw.get('Other')?.errors?.[0]?.message).toMatch(/whole batch \(MAX_UPSTREAM_CALLS\)/);
-    expect(upstream.count('POST', '/api/v1/check')).toBe(3);
+    expect(scripted.upstream.count('POST', '/api/v1/check')).toBe(3);
   });
 
   it('each operation reserves its own estimate against the hourly budget', async () => {
@@ -194,6 +176,6 @@ describe('BATCH_LIMIT=3', () => {
     const refused = [...raw.values()].filter((r) => r.errors?.[0]?.extensions?.code === 'BUDGET_EXCEEDED');
     expect(refused).toHaveLength(1);
     expect(refused[0]?.errors?.[0]?.extensions).toMatchObject({ budgetUsdPerHour: 0.009 });
-    expect(upstream.count('POST', '/api/v1/check')).toBe(2);
+    expect(scripted.upstream.count('POST', '/api/v1/check')).toBe(2);
   });
 });

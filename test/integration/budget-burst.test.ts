@@ -15,11 +15,11 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { budgetKeyOf } from '../../src/gateway/cost/cost-budget.js';
 import { listPrice } from '../../src/gateway/cost/price-table.js';
 import { redisKey } from '../../src/gateway/shared-state/redis-keys.js';
-import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
-import { startTestGateway, type TestGateway } from '../support/gateway.js';
+import type { TestGateway } from '../support/gateway.js';
 import { type GqlResult, gql, gqlInYoga } from '../support/graphql-client.js';
 import { metricValue } from '../support/metric-values.js';
 import { type RedisServer, requireRedisServer, startRedisServer } from '../support/redis-server.js';
+import { useScriptedGateways } from '../support/scripted-gateways.js';
 import { nullBody } from '../support/upstream-bodies.js';
 import { until } from '../support/waits.js';
 
@@ -36,8 +36,6 @@ const BUDGET = 0.05;
 const DELAY_MS = 300;
 
 const ENV = {
-  NULL_API_VERSION: 'v1',
-  PI_API_VERSION: 'v1',
   BREAKER_THRESHOLD: '0',
   RETRY_MAX_ATTEMPTS: '1',
   COST_BUDGET_USD_PER_HOUR: String(BUDGET),
@@ -70,14 +68,10 @@ function tally(results: GqlResult[]) {
   return { billed: Math.round(billed * 1e8) / 1e8, answered, refused, other };
 }
 
-let upstream: ScriptedUpstream;
-beforeAll(async () => {
-  upstream = await startScriptedUpstream();
-});
-afterAll(() => upstream?.close());
+const scripted = useScriptedGateways();
 beforeEach(() => {
-  upstream.reset();
-  upstream.route('POST', '/api/v1/check', (req) => {
+  scripted.upstream.reset();
+  scripted.upstream.route('POST', '/api/v1/check', (req) => {
     const value = (req.body as { value?: unknown }).value;
     if (value === 'hang') return { hang: true };
     if (value === 'fail-500') return { status: 500 };
@@ -86,17 +80,8 @@ beforeEach(() => {
   });
 });
 
-const gateways: TestGateway[] = [];
-afterAll(async () => {
-  await Promise.all(gateways.map((g) => g.close()));
-});
 async function gateway(env: Record<string, string> = {}): Promise<TestGateway> {
-  const started = await startTestGateway({
-    nullBaseUrl: upstream.url,
-    piBaseUrl: upstream.url,
-    env: { ...ENV, ...env },
-  });
-  gateways.push(started);
+  const started = await scripted.gateway({ ...ENV, ...env });
   // The fast path learns Yoga's media type for an Accept value from Yoga's first answer.
   await gql(started.url, '{ __typename }');
   return started;
@@ -118,7 +103,7 @@ describe('one process', () => {
     expect(answered).toBe(Math.floor((BUDGET + 1e-9) / FIRST_ESTIMATE));
     expect(billed).toBeLessThanOrEqual(BUDGET + MAX_ESTIMATE_ERROR);
     // Refused operations called nothing: the upstream saw exactly the answered ones.
-    expect(upstream.count('POST', '/api/v1/check')).toBe(answered);
+    expect(scripted.upstream.count('POST', '/api/v1/check')).toBe(answered);
     // The fast path took its half.
     expect(g.app.fastPath.served.fast).toBeGreaterThanOrEqual(30);
     // Each answer says what was reserved for it.
@@ -153,7 +138,7 @@ describe('one process', () => {
       const headers = { 'x-api-key': `sk-cancel-${randomUUID()}` };
       const abort = new AbortController();
       const hanging = send(check('hang'), headers, abort.signal).catch((error: unknown) => error);
-      expect(await until(() => upstream.count('POST', '/api/v1/check') === 1)).toBe(true);
+      expect(await until(() => scripted.upstream.count('POST', '/api/v1/check') === 1)).toBe(true);
       // One reservation hangs, one operation is billed: the third does not fit.
       expect((await send(check('a'), headers)).errors).toBeUndefined();
       const refused = await send(check('b'), headers);
@@ -161,12 +146,12 @@ describe('one process', () => {
       abort.abort();
       await hanging;
       // The gateway noticed (the upstream call was aborted): the hanging reservation is back.
-      const hung = upstream.requests[0];
+      const hung = scripted.upstream.requests[0];
       expect(await hung?.ended).toBe('client-closed');
       const again = await send(check('c'), headers);
       expect(again.errors).toBeUndefined();
       // The upstream saw the hanging call and the two admitted ones; the refused one never.
-      expect(upstream.count('POST', '/api/v1/check')).toBe(3);
+      expect(scripted.upstream.count('POST', '/api/v1/check')).toBe(3);
     });
 
     it('a failed call (500, 503) bills nothing and gives its reservation back', async () => {
@@ -180,7 +165,7 @@ describe('one process', () => {
       expect((await send(check('x'), headers)).errors).toBeUndefined();
       expect((await send(check('y'), headers)).errors).toBeUndefined();
       expect((await send(check('z'), headers)).errors?.[0]?.extensions?.code).toBe('BUDGET_EXCEEDED');
-      expect(upstream.count('POST', '/api/v1/check')).toBe(6);
+      expect(scripted.upstream.count('POST', '/api/v1/check')).toBe(6);
     });
   });
 });
@@ -225,7 +210,7 @@ describe('two replicas on one redis-server', () => {
     expect(answered + refused).toBe(40);
     expect(answered).toBe(Math.floor((BUDGET + 1e-9) / FIRST_ESTIMATE));
     expect(billed).toBeLessThanOrEqual(BUDGET + MAX_ESTIMATE_ERROR);
-    expect(upstream.count('POST', '/api/v1/check')).toBe(answered);
+    expect(scripted.upstream.count('POST', '/api/v1/check')).toBe(answered);
     // Settled: Redis holds what was billed (settlements are written after the answers; bounded wait).
     expect(await until(async () => Math.abs((await inRedis(prefix, apiKey)) - billed) < 1e-9)).toBe(true);
   });
@@ -245,7 +230,7 @@ describe('two replicas on one redis-server', () => {
     expect(answered + refused).toBe(60);
     // While Redis is away each replica enforces the budget on its own: at most twice the budget.
     expect(billed).toBeLessThanOrEqual(2 * (BUDGET + MAX_ESTIMATE_ERROR));
-    expect(upstream.count('POST', '/api/v1/check')).toBe(answered);
+    expect(scripted.upstream.count('POST', '/api/v1/check')).toBe(answered);
     expect(await until(() => [a, b].every((g) => g.app.sharedState.status() === 'fallback'))).toBe(true);
 
     // A burst during the outage (another key): each replica decides on its own spend.

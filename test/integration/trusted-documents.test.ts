@@ -16,8 +16,8 @@ import { validate } from 'graphql';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { schema } from '../../src/gateway/schema/index.js';
 import { loadManifest } from '../../src/gateway/trusted-documents.js';
-import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
-import { startTestGateway, type TestGateway } from '../support/gateway.js';
+import type { TestGateway } from '../support/gateway.js';
+import { useScriptedGateways } from '../support/scripted-gateways.js';
 import { nullBody } from '../support/upstream-bodies.js';
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
@@ -30,30 +30,13 @@ const dir = mkdtempSync(join(tmpdir(), 'trusted-documents-'));
 const manifestFile = join(dir, 'persisted-documents.json');
 writeFileSync(manifestFile, JSON.stringify({ [TRUSTED_ID]: TRUSTED }));
 
-let upstream: ScriptedUpstream;
-const gateways: TestGateway[] = [];
-beforeAll(async () => {
-  upstream = await startScriptedUpstream();
-});
-afterAll(async () => {
-  await Promise.all(gateways.map((g) => g.close()));
-  await upstream?.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+const scripted = useScriptedGateways();
+const { gateway } = scripted;
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 beforeEach(() => {
-  upstream.reset();
-  upstream.route('POST', '/api/v1/check', { body: nullBody({ is_null: false }) });
+  scripted.upstream.reset();
+  scripted.upstream.route('POST', '/api/v1/check', { body: nullBody({ is_null: false }) });
 });
-
-async function gateway(env: Record<string, string>): Promise<TestGateway> {
-  const started = await startTestGateway({
-    nullBaseUrl: upstream.url,
-    piBaseUrl: upstream.url,
-    env: { NULL_API_VERSION: 'v1', PI_API_VERSION: 'v1', ...env },
-  });
-  gateways.push(started);
-  return started;
-}
 
 interface Answer {
   status: number;
@@ -76,7 +59,7 @@ async function get(url: string, params: Record<string, string>): Promise<Answer>
   return { status: response.status, body: (await response.json()) as Answer['body'] };
 }
 
-const checks = () => upstream.count('POST', '/api/v1/check');
+const checks = () => scripted.upstream.count('POST', '/api/v1/check');
 
 describe('the manifest at start', () => {
   const check = (entries: Record<string, string> | string) => {
@@ -101,13 +84,9 @@ describe('the manifest at start', () => {
     expect(check('{')).toThrow(/not JSON/);
   });
   it('stops the gateway start with that line (enforce without a manifest too)', async () => {
-    await expect(
-      startTestGateway({
-        nullBaseUrl: upstream.url,
-        piBaseUrl: upstream.url,
-        env: { TRUSTED_DOCUMENTS_MODE: 'enforce' },
-      }),
-    ).rejects.toThrow(/TRUSTED_DOCUMENTS_MODE=enforce needs TRUSTED_DOCUMENTS/);
+    await expect(gateway({ TRUSTED_DOCUMENTS_MODE: 'enforce' })).rejects.toThrow(
+      /TRUSTED_DOCUMENTS_MODE=enforce needs TRUSTED_DOCUMENTS/,
+    );
   });
 });
 

@@ -9,31 +9,21 @@
 import { gunzipSync } from 'node:zlib';
 import { parse, validate } from 'graphql';
 import { type Logger, pino } from 'pino';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { GRAPHIQL_TABS } from '../../src/gateway/plugins/use-graphiql.js';
 import { schema } from '../../src/gateway/schema/index.js';
-import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
-import { startTestGateway, type TestGateway } from '../support/gateway.js';
+import type { TestGateway } from '../support/gateway.js';
 import { codes, type GqlResult, gql, gqlInYoga, parsed } from '../support/graphql-client.js';
+import { useScriptedGateways } from '../support/scripted-gateways.js';
 import { nullBody, piBody } from '../support/upstream-bodies.js';
 
-const BASE_ENV = { NULL_API_VERSION: 'v1', PI_API_VERSION: 'v1' };
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-let upstream: ScriptedUpstream;
-const gateways: TestGateway[] = [];
-
-beforeAll(async () => {
-  upstream = await startScriptedUpstream();
-});
-afterAll(async () => {
-  await Promise.all(gateways.map((g) => g.close()));
-  await upstream?.close();
-});
+const scripted = useScriptedGateways();
 beforeEach(() => {
-  upstream.reset();
-  upstream.route('GET', '/api/v1/pi', { body: piBody() });
-  upstream.route('POST', '/api/v1/check', { body: nullBody() });
+  scripted.upstream.reset();
+  scripted.upstream.route('GET', '/api/v1/pi', { body: piBody() });
+  scripted.upstream.route('POST', '/api/v1/check', { body: nullBody() });
 });
 
 const byEnv = new Map<string, Promise<TestGateway>>();
@@ -47,13 +37,7 @@ function gateway(env: Record<string, string> = {}, logger?: Logger): Promise<Tes
   const shared = logger === undefined ? byEnv.get(key) : undefined;
   if (shared !== undefined) return shared;
   const starting = (async () => {
-    const started = await startTestGateway({
-      nullBaseUrl: upstream.url,
-      piBaseUrl: upstream.url,
-      env: { ...BASE_ENV, ...env },
-      logger,
-    });
-    gateways.push(started);
+    const started = await scripted.gateway(env, { logger });
     // The fast path learns how Yoga answers each Accept value from Yoga's first answer: one request
     // first, so that the plain POSTs of the tests take the fast path.
     await gql(started.url, '{ __typename }');
@@ -70,7 +54,7 @@ const PATHS: Array<[string, Send]> = [
 ];
 
 const PI = '{ pi { __typename } }';
-const piRequests = () => upstream.requests.filter((r) => r.path === '/api/v1/pi');
+const piRequests = () => scripted.upstream.requests.filter((r) => r.path === '/api/v1/pi');
 
 describe.each(PATHS)('x-request-id (%s)', (_path, send) => {
   it('echoes a sane caller id and sends it upstream', async () => {
@@ -155,11 +139,14 @@ describe('API keys', () => {
     const logger = pino({ level: 'trace' }, { write: (line: string) => void lines.push(line) });
     const g = await gateway({ RETRY_MAX_ATTEMPTS: '1' }, logger);
     const key = 'sk-live-SECRET-9f8e7d';
-    upstream.route('GET', '/api/v1/pi', {
+    scripted.upstream.route('GET', '/api/v1/pi', {
       status: 401,
       body: { error: { status: 401, code: 'UNAUTHENTICATED', message: `unknown key ${key}` } },
     });
-    upstream.route('POST', '/api/v1/check', { status: 500, html: `<pre>crash for Bearer ${key}</pre>` });
+    scripted.upstream.route('POST', '/api/v1/check', {
+      status: 500,
+      html: `<pre>crash for Bearer ${key}</pre>`,
+    });
     const results = await Promise.all([
       gql(g.url, PI, { headers: { authorization: `Bearer ${key}` } }),
       gql(g.url, '{ isNull(value: 1) { __typename } }', { headers: { 'x-api-key': key } }),
@@ -177,7 +164,7 @@ describe('API keys', () => {
     expect(codes(results[1] as GqlResult)).toEqual(['NULL_PARADOX']);
     // The key did reach the upstream and the failures were logged: clean by design, not by silence.
     expect(
-      upstream.requests.filter((r) => r.headers.authorization === `Bearer ${key}`).length,
+      scripted.upstream.requests.filter((r) => r.headers.authorization === `Bearer ${key}`).length,
     ).toBeGreaterThanOrEqual(2);
     expect(lines.some((line) => line.includes('"upstream call failed"') && line.includes('[redacted]'))).toBe(
       true,
@@ -191,7 +178,7 @@ describe('API keys', () => {
 describe.each(PATHS)('the operation deadline (%s)', (_path, send) => {
   it('ends the upstream call with UPSTREAM_TIMEOUT when OPERATION_DEADLINE_MS passes, and closes its connection', async () => {
     const g = await gateway({ OPERATION_DEADLINE_MS: '300', UPSTREAM_TIMEOUT_MS: '20000' });
-    upstream.route('GET', '/api/v1/pi', { hang: true });
+    scripted.upstream.route('GET', '/api/v1/pi', { hang: true });
     const result = await send(g, PI);
     expect(result.data).toEqual({ pi: null });
     expect(result.errors?.[0]?.extensions).toEqual({ code: 'UPSTREAM_TIMEOUT', upstream: 'pi-digits' });
@@ -338,10 +325,10 @@ describe.each(PATHS)('operation limits (%s)', (_path, send) => {
     // health is two calls (one per upstream): with pi, three.
     const health = await send(g, '{ health { status } pi { __typename } }');
     expect(health.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', upstreamCalls: 3 });
-    expect(upstream.count()).toBe(0);
+    expect(scripted.upstream.count()).toBe(0);
     const dupes = await send(g, '{ a: pi { __typename } b: pi { __typename } c: pi { __typename } }');
     expect(dupes.errors).toBeUndefined();
-    expect(upstream.count()).toBe(1);
+    expect(scripted.upstream.count()).toBe(1);
   });
 
   it('refuses a document over MAX_TOKENS with a parse error (not a masked one)', async () => {
@@ -361,7 +348,7 @@ describe.each(PATHS)('operation limits (%s)', (_path, send) => {
     const deep = await send(g, '{ health { nullCheck { status } } }');
     expect(deep.errors?.[0]?.message).toMatch(/depth/i);
     expect(codes(deep)).toContain('GRAPHQL_VALIDATION_FAILED');
-    expect(upstream.count()).toBe(0);
+    expect(scripted.upstream.count()).toBe(0);
   });
 });
 
@@ -381,7 +368,7 @@ describe('request body limit', () => {
       body,
     });
     expect(inYoga.status).toBe(413);
-    expect(upstream.count()).toBe(0);
+    expect(scripted.upstream.count()).toBe(0);
   });
 });
 
