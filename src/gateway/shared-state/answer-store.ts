@@ -41,8 +41,8 @@ const GET_WITH_TTL = `return { redis.call('GET', KEYS[1]), redis.call('PTTL', KE
 export function createAnswerStore(options: AnswerStoreOptions): AnswerStore {
   const { link, now } = options;
   const space = options.space ?? 'cache';
-  const getOperation = space === 'cache' ? 'cache_get' : 'documents_get';
-  const setOperation = space === 'cache' ? 'cache_set' : 'documents_set';
+  const getOperation = `${space}_get` as const;
+  const setOperation = `${space}_set` as const;
   const local = new LRUCache<string, Entry>({ max: options.maxEntries, maxSize: options.maxBytes });
   const getWithTtl = link?.script('sharedStateGetWithTtl', 1, GET_WITH_TTL);
 

@@ -1,8 +1,8 @@
 /**
  * The gateway's shared state (docs/contract.md, More than one machine): response cache storage, APQ
- * documents, cross-replica single flight and hourly cost budgets, in this process' memory by default and in Redis when REDIS_URL is set. Redis
- * going away never fails or slows a call: every store answers from memory meanwhile, and rejoins Redis
- * by itself.
+ * documents, cross-replica single flight and hourly cost budgets, in this process' memory by default
+ * and in Redis when REDIS_URL is set. Redis going away never fails or slows a call: every store
+ * answers from memory meanwhile, and rejoins Redis by itself.
  */
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
