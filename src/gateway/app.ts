@@ -26,15 +26,13 @@ import { createTracer, type TracingOptions } from './observability/tracing.js';
 import { createUpstreamObserver } from './observability/upstream-observer.js';
 import { yogaLogger } from './observability/yoga-logger.js';
 import { createPlanner } from './operation-plan.js';
+import { createDocumentValidator } from './plugins/use-operation-limits.js';
+import { createExecutor } from './request/executor.js';
+import { createRequestPipeline } from './request/pipeline.js';
 import { schema } from './schema/index.js';
 import { createGatewayServer, type GatewayServer } from './server.js';
 import { createSharedState, type SharedState } from './shared-state/index.js';
-import {
-  createTrustedDocuments,
-  loadManifest,
-  type TrustedDocuments,
-  trustedMode,
-} from './trusted-documents.js';
+import { createTrustedDocuments, loadManifest, trustedMode } from './trusted-documents.js';
 import { createUpstreamClients, type UpstreamClients } from './upstream/clients.js';
 import { createGatewayYoga, type GatewayYoga } from './yoga.js';
 
@@ -148,13 +146,6 @@ export async function createApp(config: AppConfig, options: AppOptions): Promise
 
   // The first calls already go to each upstream's API version (a discovery is bounded by its timeout).
   await clients.ready();
-  const reporter = createOperationReporter({
-    metrics,
-    logger,
-    tracer,
-    responseCache,
-    settle: costControl.finish,
-  });
   const plan = createPlanner(schema);
   const context = createContextFactory({
     clients,
@@ -167,21 +158,48 @@ export async function createApp(config: AppConfig, options: AppOptions): Promise
     },
     onDedup: (upstream) => metrics.recordDedupHit(upstream, 'dataloader'),
   });
+  const production = config.process.nodeEnv === 'production';
+  const limits = {
+    limits: config.limits,
+    introspection: config.server.introspection,
+    hideSuggestions: production,
+  };
+  const validate = createDocumentValidator(schema, limits);
+  const trusted = createTrustedDocuments({
+    mode: trustedMode(config.server.trustedDocuments, config.server.trustedDocumentsMode),
+    manifest:
+      config.server.trustedDocuments === undefined
+        ? undefined
+        : loadManifest(config.server.trustedDocuments, validate),
+    store: sharedState.documents,
+    introspection: config.server.introspection,
+    onUntrusted: () => metrics.recordUntrustedOperation(),
+    logger,
+  });
+  const executor = createExecutor({ schema });
+  metrics.setExecutionsSource(() => executor.counts);
+  const pipeline = createRequestPipeline({
+    deadlineMs: config.resilience.operationDeadlineMs,
+    maxUpstreamCalls: config.limits.maxUpstreamCalls,
+    trusted,
+    costControl,
+    reporter: createOperationReporter({ metrics, logger, tracer, responseCache }),
+    executor,
+    context,
+    plan,
+    logger: yogaLogger(logger),
+  });
   const compression = createCompression({ minBytes: config.server.compressionMinBytes });
-  let trusted: TrustedDocuments | undefined;
   const yoga = createGatewayYoga({
     schema,
     compression,
-    trusted: () => trusted as TrustedDocuments,
+    trusted,
+    pipeline,
     server: config.server,
     limits: config.limits,
-    production: config.process.nodeEnv === 'production',
-    deadlineMs: config.resilience.operationDeadlineMs,
+    production,
     logger,
     metrics,
-    reporter,
-    costControl,
-    plan,
     context,
     readiness: {
       breaker: (upstream) => clients.state(upstream).breaker,
@@ -192,37 +210,13 @@ export async function createApp(config: AppConfig, options: AppOptions): Promise
       sharedState: () => sharedState.status(),
     },
   });
-  const enveloped = yoga.getEnveloped({});
-  trusted = createTrustedDocuments({
-    mode: trustedMode(config.server.trustedDocuments, config.server.trustedDocumentsMode),
-    manifest:
-      config.server.trustedDocuments === undefined
-        ? undefined
-        : loadManifest(config.server.trustedDocuments, (document) =>
-            enveloped.validate(enveloped.schema, document),
-          ),
-    store: sharedState.documents,
-    introspection: config.server.introspection,
-    onUntrusted: () => metrics.recordUntrustedOperation(),
-    logger,
-  });
   const fastPath = createFastPath({
     yoga,
-    prepared: createPreparedOperations({
-      schema,
-      validate: (document) => enveloped.validate(enveloped.schema, document),
-      plan,
-      maxTokens: config.limits.maxTokens,
-      maxUpstreamCalls: config.limits.maxUpstreamCalls,
-    }),
-    reporter,
-    costControl,
-    context,
+    pipeline,
+    prepared: createPreparedOperations({ schema, validate, plan, maxTokens: config.limits.maxTokens }),
     compression,
-    trusted,
     logger: yogaLogger(logger),
     maxBodyBytes: config.limits.maxRequestBodyBytes,
-    deadlineMs: config.resilience.operationDeadlineMs,
     // CORS answers depend on each request's Origin; the fast path does not replicate them.
     enabled: config.server.httpFastPath && config.server.corsOrigins === undefined,
   });

@@ -1,18 +1,24 @@
 /**
- * One GraphQL operation's state, in one object: who calls (API key, request id), its cancellation
- * and absolute deadline, and its report (upstream calls, sponsor messages, cost, cache use, outcome).
+ * One GraphQL operation, split by owner:
+ * - its request facts (API key, request id, cost cap, deadline, batch): read-only, given at creation;
+ * - its cancellation (the client went away, the gateway shuts down): `cancel`, and what watches it;
+ * - its call ledger (`ledger`): what its upstream calls did, written only through the ledger's
+ *   methods, by the upstream layers (observer, response cache);
+ * - its cost admission (`admission`): owned by cost control (cost/cost-control.ts), which alone makes
+ *   and settles it, once;
+ * - its report (type, name, whether it ran, its span): written by the pipeline's steps.
  *
- * Created once per operation, by the fast path or by the Yoga plugin, carried by the GraphQL context
- * and by every upstream request; the cache, the clients and the observability write to it directly.
- * Nothing is ever looked up by a value the caller sends (such as its x-request-id): two concurrent
- * operations are two objects, whatever their headers say.
+ * Created once per operation by the request pipeline (request/pipeline.ts), on either lane; carried by
+ * the GraphQL context and by every upstream request. Nothing is ever looked up by a value the caller
+ * sends (such as its x-request-id): two concurrent operations are two objects, whatever their headers.
  *
- * Why a plain cancellation flag with listeners instead of an AbortController: on Node 20 an
- * AbortSignal with listeners costs tens of µs per request in allocation and GC; this costs an object.
+ * Why a plain cancellation flag with listeners rather than an AbortController per operation: most
+ * operations are never cancelled, and the upstream attempts that need an AbortSignal make their own
+ * (upstream/attempt-signal.ts); a listener set costs an object only when something watches.
  */
+import type { GraphQLError } from 'graphql';
 import type { UpstreamName } from './errors.js';
 import type { Span } from './observability/tracing.js';
-import type { OperationPlan } from './operation-plan.js';
 
 /** What one operation's upstream calls looked like, for its log line. */
 export interface UpstreamCallRecord {
@@ -32,15 +38,6 @@ export interface Abortable {
   abort(reason: unknown): void;
 }
 
-/**
- * What an operation reserved of its key's hourly budget (cost/cost-control.ts), returned or billed
- * when the operation settles.
- */
-export interface Reservation {
-  /** Called once, with what the operation's own calls cost until then. */
-  settle(actualUsd: number): void;
-}
-
 /** The cost estimate of an operation's model calls (cost/cost-model.ts), made once. */
 export interface CostEstimate {
   /** US dollars, rounded to a millionth of a cent. */
@@ -50,9 +47,20 @@ export interface CostEstimate {
 }
 
 /**
- * What the operations of one batch (one HTTP request carrying an array of operations) share: the
- * estimates admitted under its X-Max-Cost-Usd and the upstream calls admitted under
- * MAX_UPSTREAM_CALLS, which count the batch as a whole.
+ * What cost control admitted for an operation (cost/cost-control.ts): the estimate, and the budget
+ * reservation until it settles. Made and settled by cost control only.
+ */
+export interface CostAdmission {
+  /** The estimate (made at admission when a cap or a budget needs it, else on demand). */
+  estimate(): CostEstimate;
+  /** Whether a budget reservation is held: the operation's costs are billed when it settles. */
+  readonly reserving: boolean;
+}
+
+/**
+ * What the operations of one HTTP request carrying an array of operations share: the estimates
+ * admitted under its X-Max-Cost-Usd and the upstream calls admitted under MAX_UPSTREAM_CALLS, which
+ * count the batch as a whole.
  */
 export interface OperationBatch {
   estimatedUsd: number;
@@ -67,6 +75,73 @@ export interface Cancellation {
   onCancel(listener: (reason: unknown) => void): () => void;
 }
 
+/**
+ * What an operation's upstream calls did: its records, sponsors, cost and cache use. The upstream
+ * layers write it through these methods; the report reads it.
+ */
+export class CallLedger {
+  #calls: UpstreamCallRecord[] | undefined = undefined;
+  #sponsors: string[] | undefined = undefined;
+  #costUsd = 0;
+  #upstreamCalls = 0;
+  #cacheHits = 0;
+  #cacheMisses = 0;
+
+  /** Logical upstream calls, in completion order; undefined until the first. */
+  get calls(): readonly UpstreamCallRecord[] | undefined {
+    return this.#calls;
+  }
+  /** Distinct sponsor messages of the answers the operation used, in arrival order. */
+  get sponsors(): readonly string[] | undefined {
+    return this.#sponsors;
+  }
+  /** What the upstreams reported for the operation's own calls (cache hits and shared calls add nothing). */
+  get costUsd(): number {
+    return this.#costUsd;
+  }
+  /** HTTP attempts an upstream answered (retries included). */
+  get upstreamCalls(): number {
+    return this.#upstreamCalls;
+  }
+  /** Answers served from the response cache. */
+  get cacheHits(): number {
+    return this.#cacheHits;
+  }
+  /** Cacheable calls that had to go upstream. */
+  get cacheMisses(): number {
+    return this.#cacheMisses;
+  }
+  /** Whether any upstream was called, from the cache or not (extensions.cost is shown then). */
+  get touchedUpstream(): boolean {
+    return this.#calls !== undefined;
+  }
+
+  /** A logical call ended (answered, shared, cached or failed). */
+  record(call: UpstreamCallRecord): void {
+    if (this.#calls === undefined) this.#calls = [call];
+    else this.#calls.push(call);
+  }
+  /** An answer the operation used carried a sponsor message. */
+  sponsor(message: string): void {
+    if (this.#sponsors === undefined) this.#sponsors = [message];
+    else if (!this.#sponsors.includes(message)) this.#sponsors.push(message);
+  }
+  /** An upstream answered one HTTP attempt. */
+  answered(): void {
+    this.#upstreamCalls++;
+  }
+  /** An upstream reported what one of the operation's own answers cost. */
+  spent(usd: number): void {
+    this.#costUsd += usd;
+  }
+  cacheHit(): void {
+    this.#cacheHits++;
+  }
+  cacheMiss(): void {
+    this.#cacheMisses++;
+  }
+}
+
 export interface OperationInit {
   apiKey: string | undefined;
   requestId: string;
@@ -76,6 +151,10 @@ export interface OperationInit {
   name?: string | null | undefined;
   /** The caller's cost cap (X-Max-Cost-Usd), already validated. */
   maxCostUsd?: number | undefined;
+  /** The batch this operation is one of; undefined for an operation that came alone. */
+  batch?: OperationBatch | undefined;
+  /** The refusal of a malformed request header (X-Max-Cost-Usd), answered at admission. */
+  headerRefusal?: GraphQLError | undefined;
 }
 
 export class Operation implements Cancellation {
@@ -86,7 +165,14 @@ export class Operation implements Cancellation {
   /** Absolute deadline in `Date.now()` ms; Infinity when none. */
   readonly deadline: number;
   readonly maxCostUsd: number | undefined;
+  readonly batch: OperationBatch | undefined;
+  readonly headerRefusal: GraphQLError | undefined;
+  readonly ledger = new CallLedger();
 
+  /** Cost control's admission, once admitted (cost/cost-control.ts). */
+  admission: CostAdmission | undefined = undefined;
+
+  // The report, written by the pipeline's steps.
   name: string | null;
   type = 'query';
   /** True once the document passed parsing and validation and was about to run. */
@@ -95,31 +181,6 @@ export class Operation implements Cancellation {
   rejected = false;
   span: Span | undefined = undefined;
 
-  /** Logical upstream calls, in completion order. */
-  calls: UpstreamCallRecord[] | undefined = undefined;
-  /** Distinct sponsor messages of the answers this operation used, in arrival order. */
-  sponsors: string[] | undefined = undefined;
-  /** What the upstreams reported for this operation's own calls (cache hits and shared calls add nothing). */
-  costUsd = 0;
-  /** HTTP attempts an upstream answered (retries included). */
-  upstreamCalls = 0;
-  /**
-   * The estimate, once made: at admission when a cap or a budget needs it, else when the operation
-   * reports (cost/cost-control.ts `finish`).
-   */
-  estimate: CostEstimate | undefined = undefined;
-  /** The batch this operation is one of; undefined for an operation that came alone. */
-  batch: OperationBatch | undefined = undefined;
-  /** Whether the estimate was counted in the metrics (once, where the operation ends). */
-  estimateCounted = false;
-  /** What the estimate is made from (set at admission): the plan and the variables. */
-  costPlan: OperationPlan | undefined = undefined;
-  costVariables: Record<string, unknown> | undefined = undefined;
-  /** Answers served from the response cache. */
-  cacheHits = 0;
-  /** Cacheable calls that had to go upstream. */
-  cacheMisses = 0;
-
   cancelled = false;
   reason: unknown = undefined;
   /**
@@ -127,8 +188,6 @@ export class Operation implements Cancellation {
    * listeners of `onCancel`, wrapped alike.
    */
   #watchers: Set<Abortable> | undefined = undefined;
-  /** The budget reservation until it settles. */
-  #reservation: Reservation | undefined = undefined;
 
   constructor(init: OperationInit) {
     this.apiKey = init.apiKey;
@@ -136,11 +195,8 @@ export class Operation implements Cancellation {
     this.deadline = init.deadlineMs > 0 ? Date.now() + init.deadlineMs : Number.POSITIVE_INFINITY;
     this.name = init.name ?? null;
     this.maxCostUsd = init.maxCostUsd;
-  }
-
-  /** Whether any upstream was called, from the cache or not (extensions.cost is shown then). */
-  get touchedUpstream(): boolean {
-    return this.calls !== undefined;
+    this.batch = init.batch;
+    this.headerRefusal = init.headerRefusal;
   }
 
   cancel(reason: unknown): void {
@@ -150,31 +206,6 @@ export class Operation implements Cancellation {
     const watchers = this.#watchers;
     this.#watchers = undefined;
     if (watchers !== undefined) for (const watcher of watchers) watcher.abort(reason);
-    // The client went away: what it reserved and did not spend goes back now, not when the
-    // aborted calls have unwound (a cost reported after this is billed as it comes).
-    this.settle();
-  }
-
-  /** Holds a budget reservation until `settle` (settled at once when already cancelled). */
-  reserve(reservation: Reservation): void {
-    this.#reservation = reservation;
-    if (this.cancelled) this.settle();
-  }
-
-  /** Whether a reservation is held: costs are then billed when it settles, not as they come. */
-  get reserving(): boolean {
-    return this.#reservation !== undefined;
-  }
-
-  /**
-   * Settles the reservation, if any, to what the operation's calls cost so far. Idempotent: called
-   * where an operation ends (its report), on cancellation, and as a backstop when no result was made.
-   */
-  settle(): void {
-    const reservation = this.#reservation;
-    if (reservation === undefined) return;
-    this.#reservation = undefined;
-    reservation.settle(this.costUsd);
   }
 
   /** Something to abort when the operation is cancelled (aborted at once if it is already). */
@@ -195,15 +226,5 @@ export class Operation implements Cancellation {
     const watcher: Abortable = { abort: listener };
     this.attach(watcher);
     return () => this.detach(watcher);
-  }
-
-  addCall(call: UpstreamCallRecord): void {
-    if (this.calls === undefined) this.calls = [call];
-    else this.calls.push(call);
-  }
-
-  addSponsor(message: string): void {
-    if (this.sponsors === undefined) this.sponsors = [message];
-    else if (!this.sponsors.includes(message)) this.sponsors.push(message);
   }
 }

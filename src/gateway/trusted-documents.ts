@@ -14,11 +14,14 @@
  *   INTROSPECTION is on: they call no upstream and reveal only the published schema.
  * - APQ (off and log): an unknown hash without text is PERSISTED_QUERY_NOT_FOUND (message
  *   `PersistedQueryNotFound`, which Apollo Client's and urql's links answer by sending the text);
- *   a hash with its text registers it (after checking the hash: a wrong one is BAD_USER_INPUT) in the
- *   shared answer store (memory, or Redis for every replica). In enforce mode nothing registers.
+ *   a hash with its text (after checking the hash: a wrong one is BAD_USER_INPUT) is registered in the
+ *   shared answer store (memory, or Redis for every replica) only once the document has parsed and
+ *   passed validation, as Apollo Server does: `resolve` names the hash to register, and the request
+ *   pipeline calls `register` at admission (request/pipeline.ts). In enforce mode nothing registers.
  *
  * `resolve` returns the document text to run (synchronously for the manifest and memory: the fast path
- * stays synchronous) or the refusal.
+ * stays synchronous) or the refusal. The pipeline resolves each operation once, whichever lane serves
+ * it, so log mode counts where it resolves.
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -112,7 +115,14 @@ export interface DocumentRequest {
   extensions?: unknown;
 }
 
-export type Resolved = { query: string; id: string | undefined } | GraphQLError;
+export type Resolved =
+  | {
+      query: string;
+      id: string | undefined;
+      /** An APQ hash sent with its text: registered once the document passed validation. */
+      register?: string | undefined;
+    }
+  | GraphQLError;
 
 export interface TrustedDocuments {
   readonly mode: TrustedDocumentsMode;
@@ -120,13 +130,11 @@ export interface TrustedDocuments {
   involves(request: DocumentRequest): boolean;
   /**
    * The text to run, or the refusal (a promise only when an APQ hash is looked up in Redis). In log
-   * mode a text outside the manifest is counted and logged here, unless `observe` is false: the fast
-   * path resolves before it knows whether it serves the request or hands it to Yoga (which resolves
-   * again), and counts with `observe` once it serves it.
+   * mode a text outside the manifest is counted, and logged once per document, here.
    */
-  resolve(request: DocumentRequest, observe?: boolean): Resolved | Promise<Resolved>;
-  /** Log mode: counts and logs (once per document) a text outside the manifest; else nothing. */
-  observe(text: string): void;
+  resolve(request: DocumentRequest): Resolved | Promise<Resolved>;
+  /** Registers an APQ document (its hash checked by `resolve`) that passed validation. */
+  register(hash: string, text: string): void;
   /** The manifest's documents (GraphiQL's tabs in enforce mode). */
   readonly documents: readonly string[];
 }
@@ -178,30 +186,30 @@ export function createTrustedDocuments(options: TrustedDocumentsOptions): Truste
     );
   };
 
-  /** A text sent in full: enforce checks it, log observes it (when `observe`). */
-  const checkText = (text: string, id: string | undefined, observe: boolean): Resolved => {
+  /** A text sent in full: enforce checks it, log counts it. */
+  const checkText = (text: string, id: string | undefined): Resolved => {
     if (mode === 'off' || texts.has(text)) return { query: text, id };
     if (mode === 'log') {
-      if (observe) untrusted(text);
+      untrusted(text);
       return { query: text, id };
     }
     if (introspection && introspectionOnly(text)) return { query: text, id };
     return notInList('This document');
   };
 
-  const byHash = (hash: string, text: string | undefined, observe: boolean): Resolved | Promise<Resolved> => {
+  const byHash = (hash: string, text: string | undefined): Resolved | Promise<Resolved> => {
     const known = manifest.get(hash);
     if (known !== undefined) return { query: known, id: hash };
     if (text !== undefined) {
       if (sha256Hex(text) !== hash) return badInput('provided sha does not match query');
-      if (mode === 'enforce') return checkText(text, hash, observe);
-      store.set(hash, text, APQ_TTL_MS, text.length * 2);
-      return checkText(text, hash, observe);
+      const resolved = checkText(text, hash);
+      if (mode === 'enforce' || resolved instanceof Error) return resolved;
+      return { ...resolved, register: hash };
     }
     if (mode === 'enforce') return notInList(`Document sha256:${hash}`);
     const found = store.get(hash);
     const answer = (value: unknown): Resolved =>
-      typeof value === 'string' ? checkText(value, hash, observe) : notFound();
+      typeof value === 'string' ? checkText(value, hash) : notFound();
     return found instanceof Promise ? found.then(answer) : answer(found);
   };
 
@@ -217,10 +225,10 @@ export function createTrustedDocuments(options: TrustedDocumentsOptions): Truste
           'persistedQuery' in request.extensions)
       );
     },
-    observe(text) {
-      if (mode === 'log' && !texts.has(text)) untrusted(text);
+    register(hash, text) {
+      if (mode !== 'enforce') store.set(hash, text, APQ_TTL_MS, text.length * 2);
     },
-    resolve(request, observe = true) {
+    resolve(request) {
       const text = typeof request.query === 'string' && request.query !== '' ? request.query : undefined;
       if (request.documentId !== undefined && request.documentId !== null) {
         const raw = request.documentId;
@@ -230,7 +238,7 @@ export function createTrustedDocuments(options: TrustedDocumentsOptions): Truste
           return badInput(
             'documentId must be "sha256:" followed by 64 hex digits, or the 64 hex digits alone',
           );
-        return byHash(hash, text, observe);
+        return byHash(hash, text);
       }
       const persisted = (request.extensions as { persistedQuery?: unknown } | undefined)?.persistedQuery;
       if (persisted !== undefined) {
@@ -238,10 +246,10 @@ export function createTrustedDocuments(options: TrustedDocumentsOptions): Truste
         if (version !== 1) return badInput('extensions.persistedQuery.version must be 1');
         if (typeof sha256Hash !== 'string' || !SHA256_HEX.test(sha256Hash.toLowerCase()))
           return badInput('extensions.persistedQuery.sha256Hash must be 64 hex digits');
-        return byHash(sha256Hash.toLowerCase(), text, observe);
+        return byHash(sha256Hash.toLowerCase(), text);
       }
       if (text === undefined) return { query: '', id: undefined };
-      return checkText(text, undefined, observe);
+      return checkText(text, undefined);
     },
   };
 }

@@ -321,23 +321,10 @@ describe('client disconnect', () => {
   it('on the fast path, aborts the upstream request: the scripted upstream sees its socket close', async () => {
     scriptHealthy();
     const gateway = await gatewayOver({ env: { UPSTREAM_TIMEOUT_MS: '20000' } });
-    // The fast path serves an Accept value it has seen Yoga answer once.
-    expect((await gql(gateway.url, '{ __typename }', { accept: 'application/json' })).status).toBe(200);
     nullUp.route('POST', '/api/v1/check', { hang: true });
     const before = { ...gateway.app.fastPath.served };
     expect(await disconnectMidCall(gateway, 'application/json')).toBe('client-closed');
     expect(gateway.app.fastPath.served.fast).toBe(before.fast + 1);
-    expect((await gql(gateway.url, '{ __typename }')).data).toEqual({ __typename: 'Query' });
-  });
-
-  it('handed over to Yoga (an Accept value not seen yet), aborts the upstream request too', async () => {
-    // Regression: the Request the fast path built for Yoga had no signal, so the call ran on.
-    scriptHealthy();
-    const gateway = await gatewayOver({ env: { UPSTREAM_TIMEOUT_MS: '20000' } });
-    nullUp.route('POST', '/api/v1/check', { hang: true });
-    const before = { ...gateway.app.fastPath.served };
-    expect(await disconnectMidCall(gateway, undefined)).toBe('client-closed');
-    expect(gateway.app.fastPath.served.handedOver).toBe(before.handedOver + 1);
     expect((await gql(gateway.url, '{ __typename }')).data).toEqual({ __typename: 'Query' });
   });
 

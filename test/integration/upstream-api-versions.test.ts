@@ -210,8 +210,10 @@ describe('null-check auto: a retired v1 endpoint', () => {
       expect(nullUp.requests[1]?.rawBody).toBe(nullUp.requests[0]?.rawBody);
       expect(clients.state('null-check').apiVersion).toBe('v2');
       // The call shows the endpoint that answered; both answered attempts count (contract §8).
-      expect(operation.calls).toEqual([expect.objectContaining({ endpoint: 'null-or-not', status: 200 })]);
-      expect(operation.upstreamCalls).toBe(2);
+      expect(operation.ledger.calls).toEqual([
+        expect.objectContaining({ endpoint: 'null-or-not', status: 200 }),
+      ]);
+      expect(operation.ledger.upstreamCalls).toBe(2);
 
       for (let i = 0; i < 3; i++)
         await clients.nullCheck.check({ hasValue: true, value: i }, testOperation());
@@ -351,8 +353,8 @@ describe('pi over v2: the inference endpoint and the operator’s waiver', () =>
       expect(error.toExtensions()).toEqual({ code: 'WAIVER_REQUIRED', upstream: 'pi-digits' });
     }
     expect(piUp.count()).toBe(0);
-    expect(operation.upstreamCalls).toBe(0);
-    expect(operation.calls?.map((c) => c.code)).toEqual([
+    expect(operation.ledger.upstreamCalls).toBe(0);
+    expect(operation.ledger.calls?.map((c) => c.code)).toEqual([
       'WAIVER_REQUIRED',
       'WAIVER_REQUIRED',
       'WAIVER_REQUIRED',
@@ -388,7 +390,7 @@ describe('pi over v2: the inference endpoint and the operator’s waiver', () =>
       constantMarker: null,
     });
     // Its cost is the inference's cost string.
-    expect(operation.costUsd).toBe(0.0042);
+    expect(operation.ledger.costUsd).toBe(0.0042);
     expect(clients.state('pi-digits')).toMatchObject({ apiVersion: 'v2', deprecated: false });
   });
 

@@ -102,7 +102,7 @@ describe('connection failures and timeouts', () => {
         outcome: 'UPSTREAM_UNAVAILABLE',
       }),
     ).toBe(3);
-    expect(operation.upstreamCalls).toBe(0);
+    expect(operation.ledger.upstreamCalls).toBe(0);
   });
 
   it('retries a refused inference (it never reached the service)', async () => {
@@ -207,7 +207,7 @@ describe('retries', () => {
     expect(result.answer).toEqual({ kind: 'boolean', isNull: true });
     expect(up.count('POST', CHECK)).toBe(3);
     // Contract §8: every attempt the upstream answered counts.
-    expect(operation.upstreamCalls).toBe(3);
+    expect(operation.ledger.upstreamCalls).toBe(3);
   });
 
   it('gives up after RETRY_MAX_ATTEMPTS with the last error', async () => {
@@ -579,9 +579,9 @@ describe('logs and per-attempt metrics', () => {
         endpoint: 'check',
       }),
     ).toBe(2);
-    expect(operation.upstreamCalls).toBe(2);
+    expect(operation.ledger.upstreamCalls).toBe(2);
     // One logical call in the operation's report, however many attempts it took.
-    expect(operation.calls).toEqual([
+    expect(operation.ledger.calls).toEqual([
       expect.objectContaining({ upstream: 'null-check', endpoint: 'check', status: 200, source: 'upstream' }),
     ]);
   });

@@ -18,7 +18,7 @@ import { createCostModel } from '../../src/gateway/cost/cost-model.js';
 import { listPrice } from '../../src/gateway/cost/price-table.js';
 import { Operation } from '../../src/gateway/operation.js';
 import { type ModelCall, planOperation } from '../../src/gateway/operation-plan.js';
-import { MAX_COST_CAP_USD, maxCostOf } from '../../src/gateway/request-facts.js';
+import { MAX_COST_CAP_USD, maxCostOf } from '../../src/gateway/request/facts.js';
 import { schema } from '../../src/gateway/schema/index.js';
 import { createBudgetStore } from '../../src/gateway/shared-state/budget-store.js';
 import { NULL_MODEL_PROFILES, NULL_MODELS } from '../../src/services/null-check/null-models.js';
@@ -424,7 +424,7 @@ describe('cost control: admit and spent', () => {
     expect(await control.admit(operation(undefined, 'sk-b'), plan(PI), undefined)).toBeUndefined();
   });
 
-  it('reserves the estimate at admission, bills the actual cost when the operation finishes, refunds on cancellation', () => {
+  it('reserves the estimate at admission, bills the actual cost when the operation settles, once', () => {
     const now = T0;
     const usd = listPrice({ upstream: 'pi-digits', kind: 'pi', model: 'pi-x-4o', digits: 3 });
     const estimates: Array<[string, string, number]> = [];
@@ -442,41 +442,43 @@ describe('cost control: admit and spent', () => {
     const ops = [0, 1, 2].map(() => operation(undefined, 'sk-r'));
     for (const op of ops) {
       expect(control.admit(op, plan(PI), undefined)).toBeUndefined();
-      expect(op.reserving).toBe(true);
-      expect(op.estimate?.usd).toBe(Math.round(usd * 1e8) / 1e8);
+      expect(op.admission?.reserving).toBe(true);
+      expect(op.admission?.estimate().usd).toBe(Math.round(usd * 1e8) / 1e8);
     }
     // Three estimates reserved: a fourth does not fit, synchronously (memory store).
     const fourth = control.admit(operation(undefined, 'sk-r'), plan(PI), undefined) as GraphQLError;
     expect(fourth.extensions).toMatchObject({ code: 'BUDGET_EXCEEDED', http: { status: 429 } });
-    // The first is cancelled before any cost: its reservation is back at once.
+    // The first is cancelled before any cost and settles (the pipeline's end): its reservation is back.
     ops[0]?.cancel(new Error('client went away'));
-    expect(ops[0]?.reserving).toBe(false);
+    control.settle(ops[0] as Operation);
+    expect(ops[0]?.admission?.reserving).toBe(false);
     const fifth = operation(undefined, 'sk-r');
     expect(control.admit(fifth, plan(PI), undefined)).toBeUndefined();
     const admitted = () => control.admit(operation(undefined, 'sk-r'), plan(PI), undefined) === undefined;
-    // The second reports its cost while running (not billed again when it settles), then finishes.
+    // The second reports its cost while running (not billed again when it settles), then settles twice.
     const second = ops[1] as Operation;
-    second.costUsd += usd;
+    second.ledger.spent(usd);
     control.spent(second, call, usd);
-    second.addCall({
+    second.ledger.record({
       upstream: 'pi-digits',
       endpoint: '/pi',
       status: 200,
       durationMs: 1,
       source: 'upstream',
     });
-    control.finish(second);
-    control.finish(second);
-    expect(second.reserving).toBe(false);
+    control.settle(second);
+    control.settle(second);
+    expect(second.admission?.reserving).toBe(false);
+    // Its estimate is counted once, though it settled twice.
     expect(estimates).toEqual([['pi-digits', 'pi-x-4o', usd]]);
     expect(admitted()).toBe(false);
     // The third cost nothing (a cache hit, a failed call): its estimate is back, room for one.
-    control.finish(ops[2] as Operation);
+    control.settle(ops[2] as Operation);
     expect(admitted()).toBe(true);
     expect(admitted()).toBe(false);
     // A late cost of the settled second is billed as it comes: the fifth's refund does not make room.
     control.spent(second, call, usd);
-    control.finish(fifth);
+    control.settle(fifth);
     expect(admitted()).toBe(false);
   });
 
@@ -534,8 +536,6 @@ describe.each(PATHS)('in a gateway, %s', (path, send) => {
       env: { ...ENV, COST_BUDGET_USD_PER_HOUR: '1' },
       now: () => now,
     });
-    // The fast path learns Yoga's media type for an Accept value from Yoga's first answer.
-    await gql(gateway.url, '{ __typename }');
   });
   afterAll(async () => {
     await gateway?.close();

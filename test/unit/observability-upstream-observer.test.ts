@@ -120,7 +120,7 @@ describe('each HTTP attempt (onExchange)', () => {
         endpoint: 'check',
       }),
     ).toBe(1);
-    expect(operation.upstreamCalls).toBe(1);
+    expect(operation.ledger.upstreamCalls).toBe(1);
     expect(lines).toEqual([]);
   });
 
@@ -135,7 +135,7 @@ describe('each HTTP attempt (onExchange)', () => {
     observer.onExchange(
       exchange(request, { statusCode: null, attempt: 3, error: errorFromFailure('refused', 'null-check') }),
     );
-    expect(operation.upstreamCalls).toBe(1);
+    expect(operation.ledger.upstreamCalls).toBe(1);
     const series = (statusLabel: string, outcome: string) =>
       value('gateway_upstream_requests_total', {
         upstream: 'null-check',
@@ -253,7 +253,7 @@ describe('each logical call (the interceptor)', () => {
     const operation = operationOf();
     await observer.interceptor(answering({ costUsd: 0.25, model: 'null-x-4o' }))(requestOf(operation));
     await observer.interceptor(answering({ costUsd: 0.5, model: 'null-x-4o' }))(requestOf(operation));
-    expect(operation.costUsd).toBe(0.75);
+    expect(operation.ledger.costUsd).toBe(0.75);
     expect(await value('gateway_gpu_cost_usd_total', { upstream: 'null-check', model: 'null-x-4o' })).toBe(
       0.75,
     );
@@ -268,12 +268,12 @@ describe('each logical call (the interceptor)', () => {
     const { observer, value, spent } = setup();
     const operation = operationOf();
     await observer.interceptor(answering({ costUsd: 0.25 }, source))(requestOf(operation));
-    expect(operation.costUsd).toBe(0);
+    expect(operation.ledger.costUsd).toBe(0);
     expect(
       await value('gateway_gpu_cost_usd_total', { upstream: 'null-check', model: 'null-x-4o' }),
     ).toBeUndefined();
     expect(spent).not.toHaveBeenCalled();
-    expect(operation.calls).toEqual([expect.objectContaining({ source, status: 200 })]);
+    expect(operation.ledger.calls).toEqual([expect.objectContaining({ source, status: 200 })]);
   });
 
   it('counts the cost of answers outside any operation', async () => {
@@ -297,7 +297,7 @@ describe('each logical call (the interceptor)', () => {
     const answer = await observer.interceptor(answering({ costUsd: usd }))(requestOf(operation));
     // The answer itself goes through.
     expect(answer.value).toBe('answer');
-    expect(operation.costUsd).toBe(0);
+    expect(operation.ledger.costUsd).toBe(0);
     expect(spent).not.toHaveBeenCalled();
     expect(
       await value('gateway_gpu_cost_usd_total', { upstream: 'null-check', model: 'null-x-4o' }),
@@ -316,7 +316,7 @@ describe('each logical call (the interceptor)', () => {
     await observer.interceptor(answering({ costUsd: MAX_PLAUSIBLE_COST_USD }))(requestOf(operation));
     await observer.interceptor(answering({ costUsd: null }))(requestOf(operation));
     await observer.interceptor(answering({ costUsd: 0 }))(requestOf(operation));
-    expect(operation.costUsd).toBe(MAX_PLAUSIBLE_COST_USD);
+    expect(operation.ledger.costUsd).toBe(MAX_PLAUSIBLE_COST_USD);
     expect(lines).toEqual([]);
   });
 
@@ -325,14 +325,14 @@ describe('each logical call (the interceptor)', () => {
     const operation = operationOf();
     await observer.interceptor(answering({ sponsor: 'NullCorp' }, 'cache'))(requestOf(operation));
     await observer.interceptor(answering({ sponsor: 'NullCorp' }, 'shared'))(requestOf(operation));
-    expect(operation.sponsors).toEqual(['NullCorp']);
+    expect(operation.ledger.sponsors).toEqual(['NullCorp']);
     expect(await value('gateway_sponsor_messages_total', { upstream: 'null-check' })).toBe(0);
     expect(lines).toEqual([]);
 
     await observer.interceptor(answering({ sponsor: 'NullCorp' }))(requestOf(operation));
     await observer.interceptor(answering({ sponsor: 'Void Inc.' }))(requestOf(operation));
     await observer.interceptor(answering({ sponsor: '' }))(requestOf(operation));
-    expect(operation.sponsors).toEqual(['NullCorp', 'Void Inc.']);
+    expect(operation.ledger.sponsors).toEqual(['NullCorp', 'Void Inc.']);
     expect(await value('gateway_sponsor_messages_total', { upstream: 'null-check' })).toBe(2);
     expect(lines.filter((l) => l.msg === 'sponsor message').map((l) => l.sponsoredBy)).toEqual([
       'NullCorp',
@@ -345,7 +345,7 @@ describe('each logical call (the interceptor)', () => {
     const operation = operationOf();
     // Sent as v1 `check`, answered by v2 `null-or-not` (a version switch below).
     await observer.interceptor(answering({}, 'upstream', 'null-or-not'))(requestOf(operation));
-    expect(operation.calls).toEqual([
+    expect(operation.ledger.calls).toEqual([
       {
         upstream: 'null-check',
         endpoint: 'null-or-not',
@@ -354,7 +354,7 @@ describe('each logical call (the interceptor)', () => {
         source: 'upstream',
       },
     ]);
-    expect(operation.touchedUpstream).toBe(true);
+    expect(operation.ledger.touchedUpstream).toBe(true);
   });
 
   it('records a failed call with its code and status, and rethrows the same error', async () => {
@@ -372,7 +372,7 @@ describe('each logical call (the interceptor)', () => {
         .interceptor(failing(bug))(requestOf(operation))
         .catch((e: unknown) => e),
     ).toBe(bug);
-    expect(operation.calls).toEqual([
+    expect(operation.ledger.calls).toEqual([
       expect.objectContaining({
         endpoint: 'check',
         status: 503,
@@ -381,7 +381,7 @@ describe('each logical call (the interceptor)', () => {
       }),
       expect.objectContaining({ endpoint: 'check', status: null, code: 'INTERNAL_SERVER_ERROR' }),
     ]);
-    expect(operation.costUsd).toBe(0);
+    expect(operation.ledger.costUsd).toBe(0);
   });
 
   it('with a tracer, makes one client span per logical call with its outcome', async () => {

@@ -399,7 +399,12 @@ describe('response cache', () => {
     // The sponsor and cost facts travel with the answer; the observer decides what they count for.
     expect(b.facts).toEqual(a.facts);
     expect(lookups).toEqual(['miss', 'hit']);
-    expect([first.cacheMisses, first.cacheHits, second.cacheMisses, second.cacheHits]).toEqual([1, 0, 0, 1]);
+    expect([
+      first.ledger.cacheMisses,
+      first.ledger.cacheHits,
+      second.ledger.cacheMisses,
+      second.ledger.cacheHits,
+    ]).toEqual([1, 0, 0, 1]);
     expect(store.size).toBe(1);
   });
 
@@ -428,7 +433,7 @@ describe('response cache', () => {
     await dispatch(request(operation, { shareKey: undefined }));
     expect(upstream.calls()).toBe(4);
     expect(lookups).toEqual([]);
-    expect([operation.cacheHits, operation.cacheMisses]).toEqual([0, 0]);
+    expect([operation.ledger.cacheHits, operation.ledger.cacheMisses]).toEqual([0, 0]);
   });
 
   it('never keeps an error', async () => {

@@ -14,6 +14,7 @@
  * stored hashed: an API key never sits in Redis in clear.
  */
 import { createHash } from 'node:crypto';
+import { roundUsd } from '../../shared/usd.js';
 import { FIT_EPSILON_USD } from '../shared-state/budget-store.js';
 import type { BudgetBucket, BudgetStore } from '../shared-state/types.js';
 
@@ -73,7 +74,7 @@ export function refusalOf(
 ): { spentUsd: number; retryAfterSeconds: number | undefined } {
   let spent = 0;
   for (const [start, amount] of buckets) if (start > now - HOUR_MS) spent += amount;
-  const spentUsd = Math.round(spent * 1e8) / 1e8;
+  const spentUsd = roundUsd(spent);
   if (usd > usdPerHour + FIT_EPSILON_USD) return { spentUsd, retryAfterSeconds: undefined };
   // Oldest first: the bucket whose departure makes room for this estimate.
   let left = spent;

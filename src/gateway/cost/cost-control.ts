@@ -14,8 +14,9 @@
  * touched an upstream.
  */
 import type { GraphQLError } from 'graphql';
+import { roundUsd } from '../../shared/usd.js';
 import { gatewayError, type UpstreamName } from '../errors.js';
-import type { CostEstimate, Operation, Reservation } from '../operation.js';
+import type { CostAdmission, CostEstimate, Operation } from '../operation.js';
 import { type ModelCall, modelCalls, type OperationPlan } from '../operation-plan.js';
 import type { BudgetHold, BudgetReservation, CostBudget } from './cost-budget.js';
 import type { CostModel } from './cost-model.js';
@@ -32,9 +33,10 @@ export interface CostControlOptions {
 
 export interface CostControl {
   /**
-   * The refusal of this operation, or undefined to let it run (its estimate then reserved when there
-   * is a budget). A promise only with a Redis budget. In a batch (`operation.batch`) the cap is the
-   * batch's: the estimates of its operations admitted before this one count.
+   * Admits the operation (its admission is then `operation.admission`, its estimate reserved when
+   * there is a budget) or gives its refusal. A promise only with a Redis budget. In a batch
+   * (`operation.batch`) the cap is the batch's: the estimates of its operations admitted before this
+   * one count.
    */
   admit(
     operation: Operation,
@@ -44,26 +46,47 @@ export interface CostControl {
   /** A cost the upstream reported for one of the operation's calls (the running means, the budget). */
   spent(operation: Operation | undefined, call: ModelCall, usd: number): void;
   /**
-   * Where the operation ends (its report, on both paths): settles its reservation, and makes its
-   * estimate (counted in the estimate metric) when it touched an upstream.
+   * Where the operation ends (the pipeline's last step, on both lanes), once: settles its reservation
+   * to what its calls cost, and counts its estimate in the estimate metric when it touched an upstream.
    */
-  finish(operation: Operation): void;
+  settle(operation: Operation): void;
 }
 
 /** Per plan, the model calls of each distinct text of its priced variables (the arguments are read once). */
 const MAX_ARGUMENT_SETS = 64;
 
-const roundUsd = (usd: number) => Math.round(usd * 1e8) / 1e8;
+/** An operation's admission: its estimate (made once) and its reservation until it settles. */
+class Admission implements CostAdmission {
+  #estimate: CostEstimate | undefined = undefined;
+  #hold: BudgetHold | undefined = undefined;
+  #settled = false;
 
-/** A reservation of the budget held by an operation until it settles. */
-class BudgetSettlement implements Reservation {
   constructor(
-    private readonly budget: CostBudget,
-    private readonly hold: BudgetHold,
+    private readonly make: () => CostEstimate,
+    private readonly budget: CostBudget | undefined,
   ) {}
 
-  settle(actualUsd: number): void {
-    this.budget.settle(this.hold, actualUsd);
+  estimate(): CostEstimate {
+    this.#estimate ??= this.make();
+    return this.#estimate;
+  }
+
+  get reserving(): boolean {
+    return this.#hold !== undefined;
+  }
+
+  reserve(hold: BudgetHold): void {
+    this.#hold = hold;
+  }
+
+  /** Settles once; whether this call did. */
+  settle(actualUsd: number): boolean {
+    if (this.#settled) return false;
+    this.#settled = true;
+    const hold = this.#hold;
+    this.#hold = undefined;
+    if (hold !== undefined) this.budget?.settle(hold, actualUsd);
+    return true;
   }
 }
 
@@ -92,31 +115,26 @@ export function createCostControl(options: CostControlOptions): CostControl {
     return calls;
   };
 
-  const estimateOf = (operation: Operation): CostEstimate | undefined => {
-    if (operation.estimate !== undefined) return operation.estimate;
-    const plan = operation.costPlan;
-    if (plan === undefined) return undefined;
-    const calls = callsOf(plan, operation.costVariables);
+  const estimateOf = (plan: OperationPlan, variables: Record<string, unknown> | undefined): CostEstimate => {
     const priced: Array<readonly [UpstreamName, string, number]> = [];
     let usd = 0;
-    for (const call of calls) {
+    for (const call of callsOf(plan, variables)) {
       const expected = model.expected(call);
       usd += expected;
       priced.push([call.upstream, call.model, expected]);
     }
-    // Sums of binary fractions: rounded, so a cap of 0.0042 admits an estimate of 0.0042.
-    operation.estimate = { usd: roundUsd(usd), calls: priced };
-    return operation.estimate;
+    return { usd: roundUsd(usd), calls: priced };
   };
 
   const overBudget = (
     verdict: BudgetReservation,
     operation: Operation,
+    admission: Admission,
     estimated: number,
     usdPerHour: number,
   ): GraphQLError | undefined => {
     if (verdict.ok) {
-      operation.reserve(new BudgetSettlement(budget as CostBudget, verdict.hold));
+      admission.reserve(verdict.hold);
       return undefined;
     }
     onRefusal?.('hourly-budget');
@@ -146,11 +164,11 @@ export function createCostControl(options: CostControlOptions): CostControl {
   return {
     admit(operation, plan, variables) {
       if (plan.fields.length === 0) return undefined;
-      operation.costPlan = plan;
-      operation.costVariables = variables;
+      const admission = new Admission(() => estimateOf(plan, variables), budget);
+      operation.admission = admission;
       const cap = operation.maxCostUsd;
       if (cap === undefined && budget === undefined) return undefined;
-      const estimate = estimateOf(operation) as CostEstimate;
+      const estimate = admission.estimate();
       const estimated = estimate.usd;
       const batch = cap === undefined ? undefined : operation.batch;
       if (cap !== undefined) {
@@ -172,24 +190,23 @@ export function createCostControl(options: CostControlOptions): CostControl {
       if (budget === undefined || estimate.calls.length === 0) return undefined;
       const verdict = budget.reserve(operation.apiKey, estimated);
       return verdict instanceof Promise
-        ? verdict.then((resolved) => overBudget(resolved, operation, estimated, budget.usdPerHour))
-        : overBudget(verdict, operation, estimated, budget.usdPerHour);
+        ? verdict.then((resolved) => overBudget(resolved, operation, admission, estimated, budget.usdPerHour))
+        : overBudget(verdict, operation, admission, estimated, budget.usdPerHour);
     },
 
     spent(operation, call, usd) {
       model.observe(call, usd);
       // Reserved: billed when the operation settles (to its actual cost, this included).
-      if (operation?.reserving === true) return;
+      if (operation?.admission?.reserving === true) return;
       budget?.add(operation?.apiKey, usd);
     },
 
-    finish(operation) {
-      operation.settle();
-      if (!operation.touchedUpstream || operation.estimateCounted) return;
-      operation.estimateCounted = true;
-      const estimate = estimateOf(operation);
-      if (estimate === undefined || onEstimate === undefined) return;
-      for (const [upstream, callModel, usd] of estimate.calls) onEstimate(upstream, callModel, usd);
+    settle(operation) {
+      const admission = operation.admission as Admission | undefined;
+      if (admission === undefined || !admission.settle(operation.ledger.costUsd)) return;
+      if (!operation.ledger.touchedUpstream || onEstimate === undefined) return;
+      for (const [upstream, callModel, usd] of admission.estimate().calls)
+        onEstimate(upstream, callModel, usd);
     },
   };
 }

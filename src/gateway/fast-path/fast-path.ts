@@ -1,50 +1,42 @@
 /**
- * The fast path: the common request (a JSON POST of a known, valid query to /graphql) served on
- * node:http directly, with graphql-js's `execute`, and answered byte for byte as Yoga's handler would
- * answer it; every other request goes to Yoga's handler, unchanged. Public APIs only: graphql-js,
- * Yoga's `getEnveloped` (validation rules of every plugin), `processRegularResult` (status and body)
- * and `maskError`, `handleRequest` for what it hands over.
+ * The fast path: the request pipeline (request/pipeline.ts) run directly on node:http for the common
+ * request, a JSON POST to /graphql of a known, valid query whose answer is JSON; Yoga's handler, which
+ * runs the same pipeline from its hooks, takes every other request. What is here is only what makes
+ * it fast: eligibility from the request line and headers, reading the body, writing the bytes. No
+ * policy lives here; the equivalence test (test/integration/fast-path-equivalence.test.ts) compares
+ * both lanes byte for byte.
  *
- * What it implements (and so what a new plugin must also be added to, in shared code, or make this
- * path step aside for: docs/performance.md): the request id, the API key, the cost cap and budget,
- * the operation limits (through prepared-operations.ts), masking, request error codes, the operation
- * report (extensions, log line, metrics, span) and cancellation when the client goes away.
- *
- * It steps aside for: any method, path, content type or Accept value it has not seen Yoga answer as
- * a plain JSON result, bodies without Content-Length or over the limit, HTTP/2, a body that is not a
- * plain `{ query, variables?, operationName?, extensions? }` object, batches, documents that fail
- * parsing, validation or the limits, a malformed X-Max-Cost-Usd, and everything when CORS is on.
+ * It steps aside (to Yoga, before reading the body) for: any other method, path or content type,
+ * HTTP/2, bodies without Content-Length or over the limit, an Accept with no JSON media type, and
+ * everything when CORS is on; and (after reading it, handing over the body it read and the request
+ * state it began) for a body that is not a plain `{ query, variables?, operationName?, extensions?,
+ * documentId? }` object, a document that does not resolve at once (a Redis lookup) or fails parsing
+ * or validation (prepared-operations.ts): Yoga answers those with its own errors.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { ExecutionResult, GraphQLError } from 'graphql';
-import { createGraphQLError, maskError, processRegularResult, type YogaLogger } from 'graphql-yoga';
+import type { ExecutionResult } from 'graphql';
+import type { YogaLogger } from 'graphql-yoga';
+import { isPromise } from '../../shared/is-promise.js';
 import type { Compression } from '../compression.js';
-import type { GatewayContext } from '../context.js';
-import type { CostControl } from '../cost/cost-control.js';
-import type { OperationReporter } from '../observability/operation-report.js';
-import { Operation } from '../operation.js';
-import { withRequestErrorCodes } from '../plugins/use-request-error-codes.js';
-import { apiKeyOf, MAX_COST_HEADER, maxCostOf, requestIdOf } from '../request-facts.js';
-import type { TrustedDocuments } from '../trusted-documents.js';
-import { type GatewayYoga, GRAPHQL_ENDPOINT, MASKED_MESSAGE } from '../yoga.js';
+import type { Operation } from '../operation.js';
+import type { PipelineContext } from '../plugins/use-request-pipeline.js';
+import { requestFactsOf } from '../request/facts.js';
+import type { JsonMediaType } from '../request/media-type.js';
+import { MASKED_MESSAGE, type RequestPipeline, type RequestState } from '../request/pipeline.js';
+import type { Resolved } from '../trusted-documents.js';
+import { type GatewayYoga, GRAPHQL_ENDPOINT } from '../yoga.js';
 import type { PreparedOperation, PreparedOperations } from './prepared-operations.js';
 
 export interface FastPathOptions {
   yoga: GatewayYoga;
+  pipeline: RequestPipeline;
   prepared: PreparedOperations;
-  reporter: OperationReporter;
-  costControl: CostControl;
-  context: (operation: Operation) => GatewayContext;
-  /** COMPRESSION_MIN_BYTES and the encoding negotiation, shared with Yoga's path (use-compression.ts). */
+  /** COMPRESSION_MIN_BYTES and the encoding negotiation (compression.ts), as on Yoga's lane. */
   compression: Compression;
-  /** Trusted documents and persisted queries, shared with Yoga's path (use-trusted-documents.ts). */
-  trusted: TrustedDocuments;
-  /** Where masked errors are logged (the same logger Yoga uses). */
+  /** Where errors of the lane itself are logged (the same logger Yoga uses). */
   logger: YogaLogger;
   /** MAX_REQUEST_BODY_BYTES. */
   maxBodyBytes: number;
-  /** OPERATION_DEADLINE_MS. */
-  deadlineMs: number;
   /** HTTP_FAST_PATH, and no CORS. @default true */
   enabled?: boolean;
 }
@@ -56,12 +48,10 @@ export interface FastPath {
   readonly served: { fast: number; handedOver: number };
 }
 
-/** The media types a regular result is answered with; learnt per Accept value from Yoga's answers. */
-type MediaType = 'application/json' | 'application/graphql-response+json';
-const MAX_ACCEPT_VALUES = 64;
-
 interface Params {
-  query: string;
+  query: unknown;
+  documentId: unknown;
+  extensions: unknown;
   variables: Record<string, unknown> | undefined;
   operationName: string | undefined;
 }
@@ -69,13 +59,8 @@ interface Params {
 const isPlainObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-/**
- * The body as the fast path's parameters, or undefined when anything is unusual. A trusted document
- * (`documentId`, an APQ hash) is resolved to its text by the same rules as Yoga's path
- * (trusted-documents.ts); a refusal, or a lookup that would wait for Redis, goes to Yoga, which
- * answers it with those rules' error.
- */
-function paramsOf(body: Buffer, trusted: TrustedDocuments): Params | undefined {
+/** The body as the request's parameters, or undefined when anything is unusual (Yoga answers it). */
+function paramsOf(body: Buffer): Params | undefined {
   let json: unknown;
   try {
     json = JSON.parse(body.toString('utf8'));
@@ -97,56 +82,14 @@ function paramsOf(body: Buffer, trusted: TrustedDocuments): Params | undefined {
   if (variables != null && !isPlainObject(variables)) return undefined;
   if (operationName != null && typeof operationName !== 'string') return undefined;
   if (extensions != null && !isPlainObject(extensions)) return undefined;
-  let query = json.query;
-  if (trusted.involves(json)) {
-    // Not counted yet (log mode): the request may still go to Yoga, which resolves it again.
-    const resolved = trusted.resolve(json, false);
-    if (isPromise(resolved) || resolved instanceof Error) return undefined;
-    query = resolved.query;
-  }
-  if (typeof query !== 'string' || query === '') return undefined;
   return {
-    query,
+    query: json.query,
+    documentId: json.documentId,
+    extensions,
     variables: variables == null ? undefined : variables,
     operationName: operationName == null ? undefined : operationName,
   };
 }
-
-/** The answer `processRegularResult` builds, as plain data (it only ever calls `new Response(body, init)`). */
-class PlainResponse {
-  constructor(
-    readonly body: string,
-    readonly init: { status: number; headers: Record<string, string> },
-  ) {}
-}
-const PLAIN_FETCH = { Response: PlainResponse } as unknown as Parameters<typeof processRegularResult>[1];
-
-/**
- * Errors of a result without data were raised before any field ran (variables that do not coerce):
- * the executor Yoga uses (@graphql-tools/executor) answers those with HTTP 400 whatever the media
- * type; graphql-js's does not say. The same status on both paths.
- */
-function asRequestErrors(result: ExecutionResult): ExecutionResult {
-  if ('data' in result || result.errors === undefined) return result;
-  return {
-    errors: result.errors.map((error) =>
-      createGraphQLError(error.message, {
-        nodes: error.nodes,
-        source: error.source,
-        positions: error.positions,
-        path: error.path,
-        originalError: error.originalError ?? undefined,
-        extensions: {
-          ...error.extensions,
-          http: { ...(error.extensions?.http as object | undefined), status: 400 },
-        },
-      }),
-    ),
-  };
-}
-
-const isPromise = <T>(value: T | Promise<T>): value is Promise<T> =>
-  typeof (value as { then?: unknown } | null)?.then === 'function';
 
 function readBody(req: IncomingMessage, length: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
@@ -184,10 +127,8 @@ async function sendFetchResponse(response: Response, res: ServerResponse): Promi
 }
 
 export function createFastPath(options: FastPathOptions): FastPath {
-  const { yoga, prepared, reporter, costControl, compression, trusted, logger, maxBodyBytes, deadlineMs } =
-    options;
+  const { yoga, pipeline, prepared, compression, logger, maxBodyBytes } = options;
   const served = { fast: 0, handedOver: 0 };
-  const mediaTypes = new Map<string, MediaType>();
 
   const eligible = (req: IncomingMessage): boolean => {
     if (req.method !== 'POST' || req.url !== GRAPHQL_ENDPOINT || req.httpVersionMajor !== 1) return false;
@@ -201,90 +142,61 @@ export function createFastPath(options: FastPathOptions): FastPath {
       headers.host === undefined
     )
       return false;
-    if (!/^\d{1,15}$/.test(contentLength) || Number(contentLength) > maxBodyBytes) return false;
-    return mediaTypes.size < MAX_ACCEPT_VALUES || mediaTypes.has(headers.accept ?? '');
+    return /^\d{1,15}$/.test(contentLength) && Number(contentLength) <= maxBodyBytes;
   };
 
-  /** Yoga answers a request whose body was read already; its media type choice is learnt. */
-  const handOver = async (req: IncomingMessage, res: ServerResponse, body: Buffer): Promise<void> => {
+  /** Yoga's lane answers a request whose body was read already, with the state begun here. */
+  const handOver = async (
+    req: IncomingMessage,
+    res: ServerResponse,
+    body: Buffer,
+    state: RequestState,
+  ): Promise<void> => {
     served.handedOver++;
     const headers: Array<[string, string]> = [];
     for (const [name, value] of Object.entries(req.headers)) {
       if (value === undefined) continue;
       for (const v of Array.isArray(value) ? value : [value]) headers.push([name, v]);
     }
-    // A Request built here has no signal of its own, so a client that went away would not cancel
-    // the operation's upstream calls (useOperation listens to request.signal): abort it ourselves,
-    // as the fast path and Yoga's own node adapter do. Only on this slow path: the cost is one
-    // AbortController per handed-over request.
-    const gone = new AbortController();
-    res.once('close', () => {
-      if (!res.writableFinished) gone.abort(new Error('client went away'));
-    });
+    // A Request built here has no signal of its own: the client going away cancels through the
+    // state, as on the fast path (the close listener is already on `res`).
     const request = new yoga.fetchAPI.Request(`http://${req.headers.host}${req.url}`, {
       method: 'POST',
       headers,
       body: new Uint8Array(body.buffer, body.byteOffset, body.byteLength) as Uint8Array<ArrayBuffer>,
-      signal: gone.signal,
     });
-    const response = await yoga.handleRequest(request, { req, res });
-    const type = response.headers.get('content-type')?.split(';', 1)[0];
-    const accept = req.headers.accept ?? '';
-    if (
-      (type === 'application/json' || type === 'application/graphql-response+json') &&
-      mediaTypes.size < MAX_ACCEPT_VALUES
-    )
-      mediaTypes.set(accept, type);
+    const context: PipelineContext = { gateway: state };
+    const response = await yoga.handleRequest(request, { req, res, ...context });
     await sendFetchResponse(response, res);
   };
 
-  const masked = (result: ExecutionResult): ExecutionResult => {
-    const errors = result.errors;
-    if (errors === undefined) return result;
-    let changed = false;
-    const out = errors.map((error) => {
-      const replaced = maskError(error, MASKED_MESSAGE, false) as GraphQLError;
-      if (replaced !== error) {
-        changed = true;
-        logger.error(error);
-      }
-      return replaced;
-    });
-    return changed ? { ...result, errors: out } : result;
-  };
-
-  const answer = (
-    req: IncomingMessage,
+  /** Writes the answer; small ones (the common case) at once: no zlib, no copy (compression.ts). */
+  const write = (
     res: ServerResponse,
-    operation: Operation,
+    state: RequestState,
     result: ExecutionResult,
-    media: MediaType,
+    mediaType: JsonMediaType,
   ): void | Promise<void> => {
-    const response = processRegularResult(
-      reporter.finish(operation, withRequestErrorCodes(masked(result))),
-      PLAIN_FETCH,
-      media,
-    ) as unknown as PlainResponse;
+    const encoded = pipeline.encode(result, mediaType);
     if (res.destroyed || res.writableEnded) return;
     const headers: Record<string, string | number> = {};
-    for (const [name, value] of Object.entries(response.init.headers)) headers[name.toLowerCase()] = value;
-    const length = Buffer.byteLength(response.body);
-    headers['x-request-id'] = operation.requestId;
-    // Small answers (the common case) are written at once: no zlib, no copy (compression.ts).
+    for (const [name, value] of Object.entries(encoded.headers)) headers[name.toLowerCase()] = value;
+    const length = Buffer.byteLength(encoded.body);
+    headers['x-request-id'] = state.facts.requestId;
     const large = length >= compression.minBytes;
     if (large) headers.vary = 'Accept-Encoding';
-    const encoding = large ? compression.encodingFor(req.headers['accept-encoding']) : undefined;
+    const encoding = large ? compression.encodingFor(state.facts.acceptEncoding) : undefined;
     if (encoding === undefined) {
       headers['content-length'] = length;
-      res.writeHead(response.init.status, headers);
-      res.end(response.body);
+      res.writeHead(encoded.status, headers);
+      res.end(encoded.body);
       return;
     }
-    return compression.compress(Buffer.from(response.body), encoding).then((compressed) => {
+    return compression.compress(Buffer.from(encoded.body), encoding).then((compressed) => {
       if (res.destroyed || res.writableEnded) return;
       headers['content-encoding'] = encoding;
       headers['content-length'] = compressed.length;
-      res.writeHead(response.init.status, headers);
+      res.writeHead(encoded.status, headers);
       res.end(compressed);
     });
   };
@@ -292,58 +204,51 @@ export function createFastPath(options: FastPathOptions): FastPath {
   const run = (
     req: IncomingMessage,
     res: ServerResponse,
+    state: RequestState,
     operation: Operation,
     ready: PreparedOperation,
     params: Params,
-    media: MediaType,
+    mediaType: JsonMediaType,
+    register: { hash: string; text: string } | undefined,
   ): void | Promise<void> => {
-    const result = ready.execute(options.context(operation), params.variables);
-    if (!isPromise(result)) return answer(req, res, operation, asRequestErrors(result), media);
-    return result.then((resolved) => answer(req, res, operation, asRequestErrors(resolved), media));
+    const answer = (result: ExecutionResult) =>
+      write(res, state, pipeline.finish(operation, result), mediaType);
+    const execute = () => {
+      const result = pipeline.execute(operation, ready.document, ready.operationName, params.variables);
+      return isPromise(result) ? result.then(answer) : answer(result);
+    };
+    const refusal = pipeline.admit(
+      operation,
+      ready.document,
+      ready.operationName,
+      params.variables,
+      register,
+    );
+    if (refusal === undefined) return execute();
+    if (!isPromise(refusal)) return answer(refusal);
+    return refusal.then((refused) => (refused === undefined ? execute() : answer(refused)));
   };
 
-  const serve = (req: IncomingMessage, res: ServerResponse, body: Buffer): void | Promise<void> => {
-    const params = paramsOf(body, trusted);
-    const media = mediaTypes.get(req.headers.accept ?? '');
-    const ready = params === undefined ? 'yoga' : prepared.get(params.query, params.operationName);
-    const maxCost = maxCostOf(req.headers[MAX_COST_HEADER] as string | undefined);
-    if (
-      params === undefined ||
-      ready === 'yoga' ||
-      media === undefined ||
-      (maxCost !== undefined && typeof maxCost !== 'number')
-    )
-      return handOver(req, res, body);
-
+  const serve = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    body: Buffer,
+    state: RequestState,
+    mediaType: JsonMediaType,
+  ): void | Promise<void> => {
+    const params = paramsOf(body);
+    if (params === undefined) return handOver(req, res, body, state);
+    const resolved: Resolved | Promise<Resolved> = pipeline.resolve(state, params);
+    // A lookup that waits for Redis, or a refusal: Yoga's lane answers with the same resolution.
+    if (isPromise(resolved) || resolved instanceof Error || resolved.query === '')
+      return handOver(req, res, body, state);
+    const ready = prepared.get(resolved.query, params.operationName);
+    if (ready === 'yoga') return handOver(req, res, body, state);
     served.fast++;
-    trusted.observe(params.query);
-    const headers = req.headers;
-    const operation = new Operation({
-      apiKey: apiKeyOf(headers.authorization, headers['x-api-key'] as string | undefined),
-      requestId: requestIdOf(headers['x-request-id'] as string | undefined),
-      deadlineMs,
-      name: params.operationName,
-      maxCostUsd: maxCost,
-    });
-    reporter.start(operation);
-    // The client went away before its answer: its upstream calls are cancelled. Either way the
-    // budget reservation is settled by now (a no-op when the report settled it; the backstop when
-    // an error was thrown and no result was made).
-    res.once('close', () => {
-      if (!res.writableFinished) operation.cancel(new Error('client went away'));
-      operation.settle();
-    });
-    reporter.executing(operation, ready.document, params.operationName);
-    const refuse = (refusal: GraphQLError) => {
-      operation.rejected = true;
-      return answer(req, res, operation, { errors: [refusal] }, media);
-    };
-    const refusal = costControl.admit(operation, ready.plan, params.variables);
-    if (refusal === undefined) return run(req, res, operation, ready, params, media);
-    if (!isPromise(refusal)) return refuse(refusal);
-    return refusal.then((refused) =>
-      refused === undefined ? run(req, res, operation, ready, params, media) : refuse(refused),
-    );
+    const operation = pipeline.open(state, params.operationName);
+    const register =
+      resolved.register === undefined ? undefined : { hash: resolved.register, text: resolved.query };
+    return run(req, res, state, operation, ready, params, mediaType, register);
   };
 
   const fail = (error: unknown, res: ServerResponse) => {
@@ -365,10 +270,19 @@ export function createFastPath(options: FastPathOptions): FastPath {
     served,
     handle(req, res) {
       if (!eligible(req)) return false;
+      const state = pipeline.begin(requestFactsOf((name) => req.headers[name] as string | undefined));
+      const mediaType = state.facts.mediaType;
+      if (mediaType === undefined) return false;
+      // The pipeline's last step, once, whichever lane answers: settled when the response is done
+      // or the client went away (its operations then cancelled first).
+      res.once('close', () => {
+        if (!res.writableFinished) pipeline.cancel(state, new Error('client went away'));
+        pipeline.end(state);
+      });
       readBody(req, Number(req.headers['content-length'])).then(
         (body) => {
           try {
-            const serving = serve(req, res, body);
+            const serving = serve(req, res, body, state, mediaType);
             if (isPromise(serving)) serving.catch((error: unknown) => fail(error, res));
           } catch (error) {
             fail(error, res);

@@ -13,6 +13,9 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 import type { UpstreamName } from '../errors.js';
 import type { BreakerState } from '../upstream/interceptors/circuit-breaker.js';
 
+/** Which executor ran an operation (label `executor`): request/executor.ts. */
+export type ExecutorName = 'graphql-js' | 'graphql-jit';
+
 /** How an operation ended (label `outcome`). */
 export type OperationOutcome = 'ok' | 'partial' | 'error' | 'invalid' | 'cancelled';
 
@@ -112,6 +115,8 @@ export interface GatewayMetrics {
   addBreakerSource(upstream: UpstreamName, read: () => BreakerState): void;
   /** Where the number of cached answers is read at each scrape. */
   setCacheSizeSource(read: () => number): void;
+  /** Where the executions by executor (graphql-js, graphql-jit) are read at each scrape. */
+  setExecutionsSource(read: () => Readonly<Record<ExecutorName, number>>): void;
   /** Text exposition of every metric of this gateway. */
   render(): Promise<string>;
   readonly contentType: string;
@@ -214,6 +219,20 @@ export function createGatewayMetrics(options: GatewayMetricsOptions = {}): Gatew
     help: 'Operations whose document is not in the trusted-documents manifest (TRUSTED_DOCUMENTS_MODE=log; each distinct document is also logged once).',
     registers,
   });
+  let executions: () => Readonly<Record<ExecutorName, number>> = () => ({
+    'graphql-js': 0,
+    'graphql-jit': 0,
+  });
+  new Counter({
+    name: 'gateway_executions_total',
+    help: 'Operations executed, by executor: graphql-js (a document run for the first time, or one graphql-jit cannot compile) or graphql-jit (a compiled document).',
+    labelNames: ['executor'] as const,
+    registers,
+    collect() {
+      this.reset();
+      for (const [executor, n] of Object.entries(executions())) this.inc({ executor }, n);
+    },
+  });
   const breakerSources = new Map<UpstreamName, () => BreakerState>();
   new Gauge({
     name: 'gateway_upstream_breaker_state',
@@ -301,6 +320,9 @@ export function createGatewayMetrics(options: GatewayMetricsOptions = {}): Gatew
     },
     setCacheSizeSource(read) {
       cacheSize = read;
+    },
+    setExecutionsSource(read) {
+      executions = read;
     },
     render: () => registry.metrics(),
   };

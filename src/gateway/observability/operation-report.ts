@@ -1,15 +1,17 @@
 /**
- * How one operation ends, the same on the fast path and on Yoga's path: its result extensions
- * (`sponsoredBy`, `cache`, `cost`), one log line, one counter increment and one histogram
- * observation, and the end of its span.
+ * How one operation is reported, the same on both lanes (the request pipeline's finish step calls
+ * it): its result extensions (`sponsoredBy`, `cache`, `cost`), one log line, one counter increment
+ * and one histogram observation, and the end of its span.
  *
- * The figures come from the operation's own state (operation.ts), which only its own upstream calls
- * wrote: a log line, a metric and the extensions always carry the same numbers.
+ * The figures come from the operation's call ledger (operation.ts), which only its own upstream
+ * calls wrote: a log line, a metric and the extensions always carry the same numbers. Reporting
+ * settles nothing: the budget is settled by the pipeline's last step.
  */
 import { context as otelContext, trace } from '@opentelemetry/api';
 import type { DocumentNode, ExecutionResult } from 'graphql';
 import { getOperationAST } from 'graphql';
 import type { Logger } from 'pino';
+import { roundUsd } from '../../shared/usd.js';
 import type { Operation } from '../operation.js';
 import type { GatewayMetrics, OperationOutcome } from './metrics.js';
 import { SpanKind, SpanStatusCode, type Tracer } from './tracing.js';
@@ -20,12 +22,6 @@ export interface OperationReporterOptions {
   tracer: Tracer | undefined;
   /** Whether the response cache is on (RESPONSE_CACHE): `extensions.cache` is shown then. */
   responseCache: boolean;
-  /**
-   * Called first where an operation ends: settles its budget reservation and makes its cost
-   * estimate (cost-control.ts `finish`).
-   * @default undefined (nothing settled, no estimate shown)
-   */
-  settle?: ((operation: Operation) => void) | undefined;
 }
 
 /** Result extensions the gateway adds (contract: fields may be added, none renamed). */
@@ -53,9 +49,6 @@ export interface OperationReporter {
   finish(operation: Operation, result: ExecutionResult): ExecutionResult;
 }
 
-/** Dollars summed from binary fractions, rounded to a millionth of a cent. */
-export const roundUsd = (usd: number) => Math.round(usd * 1e8) / 1e8;
-
 function outcomeOf(operation: Operation, result: ExecutionResult): OperationOutcome {
   if (operation.cancelled) return 'cancelled';
   const errors = result.errors;
@@ -81,7 +74,7 @@ function errorCodesOf(result: ExecutionResult): string[] | undefined {
 }
 
 export function createOperationReporter(options: OperationReporterOptions): OperationReporter {
-  const { metrics, tracer, responseCache, settle } = options;
+  const { metrics, tracer, responseCache } = options;
   // The line is built from fixed fields only (no headers, no keys), so the root logger's redaction,
   // whose wildcard paths cost more than the rest of the line, has nothing to find in it.
   const logger = options.logger.child({}, { redact: { paths: [] } });
@@ -112,23 +105,24 @@ export function createOperationReporter(options: OperationReporterOptions): Oper
     },
 
     finish(operation, result) {
-      settle?.(operation);
+      const ledger = operation.ledger;
+      const estimate = ledger.touchedUpstream ? operation.admission?.estimate() : undefined;
       const durationMs = performance.now() - operation.startedAt;
       const outcome = outcomeOf(operation, result);
       metrics.recordOperation(operation.name, operation.type, outcome, durationMs);
-      const costUsd = roundUsd(operation.costUsd);
+      const costUsd = roundUsd(ledger.costUsd);
 
       const extensions: OperationExtensions = {};
-      if (operation.sponsors !== undefined) extensions.sponsoredBy = operation.sponsors;
-      if (responseCache && operation.cacheHits + operation.cacheMisses > 0)
-        extensions.cache = { hits: operation.cacheHits, misses: operation.cacheMisses };
-      if (operation.touchedUpstream) {
+      if (ledger.sponsors !== undefined) extensions.sponsoredBy = [...ledger.sponsors];
+      if (responseCache && ledger.cacheHits + ledger.cacheMisses > 0)
+        extensions.cache = { hits: ledger.cacheHits, misses: ledger.cacheMisses };
+      if (ledger.touchedUpstream) {
         extensions.cost = {
           gpuCostUsd: costUsd,
-          upstreamCalls: operation.upstreamCalls,
-          cacheHits: operation.cacheHits,
+          upstreamCalls: ledger.upstreamCalls,
+          cacheHits: ledger.cacheHits,
         };
-        if (operation.estimate !== undefined) extensions.cost.estimatedCostUsd = operation.estimate.usd;
+        if (estimate !== undefined) extensions.cost.estimatedCostUsd = estimate.usd;
       }
 
       const level = outcome === 'error' ? 'warn' : 'info';
@@ -139,19 +133,19 @@ export function createOperationReporter(options: OperationReporterOptions): Oper
           operationType: operation.type,
           outcome,
           durationMs: Math.round(durationMs * 100) / 100,
-          upstreamCalls: operation.upstreamCalls,
+          upstreamCalls: ledger.upstreamCalls,
         };
-        if (operation.touchedUpstream) {
+        if (ledger.touchedUpstream) {
           line.costUsd = costUsd;
-          line.cacheHits = operation.cacheHits;
-          if (operation.estimate !== undefined) line.estimatedCostUsd = operation.estimate.usd;
+          line.cacheHits = ledger.cacheHits;
+          if (estimate !== undefined) line.estimatedCostUsd = estimate.usd;
         }
         // A cancelled operation's result reaches nobody, and its field errors are the cancellation's
         // own (UPSTREAM_UNAVAILABLE on the field): listing them would report an upstream outage.
         const codes = outcome === 'cancelled' ? undefined : errorCodesOf(result);
         if (codes !== undefined) line.errorCodes = codes;
         // Each call in full (status, duration, source, code) is for debugging.
-        if (operation.calls !== undefined && logger.isLevelEnabled('debug')) line.calls = operation.calls;
+        if (ledger.calls !== undefined && logger.isLevelEnabled('debug')) line.calls = ledger.calls;
         logger[level](line, 'graphql operation');
       }
 
@@ -162,7 +156,7 @@ export function createOperationReporter(options: OperationReporterOptions): Oper
           span.setStatus({ code: SpanStatusCode.ERROR, message: outcome });
         span.end();
       }
-      if (operation.sponsors === undefined && extensions.cache === undefined && extensions.cost === undefined)
+      if (ledger.sponsors === undefined && extensions.cache === undefined && extensions.cost === undefined)
         return result;
       return { ...result, extensions: { ...result.extensions, ...extensions } };
     },

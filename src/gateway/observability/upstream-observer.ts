@@ -60,7 +60,7 @@ export function createUpstreamObserver(options: UpstreamObserverOptions): Upstre
   const onExchange = (event: ExchangeEvent): void => {
     const { error, request } = event;
     const operation = request.operation;
-    if (event.statusCode !== null && operation !== undefined) operation.upstreamCalls++;
+    if (event.statusCode !== null) operation?.ledger.answered();
     const outcome = error === undefined ? 'ok' : error.kind === 'cancelled' ? 'cancelled' : error.code;
     metrics.recordUpstreamCall(event.upstream, event.endpoint, event.statusCode, outcome, event.durationMs);
     if (error === undefined) return;
@@ -130,7 +130,7 @@ export function createUpstreamObserver(options: UpstreamObserverOptions): Upstre
     if (answer !== undefined) {
       const sponsor = answer.facts.sponsor;
       if (sponsor !== null && sponsor !== '') {
-        operation?.addSponsor(sponsor);
+        operation?.ledger.sponsor(sponsor);
         if (answer.source === 'upstream') {
           metrics.recordSponsorMessage(request.upstream);
           sponsorLog.record(request.upstream, sponsor);
@@ -139,7 +139,7 @@ export function createUpstreamObserver(options: UpstreamObserverOptions): Upstre
       if (answer.source === 'upstream') {
         const usd = spent(request, answer);
         if (usd > 0) {
-          if (operation !== undefined) operation.costUsd += usd;
+          operation?.ledger.spent(usd);
           metrics.recordGpuCost(request.upstream, answer.facts.model, usd);
           if (request.pricing !== undefined) options.onSpent?.(operation, request.pricing, usd);
         }
@@ -161,7 +161,7 @@ export function createUpstreamObserver(options: UpstreamObserverOptions): Upstre
     if (operation !== undefined) {
       const durationMs = Math.round((performance.now() - started) * 100) / 100;
       const source = answer?.source ?? 'upstream';
-      operation.addCall(
+      operation.ledger.record(
         code === undefined
           ? { upstream: request.upstream, endpoint, status, durationMs, source }
           : { upstream: request.upstream, endpoint, status, durationMs, source, code },

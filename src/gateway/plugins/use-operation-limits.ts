@@ -5,19 +5,18 @@
  *   deeply that the recursive-descent parser runs out of stack before reaching it;
  * - MAX_DEPTH, MAX_ALIASES, MAX_DIRECTIVES: graphql-armor's rules, reported as ordinary validation
  *   errors (GRAPHQL_VALIDATION_FAILED, HTTP 400, every exceeded limit listed);
- * - INTROSPECTION=false: `__schema` and `__type` refused;
- * - MAX_UPSTREAM_CALLS: distinct upstream calls, counted from the fields' `upstream` extension.
+ * - INTROSPECTION=false: `__schema` and `__type` refused.
+ * (MAX_UPSTREAM_CALLS is judged at admission, by the request pipeline.)
  *
- * The fast path validates with the same rules (through Yoga's `getEnveloped`) and counts calls with
- * the same planner; a document either limit refuses is answered by Yoga, with these errors.
+ * These are all of the gateway's own validation rules. `createDocumentValidator` validates a document
+ * with exactly what the gateway's Yoga applies (graphql-js's rules, these, Yoga's own), for what is
+ * validated outside a request: the fast path's prepared documents and the trusted-documents manifest.
  */
 import { EnvelopArmor } from '@escape.tech/graphql-armor';
-import type { ASTVisitor, DocumentNode, GraphQLError, ValidationContext } from 'graphql';
-import { createGraphQLError, type Plugin } from 'graphql-yoga';
+import type { ASTVisitor, DocumentNode, GraphQLError, GraphQLSchema, ValidationContext } from 'graphql';
+import { createGraphQLError, createYoga, type Plugin } from 'graphql-yoga';
 import type { GroupValues } from '../../shared/settings.js';
 import { gatewayError } from '../errors.js';
-import type { Operation } from '../operation.js';
-import type { OperationPlan } from '../operation-plan.js';
 import type { limitSettings } from '../settings.js';
 
 export interface OperationLimitsPluginOptions {
@@ -25,7 +24,6 @@ export interface OperationLimitsPluginOptions {
   introspection: boolean;
   /** Field suggestions ("Did you mean ...?") give the schema away: hidden in production. */
   hideSuggestions: boolean;
-  plan: (document: DocumentNode, operationName: string | null | undefined) => OperationPlan;
 }
 
 /**
@@ -103,32 +101,21 @@ export function useOperationLimits(options: OperationLimitsPluginOptions): Plugi
     onValidate({ addValidationRule }) {
       if (!options.introspection) addValidationRule(noIntrospection);
     },
-    onExecute({ args, setResultAndStopExecution }) {
-      const calls = options.plan(args.document, args.operationName).calls;
-      const operation = (args.contextValue as { operation?: Operation }).operation;
-      // In a batch the limit is the batch's: the calls of its operations admitted before this one count.
-      const batch = operation?.batch;
-      const before = batch?.upstreamCalls ?? 0;
-      if (before + calls <= limits.maxUpstreamCalls) {
-        if (batch !== undefined) batch.upstreamCalls = before + calls;
-        return;
-      }
-      if (operation !== undefined) operation.rejected = true;
-      const message =
-        batch === undefined
-          ? `This operation would make ${calls} distinct upstream calls; at most ${limits.maxUpstreamCalls} are allowed (MAX_UPSTREAM_CALLS).`
-          : `This operation would make ${calls} distinct upstream calls, after the ${before} of the batch's operations before it; at most ${limits.maxUpstreamCalls} are allowed for the whole batch (MAX_UPSTREAM_CALLS).`;
-      setResultAndStopExecution({
-        errors: [
-          gatewayError(
-            'BAD_USER_INPUT',
-            message,
-            // `spec`: 400 for application/graphql-response+json (a result without data must not be 200),
-            // 200 for legacy application/json, as Yoga does for validation errors.
-            { upstreamCalls: calls, limit: limits.maxUpstreamCalls, http: { status: 400, spec: true } },
-          ),
-        ],
-      });
-    },
   };
+}
+
+/**
+ * Validation with the gateway's full rule set, outside a request: a Yoga of this plugin alone (never
+ * listening) gives `getEnveloped().validate`, the same function the gateway's Yoga runs.
+ */
+export function createDocumentValidator(
+  schema: GraphQLSchema,
+  options: OperationLimitsPluginOptions,
+): (document: DocumentNode) => readonly GraphQLError[] {
+  const enveloped = createYoga({
+    schema,
+    logging: false,
+    plugins: [useOperationLimits(options)],
+  }).getEnveloped({});
+  return (document) => enveloped.validate(enveloped.schema, document) as readonly GraphQLError[];
 }

@@ -35,7 +35,7 @@ export function responseCache(options: ResponseCacheOptions): Interceptor {
   return (next: Dispatch) => {
     const miss = <T>(key: string, request: UpstreamRequest<T>): Promise<UpstreamAnswer<T>> => {
       onLookup?.(request, 'miss');
-      if (request.operation !== undefined) request.operation.cacheMisses++;
+      request.operation?.ledger.cacheMiss();
       return next(request).then((answer) => {
         // The decoded answer takes about as much heap as its body text (UTF-16: 2 bytes a character);
         // without a size the memory store counts 1 KiB, and a million-digit answer would slip past
@@ -52,7 +52,7 @@ export function responseCache(options: ResponseCacheOptions): Interceptor {
     };
     const hit = <T>(request: UpstreamRequest<T>, stored: UpstreamAnswer<T>): UpstreamAnswer<T> => {
       onLookup?.(request, 'hit');
-      if (request.operation !== undefined) request.operation.cacheHits++;
+      request.operation?.ledger.cacheHit();
       return { ...stored, source: 'cache' };
     };
     return function caching<T>(request: UpstreamRequest<T>): Promise<UpstreamAnswer<T>> {

@@ -1,9 +1,40 @@
 /**
- * What the gateway reads from a request's headers, the same way on the fast path (node's headers)
- * and on Yoga's path (Fetch headers): the request id, the caller's API key and the cost cap.
+ * Step 1 of the request pipeline: what the gateway reads from a request's headers, once, the same
+ * way on both lanes (node's headers on the fast path, Fetch headers on Yoga's): the request id, the
+ * caller's API key, the cost cap and the media type its answer is encoded with.
  */
 import { randomUUID } from 'node:crypto';
-import { gatewayError } from './errors.js';
+import type { GraphQLError } from 'graphql';
+import { gatewayError } from '../errors.js';
+import { type JsonMediaType, negotiateMediaType } from './media-type.js';
+
+/** A request's facts, read once from its headers; never written after. */
+export interface RequestFacts {
+  /** The caller's `x-request-id` when sane, else a new UUID: on the answer, the upstream calls, the log line. */
+  readonly requestId: string;
+  /** The caller's API key; undefined: the free tier. */
+  readonly apiKey: string | undefined;
+  /** X-Max-Cost-Usd: the cap in dollars, undefined when absent, or the refusal of a malformed one. */
+  readonly maxCost: number | GraphQLError | undefined;
+  /** The JSON media type the answer is encoded with; undefined: none acceptable (media-type.ts). */
+  readonly mediaType: JsonMediaType | undefined;
+  /** Accept-Encoding, for compression. */
+  readonly acceptEncoding: string | undefined;
+}
+
+/** A request's header, by lower-case name: node's headers and Fetch headers both give one. */
+export type HeaderReader = (name: string) => string | null | undefined;
+
+/** The facts of a request, from its headers. */
+export function requestFactsOf(header: HeaderReader): RequestFacts {
+  return {
+    requestId: requestIdOf(header('x-request-id')),
+    apiKey: apiKeyOf(header('authorization'), header('x-api-key')),
+    maxCost: maxCostOf(header(MAX_COST_HEADER)),
+    mediaType: negotiateMediaType(header('accept')),
+    acceptEncoding: header('accept-encoding') ?? undefined,
+  };
+}
 
 const SANE_REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 

@@ -1,15 +1,12 @@
 /**
- * A prepared operation runs graphql-js's `execute` the first time and graphql-jit's compiled query
- * after: every run must give the same result, errors included (their message, locations, path,
- * extensions and order), and variables that do not coerce must fail with graphql-js's words.
+ * The pipeline's executor runs graphql-js's `execute` the first time a document runs and graphql-jit's
+ * compiled query after: every run must give the same result, errors included (their message,
+ * locations, path, extensions and order), variables that do not coerce must fail with graphql-js's
+ * words, and its counts must say which executor ran (so a change that never compiles fails here).
  */
-import { type ExecutionResult, validate } from 'graphql';
+import { type DocumentNode, type ExecutionResult, parse } from 'graphql';
 import { describe, expect, it } from 'vitest';
-import {
-  createPreparedOperations,
-  type PreparedOperation,
-} from '../../src/gateway/fast-path/prepared-operations.js';
-import { planOperation } from '../../src/gateway/operation-plan.js';
+import { createExecutor, type Executor } from '../../src/gateway/request/executor.js';
 import { schema } from '../../src/gateway/schema/index.js';
 import { errorFromFailure } from '../../src/gateway/upstream/status-mapping.js';
 import type { NullCheckResponse } from '../../src/gateway/upstream/types.js';
@@ -30,24 +27,21 @@ const contextFor = (answer: () => Promise<NullCheckResponse>) => ({
   limits: { maxDigits: 1000, maxCompareDigits: 1000, maxJsonDepth: 32, maxJsonBytes: 65536 },
 });
 
-function prepare(): PreparedOperation {
-  const prepared = createPreparedOperations({
-    schema,
-    validate: (document) => validate(schema, document),
-    plan: (document, name) => planOperation(schema, document, name),
-    maxTokens: 10_000,
-    maxUpstreamCalls: 10,
-  });
-  const ready = prepared.get(QUERY, 'IsNull');
-  if (ready === 'yoga') throw new Error('the test document must be valid');
-  return ready;
+/** A fresh executor and a parsed document, run by name. */
+function prepare(): {
+  executor: Executor;
+  execute: (context: unknown, variables: Record<string, unknown>) => ReturnType<Executor['run']>;
+} {
+  const executor = createExecutor({ schema });
+  const document: DocumentNode = parse(QUERY);
+  return { executor, execute: (context, variables) => executor.run(document, 'IsNull', context, variables) };
 }
 
 /** The result as a client receives it. */
 const wire = async (result: ExecutionResult | Promise<ExecutionResult>) => JSON.stringify(await result);
 
-describe('prepared operations: interpreted first, compiled after, the same results', () => {
-  it('answers alike on every run', async () => {
+describe('the executor: interpreted first, compiled after, the same results', () => {
+  it('answers alike on every run, with graphql-js once and graphql-jit after', async () => {
     const ready = prepare();
     const runs: string[] = [];
     for (let i = 0; i < 3; i++)
@@ -62,6 +56,7 @@ describe('prepared operations: interpreted first, compiled after, the same resul
     expect(JSON.parse(runs[0] as string).data.isNull).toMatchObject({ isNull: false, actuallyNull: false });
     expect(runs[1]).toBe(runs[0]);
     expect(runs[2]).toBe(runs[0]);
+    expect(ready.executor.counts).toEqual({ 'graphql-js': 1, 'graphql-jit': 2 });
   });
 
   it('gives the same field errors: message, locations, path, code, errors before data', async () => {
@@ -85,9 +80,12 @@ describe('prepared operations: interpreted first, compiled after, the same resul
     const context = contextFor(async () => nullVerdict);
     const runs: string[] = [];
     for (let i = 0; i < 3; i++) runs.push(await wire(ready.execute(context, { strictMode: 'yes' })));
-    expect(JSON.parse(runs[0] as string).errors[0].message).toBe(
+    const first = JSON.parse(runs[0] as string);
+    expect(first.errors[0].message).toBe(
       'Variable "$strictMode" got invalid value "yes"; Boolean cannot represent a non boolean value: "yes"',
     );
+    // A request error, raised before any field ran: HTTP 400, whichever executor saw it.
+    expect(first.errors[0].extensions.http.status).toBe(400);
     expect(runs[1]).toBe(runs[0]);
     expect(runs[2]).toBe(runs[0]);
   });

@@ -1,0 +1,231 @@
+/**
+ * The request pipeline: the ordered steps of one GraphQL request over HTTP, each policy written once,
+ * run by both lanes. Yoga's lane calls them from one plugin's hooks (plugins/use-request-pipeline.ts);
+ * the fast path (fast-path/fast-path.ts) runs the same list directly on node:http. A lane decides only
+ * how bytes travel (which parser read the body, how the answer is written, how a client that left is
+ * noticed).
+ *
+ *   begin    the request's facts, read once from its headers (facts.ts)
+ *   open     an operation of the request (one, or each of a batch): its state (operation.ts), its span
+ *   resolve  the document: text, documentId, APQ hash, trusted documents (trusted-documents.ts)
+ *   admit    the document passed validation: the cost cap header, MAX_UPSTREAM_CALLS, the cost
+ *            estimate, cap and budget reservation (cost/cost-control.ts), APQ registration; one
+ *            refusal shape for all of them
+ *   execute  one executor: graphql-js, then graphql-jit once a document repeats (executor.ts)
+ *   finish   codes on request errors, masking of unexpected errors, the report (extensions, log
+ *            line, metrics, span)
+ *   encode   the JSON media type by the rules of media-type.ts, status and body
+ *   end      settles each operation's cost admission, once
+ *
+ * Per-request state lives in a `RequestState` the lane carries (node's response on the fast path,
+ * Yoga's server context on its lane): nothing is kept in a side table keyed by a request.
+ */
+import type { DocumentNode, ExecutionResult, GraphQLError } from 'graphql';
+import { maskError, processRegularResult, type YogaLogger } from 'graphql-yoga';
+import { isPromise } from '../../shared/is-promise.js';
+import type { GatewayContext } from '../context.js';
+import type { CostControl } from '../cost/cost-control.js';
+import { gatewayError } from '../errors.js';
+import type { OperationReporter } from '../observability/operation-report.js';
+import { Operation, type OperationBatch } from '../operation.js';
+import type { OperationPlan } from '../operation-plan.js';
+import type { DocumentRequest, Resolved, TrustedDocuments } from '../trusted-documents.js';
+import type { Execution, Executor } from './executor.js';
+import type { RequestFacts } from './facts.js';
+import type { JsonMediaType } from './media-type.js';
+import { withRequestErrorCodes } from './request-error-codes.js';
+
+/** The message of every masked (unexpected) error. */
+export const MASKED_MESSAGE = 'Unexpected error.';
+
+export interface RequestPipelineOptions {
+  /** OPERATION_DEADLINE_MS. */
+  deadlineMs: number;
+  /** MAX_UPSTREAM_CALLS: distinct upstream calls of one operation, or of a whole batch. */
+  maxUpstreamCalls: number;
+  trusted: TrustedDocuments;
+  costControl: CostControl;
+  reporter: OperationReporter;
+  executor: Executor;
+  /** The GraphQL context of an operation (the fast path's; Yoga's lane builds its own from it). */
+  context: (operation: Operation) => GatewayContext;
+  plan: (document: DocumentNode, operationName: string | null | undefined) => OperationPlan;
+  /** Where masked errors are logged. */
+  logger: YogaLogger;
+}
+
+/** One HTTP request's state, from `begin` to `end`. */
+export interface RequestState {
+  readonly facts: RequestFacts;
+  /** Set when the request carries an array of operations (BATCH_LIMIT), before any is opened. */
+  batch: OperationBatch | undefined;
+  /** The request's operations, in the order they were opened. */
+  readonly operations: Operation[];
+  /**
+   * The document of a single-operation request, once resolved: a request the fast path read and then
+   * hands to Yoga's lane is not resolved (nor counted) twice.
+   */
+  resolved: Resolved | undefined;
+}
+
+/** A result as bytes: status, headers and body. */
+export interface EncodedResult {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+export interface RequestPipeline {
+  begin(facts: RequestFacts): RequestState;
+  open(state: RequestState, operationName: string | null | undefined): Operation;
+  resolve(state: RequestState, request: DocumentRequest): Resolved | Promise<Resolved>;
+  /** Undefined: admitted; else the refusal to answer (nothing was called). */
+  admit(
+    operation: Operation,
+    document: DocumentNode,
+    operationName: string | null | undefined,
+    variables: Record<string, unknown> | null | undefined,
+    register?: { hash: string; text: string } | undefined,
+  ): ExecutionResult | undefined | Promise<ExecutionResult | undefined>;
+  execute(
+    operation: Operation,
+    document: DocumentNode,
+    operationName: string | null | undefined,
+    variables: Record<string, unknown> | null | undefined,
+    contextValue?: unknown,
+  ): Execution;
+  finish(operation: Operation, result: ExecutionResult): ExecutionResult;
+  encode(result: ExecutionResult | readonly ExecutionResult[], mediaType: JsonMediaType): EncodedResult;
+  /** The client went away: every operation of the request is cancelled. */
+  cancel(state: RequestState, reason: unknown): void;
+  end(state: RequestState): void;
+}
+
+/** The answer `processRegularResult` builds, as plain data (it only ever calls `new Response(body, init)`). */
+class PlainResponse {
+  constructor(
+    readonly body: string,
+    readonly init: { status: number; headers: Record<string, string> },
+  ) {}
+}
+const PLAIN_FETCH = { Response: PlainResponse } as unknown as Parameters<typeof processRegularResult>[1];
+
+export function createRequestPipeline(options: RequestPipelineOptions): RequestPipeline {
+  const { deadlineMs, maxUpstreamCalls, trusted, costControl, reporter, executor, logger } = options;
+
+  /** The one refusal shape: the whole operation refused before anything ran, no data. */
+  const refuse = (operation: Operation, error: GraphQLError): ExecutionResult => {
+    operation.rejected = true;
+    return { errors: [error] };
+  };
+
+  /** MAX_UPSTREAM_CALLS; in a batch the calls of its operations admitted before this one count. */
+  const overCallLimit = (operation: Operation, calls: number): GraphQLError | undefined => {
+    const batch = operation.batch;
+    const before = batch?.upstreamCalls ?? 0;
+    if (before + calls <= maxUpstreamCalls) {
+      if (batch !== undefined) batch.upstreamCalls = before + calls;
+      return undefined;
+    }
+    const message =
+      batch === undefined
+        ? `This operation would make ${calls} distinct upstream calls; at most ${maxUpstreamCalls} are allowed (MAX_UPSTREAM_CALLS).`
+        : `This operation would make ${calls} distinct upstream calls, after the ${before} of the batch's operations before it; at most ${maxUpstreamCalls} are allowed for the whole batch (MAX_UPSTREAM_CALLS).`;
+    // `spec`: 400 for application/graphql-response+json (a result without data must not be 200),
+    // 200 for legacy application/json, as Yoga does for validation errors.
+    return gatewayError('BAD_USER_INPUT', message, {
+      upstreamCalls: calls,
+      limit: maxUpstreamCalls,
+      http: { status: 400, spec: true },
+    });
+  };
+
+  const masked = (result: ExecutionResult): ExecutionResult => {
+    const errors = result.errors;
+    if (errors === undefined) return result;
+    let changed = false;
+    const out = errors.map((error) => {
+      const replaced = maskError(error, MASKED_MESSAGE, false) as GraphQLError;
+      if (replaced !== error) {
+        changed = true;
+        logger.error(error);
+      }
+      return replaced;
+    });
+    return changed ? { ...result, errors: out } : result;
+  };
+
+  return {
+    begin(facts) {
+      return { facts, batch: undefined, operations: [], resolved: undefined };
+    },
+
+    open(state, operationName) {
+      const { facts } = state;
+      const operation = new Operation({
+        apiKey: facts.apiKey,
+        requestId: facts.requestId,
+        deadlineMs,
+        name: typeof operationName === 'string' ? operationName : null,
+        maxCostUsd: typeof facts.maxCost === 'number' ? facts.maxCost : undefined,
+        headerRefusal: typeof facts.maxCost === 'object' ? facts.maxCost : undefined,
+        batch: state.batch,
+      });
+      state.operations.push(operation);
+      reporter.start(operation);
+      return operation;
+    },
+
+    resolve(state, request) {
+      if (state.batch !== undefined) return trusted.resolve(request);
+      if (state.resolved !== undefined) return state.resolved;
+      const resolved = trusted.resolve(request);
+      if (isPromise(resolved))
+        return resolved.then((value) => {
+          state.resolved = value;
+          return value;
+        });
+      state.resolved = resolved;
+      return resolved;
+    },
+
+    admit(operation, document, operationName, variables, register) {
+      reporter.executing(operation, document, operationName);
+      // The document parsed and passed validation: an APQ document may now be registered.
+      if (register !== undefined) trusted.register(register.hash, register.text);
+      if (operation.headerRefusal !== undefined) return refuse(operation, operation.headerRefusal);
+      const plan = options.plan(document, operationName);
+      const overLimit = overCallLimit(operation, plan.calls);
+      if (overLimit !== undefined) return refuse(operation, overLimit);
+      const verdict = costControl.admit(operation, plan, variables ?? undefined);
+      if (verdict === undefined) return undefined;
+      if (!isPromise(verdict)) return refuse(operation, verdict);
+      return verdict.then((refusal) => (refusal === undefined ? undefined : refuse(operation, refusal)));
+    },
+
+    execute(operation, document, operationName, variables, contextValue) {
+      return executor.run(document, operationName, contextValue ?? options.context(operation), variables);
+    },
+
+    finish(operation, result) {
+      return reporter.finish(operation, withRequestErrorCodes(masked(result)));
+    },
+
+    encode(result, mediaType) {
+      const response = processRegularResult(
+        result as ExecutionResult,
+        PLAIN_FETCH,
+        mediaType,
+      ) as unknown as PlainResponse;
+      return { status: response.init.status, headers: response.init.headers, body: response.body };
+    },
+
+    cancel(state, reason) {
+      for (const operation of state.operations) operation.cancel(reason);
+    },
+
+    end(state) {
+      for (const operation of state.operations) costControl.settle(operation);
+    },
+  };
+}
