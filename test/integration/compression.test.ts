@@ -2,7 +2,7 @@
  * Compressed answers (contract §11) over real HTTP: the gateway in front of the reference services,
  * raw bytes read with undici's `request` (which, unlike fetch, does not decompress), on both paths
  * (the fast path, and Yoga's handler with HTTP_FAST_PATH=false), for every Accept-Encoding form a
- * client sends.
+ * client sends, and with COMPRESSION_MIN_BYTES above and below its default.
  */
 import zlib from 'node:zlib';
 import { request } from 'undici';
@@ -155,5 +155,59 @@ describe("Yoga's other answers", () => {
       expect(a.vary?.toLowerCase()).toBe(b.vary?.toLowerCase());
       expect(JSON.parse(a.text).data).toEqual(JSON.parse(b.text).data);
     }
+  });
+});
+
+describe.each([
+  ['the fast path', {}, () => fast],
+  ["Yoga's handler", { HTTP_FAST_PATH: 'false' }, () => yogaOnly],
+])('a COMPRESSION_MIN_BYTES other than the default, on %s', (_name, pathEnv, byDefault) => {
+  let high: TestGateway;
+  let low: TestGateway;
+  beforeAll(async () => {
+    [high, low] = await Promise.all([
+      startTestGateway({ env: { ...pathEnv, COMPRESSION_MIN_BYTES: '8192' } }),
+      startTestGateway({ env: { ...pathEnv, COMPRESSION_MIN_BYTES: '256' } }),
+    ]);
+  });
+  afterAll(async () => {
+    await Promise.all([high?.close(), low?.close()]);
+  });
+
+  const ask = (gateway: TestGateway, digits: number) =>
+    send(gateway.url, { body: PI(digits), apiKey: 'demo-enterprise', acceptEncoding: 'gzip' });
+
+  it('8192: an answer between 1 and 8 KB goes as it is, where the default compresses it; a larger one is compressed', async () => {
+    const middle = await ask(high, 3000);
+    expect(middle.status).toBe(200);
+    // The size is the test's premise: over the default threshold, under this gateway's.
+    expect(middle.length).toBeGreaterThan(1024);
+    expect(middle.length).toBeLessThan(8192);
+    expect(middle.encoding).toBeUndefined();
+    expect(middle.vary ?? '').not.toMatch(/accept-encoding/i);
+    expect(JSON.parse(middle.text).data.pi.digits).toHaveLength(3002);
+    // The same answer from a gateway with the default is compressed: the setting decided, not the size.
+    expect((await ask(byDefault(), 3000)).encoding).toBe('gzip');
+
+    const large = await ask(high, 20_000);
+    expect(large.encoding).toBe('gzip');
+    expect(large.vary).toMatch(/accept-encoding/i);
+    expect(large.declaredLength).toBe(large.length);
+    expect(JSON.parse(large.text).data.pi.digits).toHaveLength(20_002);
+  });
+
+  it('256: an answer under 1 KB is compressed, where the default sends it as it is', async () => {
+    const small = await ask(low, 300);
+    expect(small.status).toBe(200);
+    expect(small.encoding).toBe('gzip');
+    expect(small.vary).toMatch(/accept-encoding/i);
+    expect(small.declaredLength).toBe(small.length);
+    // The premise, read from the decoded text: over this gateway's threshold, under the default's.
+    expect(small.text.length).toBeGreaterThan(256);
+    expect(small.text.length).toBeLessThan(1024);
+    expect(JSON.parse(small.text).data.pi.digits).toHaveLength(302);
+    const plain = await ask(byDefault(), 300);
+    expect(plain.encoding).toBeUndefined();
+    expect(plain.length).toBeLessThan(1024);
   });
 });

@@ -1,7 +1,8 @@
 /**
  * The gateway over real sockets in front of the project's reference services, driven by the typed
  * documents GraphQL Code Generator makes from test/operations/*.graphql (a schema change that breaks
- * these client operations breaks the typecheck).
+ * these client operations breaks the typecheck). True digits come from bc's fixtures, not from the
+ * digit engine the gateway checks with. Last, the same services with their v1 endpoints retired.
  */
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { print } from 'graphql';
@@ -14,10 +15,9 @@ import {
   NullAndPiDocument,
   PiDocument,
 } from '../../generated/client/graphql.js';
-import { startTestGateway, type TestGateway, testDigitEngine } from '../support/gateway.js';
+import { startTestGateway, type TestGateway } from '../support/gateway.js';
 import { type GqlError, gql, parsed } from '../support/graphql-client.js';
-
-const engine = testDigitEngine();
+import { agreeingPlaces, constantOf, trueDigits } from '../support/true-digits.js';
 
 interface Result<T> {
   status: number;
@@ -42,17 +42,6 @@ async function run<TData, TVariables>(
     body: JSON.stringify({ query: print(document), variables }),
   });
   return (await parsed(response)) as Result<TData>;
-}
-
-/** Leading decimal places of `digits` that agree with the true constant (0 if the integer part differs). */
-async function agreeing(digits: string, constant: 'pi' | 'e'): Promise<number> {
-  const [integer, decimals = ''] = digits.split('.');
-  const truth = await engine.digits(constant, decimals.length);
-  const [trueInteger, trueDecimals = ''] = truth.split('.');
-  if (integer !== trueInteger) return 0;
-  let i = 0;
-  while (i < decimals.length && decimals[i] === trueDecimals[i]) i++;
-  return i;
 }
 
 const ENTERPRISE = { authorization: 'Bearer demo-enterprise' };
@@ -154,7 +143,7 @@ describe('pi against the reference service', () => {
     const result = await run(stack.url, PiDocument, {});
     expect(result.data?.pi).toMatchObject({
       __typename: 'PiDigits',
-      digits: await engine.digits('pi', 3),
+      digits: trueDigits('pi', 3),
       precision: 3,
       requestedDigits: 3,
       correctDigits: 3,
@@ -182,7 +171,7 @@ describe('pi against the reference service', () => {
     expect(free.extensions?.cost).toMatchObject({ gpuCostUsd: 0, upstreamCalls: 1, cacheHits: 0 });
     const enterprise = await run(stack.url, PiDocument, { digits: 1000 }, ENTERPRISE);
     expect(enterprise.data?.pi).toMatchObject({
-      digits: await engine.digits('pi', 1000),
+      digits: trueDigits('pi', 1000),
       precision: 1000,
       correctDigits: 1000,
     });
@@ -194,17 +183,27 @@ describe('pi against the reference service', () => {
   });
 
   it('at temperature 1, e comes back as EulerDigits, and every member is checked against its own constant', async () => {
-    const members = new Set<string>();
+    const seen = new Set<string>();
     for (let i = 0; i < 24; i++) {
       const result = await run(stack.url, PiDocument, { digits: 20 + i, temperature: 1 }, ENTERPRISE);
       expect(result.errors).toBeUndefined();
       const pi = result.data?.pi;
       if (!pi) throw new Error(`no pi answer for ${20 + i} digits`);
-      members.add(pi.__typename);
-      const constant = pi.__typename === 'EulerDigits' ? 'e' : 'pi';
-      expect(pi.correctDigits).toBe(await agreeing(pi.digits, constant));
+      // Which constant the digits really are comes from the digits and bc's fixtures, never from the
+      // answer's own __typename: a gateway that mistook e for pi (member and correctDigits alike)
+      // must fail here, not be checked against its own mistake.
+      const constant = constantOf(pi.digits);
+      if (constant === undefined) throw new Error(`neither pi nor e: ${pi.digits}`);
+      expect({ __typename: pi.__typename, correctDigits: pi.correctDigits }, pi.digits).toEqual({
+        __typename: constant === 'e' ? 'EulerDigits' : 'PiDigits',
+        correctDigits: agreeingPlaces(pi.digits, constant),
+      });
+      // pi-x-4o recalls whichever constant it recalls exactly: every place is right.
+      expect(pi.correctDigits).toBe(20 + i);
+      seen.add(constant);
     }
-    expect(members.has('EulerDigits')).toBe(true);
+    // Both constants came back (the seed makes it so), so both verdicts were checked.
+    expect([...seen].sort()).toEqual(['e', 'pi']);
   });
 });
 
@@ -215,7 +214,7 @@ describe('inference and health against the reference services', () => {
     });
     expect(result.data?.inference).toMatchObject({
       __typename: 'PiInference',
-      digits: await engine.digits('pi', 3),
+      digits: trueDigits('pi', 3),
       precision: 3,
       requestedDigits: 3,
       correctDigits: 3,
@@ -303,5 +302,91 @@ describe('the other readings of the spec', () => {
       upstreamStatus: 429,
     });
     expect(limited?.[0]?.extensions?.retryAfterSeconds).toBeGreaterThanOrEqual(1);
+  });
+});
+
+describe("with v1 retired, the README's try-it path (NULL_V1=off PI_V1_PI=off PI_WAIVER_ACCEPTED=true)", () => {
+  let retired: TestGateway;
+  beforeAll(async () => {
+    // The embedded reference services take the retirement settings from the same environment, as
+    // under `npm start`. A generous free-tier limit: the GraphiQL tabs send the free key.
+    retired = await startTestGateway({
+      env: { NULL_V1: 'off', PI_V1_PI: 'off', PI_WAIVER_ACCEPTED: 'true', FREE_RATE_LIMIT: '10000' },
+    });
+  });
+  afterAll(() => retired?.close());
+
+  it('the embedded services really answer v1 with 410 ENDPOINT_RETIRED', async () => {
+    // Without this the rest could pass against services that never retired anything.
+    const { nullBaseUrl, piBaseUrl, embedded } = retired.app.upstreams;
+    expect(embedded).toBe(true);
+    const check = await fetch(`${nullBaseUrl}/api/v1/check`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ value: null }),
+    });
+    const pi = await fetch(`${piBaseUrl}/api/v1/pi?digits=3`);
+    for (const answer of [check, pi]) {
+      expect(answer.status).toBe(410);
+      expect(((await answer.json()) as { error: { code: string } }).error.code).toBe('ENDPOINT_RETIRED');
+    }
+  });
+
+  it('every GraphiQL tab runs as shown, with no error and true answers', async () => {
+    const page = await (await fetch(retired.url, { headers: { accept: 'text/html' } })).text();
+    const json = /<script type="application\/json" id="graphiql-options">(.*?)<\/script>/s.exec(page)?.[1];
+    const { defaultTabs = [] } = JSON.parse((json ?? '{}').replaceAll('\\u003c', '<')) as {
+      defaultTabs?: Array<{ query: string; variables?: string; headers?: string }>;
+    };
+    const results = new Map<string, Awaited<ReturnType<typeof gql>>>();
+    for (const tab of defaultTabs) {
+      const name = /query (\w+)/.exec(tab.query)?.[1] ?? '?';
+      const result = await gql(retired.url, tab.query, {
+        variables: tab.variables === undefined ? undefined : JSON.parse(tab.variables),
+        headers: tab.headers === undefined ? {} : JSON.parse(tab.headers),
+      });
+      expect({ name, status: result.status, errors: result.errors }).toEqual({
+        name,
+        status: 200,
+        errors: undefined,
+      });
+      results.set(name, result);
+    }
+    expect([...results.keys()]).toEqual(['IsNull', 'Pi', 'Inference', 'Health', 'Bill']);
+    expect(results.get('IsNull')?.data?.isNull).toMatchObject({
+      __typename: 'NullVerdict',
+      isNull: true,
+      actuallyNull: true,
+      correct: true,
+    });
+    // pi over the inference endpoint (the only one left), still PiDigits, still checked.
+    expect(results.get('Pi')?.data?.pi).toMatchObject({
+      __typename: 'PiDigits',
+      digits: trueDigits('pi', 3),
+      correctDigits: 3,
+    });
+    expect(results.get('Inference')?.data?.inference).toMatchObject({
+      digits: trueDigits('pi', 3),
+      correctDigits: 3,
+    });
+    expect(results.get('Health')?.data?.health.status).toBe('OK');
+    expect(results.get('Bill')?.data).toMatchObject({
+      cheap: { modelName: 'null-x-4o' },
+      dear: { modelName: 'null-x-opus' },
+    });
+  });
+
+  it('health names v2 for both upstreams once they were called, undeprecated', async () => {
+    // Called by the test above, or here when it runs alone: the gateway has moved by itself.
+    await gql(retired.url, '{ isNull(value: 1) { __typename } pi { __typename } }');
+    const result = await gql(
+      retired.url,
+      '{ health { nullCheck { apiVersion deprecated } pi { apiVersion deprecated } } }',
+    );
+    expect(result.errors).toBeUndefined();
+    expect(result.data?.health).toEqual({
+      nullCheck: { apiVersion: 'v2', deprecated: false },
+      pi: { apiVersion: 'v2', deprecated: false },
+    });
   });
 });

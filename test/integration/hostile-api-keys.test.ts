@@ -1,9 +1,12 @@
 /**
  * API keys never reach a log line or a client-visible error (contract §2, §3), even when every
  * upstream path fails and the upstream itself echoes the key back in its error bodies and headers.
- * The logger writes JSON at level debug into memory; the test greps all of it and every response.
+ * The logger writes at level debug into memory, as JSON and, for a second pair of gateways, as the
+ * pretty lines people read (where debug shows every field in full, nothing shortened); the tests grep
+ * all of it and every response.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger, flushLogger } from '../../src/shared/logger.js';
 import {
   type RecordedRequest,
   refusedUrl,
@@ -18,10 +21,26 @@ import { nullHealth, piHealth } from '../support/upstream-bodies.js';
 
 const KEY = 'sk-live-7f3a9c1e5b2d4f60-KEYMARK';
 const log = capturedLogger('debug');
+/** The project's pretty format at debug, as `LOG_FORMAT=pretty LOG_LEVEL=debug` writes it (no colour). */
+let prettyText = '';
+const prettyLogger = createLogger({
+  level: 'debug',
+  format: 'pretty',
+  destination: {
+    write(chunk: string, callback?: (error?: Error | null) => void) {
+      prettyText += chunk;
+      callback?.();
+      return true;
+    },
+  },
+});
 let nullUp: ScriptedUpstream;
 let piUp: ScriptedUpstream;
+/** Each pair: one in front of the hostile upstreams, one in front of refused ports. */
 let gateway: TestGateway;
 let downGateway: TestGateway;
+let prettyGateway: TestGateway;
+let prettyDownGateway: TestGateway;
 
 /** A hostile upstream: every failure echoes the Authorization header it received. */
 function echoing(request: RecordedRequest): ScriptedResponse {
@@ -65,91 +84,105 @@ beforeAll(async () => {
   piUp.route('GET', '/api/v1/health', { body: piHealth });
   const env = { UPSTREAM_TIMEOUT_MS: '300', RETRY_MAX_ATTEMPTS: '2', BREAKER_THRESHOLD: '0' };
   const backoff = { baseMs: 5, capMs: 20 };
-  gateway = await startTestGateway({
-    nullBaseUrl: nullUp.url,
-    piBaseUrl: piUp.url,
-    logger: log.logger,
-    env,
-    backoff,
-  });
-  downGateway = await startTestGateway({
-    nullBaseUrl: await refusedUrl(),
-    piBaseUrl: await refusedUrl(),
-    logger: log.logger,
-    env,
-    backoff,
-  });
+  const pair = async (logger: typeof log.logger): Promise<[TestGateway, TestGateway]> => [
+    await startTestGateway({ nullBaseUrl: nullUp.url, piBaseUrl: piUp.url, logger, env, backoff }),
+    await startTestGateway({
+      nullBaseUrl: await refusedUrl(),
+      piBaseUrl: await refusedUrl(),
+      logger,
+      env,
+      backoff,
+    }),
+  ];
+  [gateway, downGateway] = await pair(log.logger);
+  [prettyGateway, prettyDownGateway] = await pair(prettyLogger);
 });
 afterAll(async () => {
-  await Promise.all([gateway?.close(), downGateway?.close()]);
+  await Promise.all([gateway, downGateway, prettyGateway, prettyDownGateway].map((g) => g?.close()));
   await Promise.all([nullUp?.close(), piUp?.close()]);
 });
 
+const FAILURES = [
+  'u401',
+  'u500',
+  'u503',
+  'u429',
+  'u418',
+  'html',
+  'wrong-types',
+  'truncated',
+  'hang',
+  'reset',
+];
+
+/** Every failing path, with the key in either header: the responses, in order. */
+async function provoke(hostile: TestGateway, down: TestGateway): Promise<GqlResult[]> {
+  const responses: GqlResult[] = [];
+  const byBearer = { authorization: `Bearer ${KEY}` };
+  const byHeader = { 'x-api-key': KEY };
+  for (const value of FAILURES) {
+    responses.push(
+      await gql(hostile.url, `{ isNull(value: "${value}") { __typename } }`, { headers: byBearer }),
+      await gql(hostile.url, `{ isNull(value: "${value}") { __typename } }`, { headers: byHeader }),
+    );
+  }
+  responses.push(
+    await gql(hostile.url, '{ a: pi(digits: 5) { __typename } b: pi(digits: 6) { __typename } }', {
+      headers: byBearer,
+    }),
+    await gql(
+      hostile.url,
+      '{ inference(input: { desiredDigits: 3, liabilityWaiverSigned: true }) { __typename } }',
+      { headers: byHeader },
+    ),
+    // Gateway-side failures with a key: refused upstreams, a bad query, a too-deep value, health.
+    await gql(down.url, '{ isNull(value: 1) { __typename } pi { __typename } }', { headers: byBearer }),
+    await gql(down.url, '{ health { status nullCheck { error } pi { error } } }', { headers: byBearer }),
+    await gql(hostile.url, '{ nope }', { headers: byBearer }),
+    await gql(hostile.url, '{ pi(digits: -1) { __typename } }', { headers: byHeader }),
+  );
+  // Every path failed with its code.
+  const seen = new Set(responses.flatMap(codes));
+  for (const code of [
+    'UNAUTHENTICATED',
+    'NULL_PARADOX',
+    'UPSTREAM_ERROR',
+    'UPSTREAM_UNAVAILABLE',
+    'RATE_LIMITED',
+    'TIER_FORBIDDEN',
+    'UPSTREAM_BAD_RESPONSE',
+    'UPSTREAM_TIMEOUT',
+    'BAD_USER_INPUT',
+    'GRAPHQL_VALIDATION_FAILED',
+  ]) {
+    expect(seen).toContain(code);
+  }
+  return responses;
+}
+
+const MARKER = 'KEYMARK';
+
+/** No response, header or log text holds the key, or its first half. */
+function expectNoKey(responses: GqlResult[], logText: string): void {
+  for (const response of responses) {
+    expect(response.text).not.toContain(MARKER);
+    for (const [name, value] of response.headers) expect(`${name}: ${value}`).not.toContain(MARKER);
+  }
+  expect(logText).not.toContain(MARKER);
+  expect(logText).not.toContain(KEY.slice(0, 16));
+}
+
 describe('API keys on failing paths', () => {
   it('never appear in a response or a log line, whichever way the upstreams fail', async () => {
-    const failures = [
-      'u401',
-      'u500',
-      'u503',
-      'u429',
-      'u418',
-      'html',
-      'wrong-types',
-      'truncated',
-      'hang',
-      'reset',
-    ];
-    const responses: GqlResult[] = [];
-    const byBearer = { authorization: `Bearer ${KEY}` };
-    const byHeader = { 'x-api-key': KEY };
-    for (const value of failures) {
-      responses.push(
-        await gql(gateway.url, `{ isNull(value: "${value}") { __typename } }`, { headers: byBearer }),
-        await gql(gateway.url, `{ isNull(value: "${value}") { __typename } }`, { headers: byHeader }),
-      );
-    }
-    responses.push(
-      await gql(gateway.url, '{ a: pi(digits: 5) { __typename } b: pi(digits: 6) { __typename } }', {
-        headers: byBearer,
-      }),
-      await gql(
-        gateway.url,
-        '{ inference(input: { desiredDigits: 3, liabilityWaiverSigned: true }) { __typename } }',
-        { headers: byHeader },
-      ),
-      // Gateway-side failures with a key: refused upstreams, a bad query, a too-deep value, health.
-      await gql(downGateway.url, '{ isNull(value: 1) { __typename } pi { __typename } }', {
-        headers: byBearer,
-      }),
-      await gql(downGateway.url, '{ health { status nullCheck { error } pi { error } } }', {
-        headers: byBearer,
-      }),
-      await gql(gateway.url, '{ nope }', { headers: byBearer }),
-      await gql(gateway.url, '{ pi(digits: -1) { __typename } }', { headers: byHeader }),
-    );
+    const responses = await provoke(gateway, downGateway);
 
-    // The key was really in play: forwarded to the upstreams, and every path failed with its code.
+    // The key was really in play: forwarded to the upstreams.
     // (Health probes and the API version discovery are sent without any key: they are not the caller's.)
     const calls = [...nullUp.requests, ...piUp.requests].filter(
       (r) => r.path !== '/api/v1/health' && r.path !== '/openapi.json',
     );
     expect(calls.length).toBeGreaterThan(20);
     expect(calls.every((r) => r.headers.authorization === `Bearer ${KEY}`)).toBe(true);
-    const seen = new Set(responses.flatMap(codes));
-    for (const code of [
-      'UNAUTHENTICATED',
-      'NULL_PARADOX',
-      'UPSTREAM_ERROR',
-      'UPSTREAM_UNAVAILABLE',
-      'RATE_LIMITED',
-      'TIER_FORBIDDEN',
-      'UPSTREAM_BAD_RESPONSE',
-      'UPSTREAM_TIMEOUT',
-      'BAD_USER_INPUT',
-      'GRAPHQL_VALIDATION_FAILED',
-    ]) {
-      expect(seen).toContain(code);
-    }
     // The log really recorded those failures (with the upstreams' bodies, scrubbed).
     const logText = log.text();
     expect(log.lines.length).toBeGreaterThan(20);
@@ -159,12 +192,24 @@ describe('API keys on failing paths', () => {
     expect(operations.length).toBeGreaterThanOrEqual(responses.length);
     expect(operations.some((line) => Array.isArray(line.calls) && line.calls.length > 0)).toBe(true);
 
-    const marker = 'KEYMARK';
-    for (const response of responses) {
-      expect(response.text).not.toContain(marker);
-      for (const [name, value] of response.headers) expect(`${name}: ${value}`).not.toContain(marker);
-    }
-    expect(logText).not.toContain(marker);
-    expect(logText).not.toContain(KEY.slice(0, 16));
+    expectNoKey(responses, logText);
+  });
+
+  it('never appear in the pretty log at debug level either, where every field is shown in full', async () => {
+    // The pretty format is a second writer of every line (pino-pretty, its own field formatting),
+    // and at debug it shortens nothing: an upstream body that echoes the key is shown whole.
+    const responses = await provoke(prettyGateway, prettyDownGateway);
+    await flushLogger(prettyLogger);
+    const lines = prettyText.trimEnd().split('\n');
+    expect(lines.length).toBeGreaterThan(20);
+    // Pretty lines indeed, not JSON, debug ones among them, with the upstreams' (scrubbed) bodies.
+    for (const line of lines) expect(line).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] (DEBUG|INFO|WARN|ERROR): /);
+    expect(lines.some((line) => line.includes('] DEBUG: '))).toBe(true);
+    expect(lines.filter((line) => line.includes('graphql operation')).length).toBeGreaterThanOrEqual(
+      responses.length,
+    );
+    expect(prettyText).toContain('key was');
+
+    expectNoKey(responses, prettyText);
   });
 });

@@ -17,6 +17,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { schema } from '../../src/gateway/schema/index.js';
 import { loadManifest } from '../../src/gateway/trusted-documents.js';
 import type { TestGateway } from '../support/gateway.js';
+import { capturedLogger, LEVEL } from '../support/logs.js';
 import { useScriptedGateways } from '../support/scripted-gateways.js';
 import { nullBody } from '../support/upstream-bodies.js';
 
@@ -166,7 +167,8 @@ describe.each([
 
 describe('log mode (the default with a manifest)', () => {
   it('runs every operation, counts and logs once each document outside the manifest', async () => {
-    const g = await gateway({ TRUSTED_DOCUMENTS: manifestFile });
+    const log = capturedLogger('info');
+    const g = await gateway({ TRUSTED_DOCUMENTS: manifestFile }, { logger: log.logger });
     const metric = async () => {
       const text = await (await fetch(`${g.origin}/metrics`)).text();
       return Number(/^gateway_untrusted_operations_total (\d+)/m.exec(text)?.[1] ?? 'NaN');
@@ -184,6 +186,15 @@ describe('log mode (the default with a manifest)', () => {
       );
     expect(await metric()).toBe(5);
     expect(checks()).toBe(4);
+    // Counted five times, logged once per document: OTHER and the invalid one, never the trusted one.
+    // A warning, with the id and the text an operator needs to add the document or chase its sender.
+    const lines = log.lines.filter(
+      (line) => line.msg === 'operation outside the trusted documents (TRUSTED_DOCUMENTS_MODE=log)',
+    );
+    expect(lines.map(({ level, documentId, document }) => ({ level, documentId, document }))).toEqual([
+      { level: LEVEL.warn, documentId: `sha256:${sha256(OTHER)}`, document: OTHER },
+      { level: LEVEL.warn, documentId: `sha256:${sha256('{ notAField }')}`, document: '{ notAField }' },
+    ]);
   });
 });
 

@@ -5,7 +5,7 @@
  * The layers on their own are in test/unit/upstream-sharing.test.ts.
  */
 import { pino } from 'pino';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createSharedState } from '../../src/gateway/shared-state/index.js';
 import { compose } from '../../src/gateway/upstream/dispatch.js';
 import { responseCache } from '../../src/gateway/upstream/interceptors/response-cache.js';
@@ -19,7 +19,6 @@ import {
 } from '../support/clients.js';
 import { metricValue } from '../support/metric-values.js';
 import { nullBody, piBody } from '../support/upstream-bodies.js';
-import { sleep } from '../support/waits.js';
 
 const PI = '/api/v1/pi';
 const CHECK = '/api/v1/check';
@@ -145,11 +144,29 @@ describe('response cache (RESPONSE_CACHE=true)', () => {
   });
 
   it('forgets an answer after RESPONSE_CACHE_TTL_MS', async () => {
-    const clients = clientsWith({ RESPONSE_CACHE: 'true', RESPONSE_CACHE_TTL_MS: '50' });
-    await clients.piDigits.pi({ digits: 3 }, testOperation());
-    await sleep(120);
-    await clients.piDigits.pi({ digits: 3 }, testOperation());
-    expect(up.count('GET', PI)).toBe(2);
+    // Only the clock moves, no sleep: a real short TTL could pass before the second call on a busy
+    // machine, and two upstream calls would then prove nothing (a cache that keeps nothing makes
+    // two as well). Faked before the clients exist, so that the cache reads the fake clock.
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      const clients = clientsWith({ RESPONSE_CACHE: 'true', RESPONSE_CACHE_TTL_MS: '60000' });
+      const stored = Date.now();
+      await clients.piDigits.pi({ digits: 3 }, testOperation());
+      // Within the TTL: a hit, no upstream call.
+      vi.setSystemTime(stored + 59_999);
+      const within = testOperation();
+      await clients.piDigits.pi({ digits: 3 }, within);
+      expect(within).toMatchObject({ cacheHits: 1, cacheMisses: 0, upstreamCalls: 0 });
+      expect(up.count('GET', PI)).toBe(1);
+      // Past it: forgotten, the upstream is called again.
+      vi.setSystemTime(stored + 60_001);
+      const after = testOperation();
+      await clients.piDigits.pi({ digits: 3 }, after);
+      expect(after).toMatchObject({ cacheHits: 0, cacheMisses: 1, upstreamCalls: 1 });
+      expect(up.count('GET', PI)).toBe(2);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
 

@@ -13,6 +13,7 @@ import {
   sharedDigitEngine,
 } from '../../src/digits/digit-engine.js';
 import { CRASH_WITH_ERROR, CRASH_WITH_EXIT } from '../fixtures/crashing-digit-worker.js';
+import { oracleE, oraclePi } from '../support/digit-oracle.js';
 
 const oracle: Record<Constant, string> = {
   pi: readFileSync(new URL('../fixtures/pi-2000.txt', import.meta.url), 'utf8').trim(),
@@ -197,6 +198,51 @@ describe('worker', () => {
     expect(await engine.digits('pi', 100)).toBe(expected('pi', 100));
   });
 });
+
+/**
+ * Beyond bc's 2,000 places, the digits are compared with a second computation that shares nothing with
+ * src/digits (test/support/digit-oracle.ts: Machin's formula for pi, the series of 1/k! term by term
+ * for e): comparing the engine with computePi/computeE would only show that it agrees with itself.
+ * 200,000 places: about a second per constant on a busy 2-vCPU machine, oracle and engine together;
+ * the oracles' cost grows with the square of the places, so 1,000,000 would take a minute (README,
+ * "The digit engine", quotes this count).
+ */
+const INDEPENDENT_PLACES = 200_000;
+
+describe('against an independent computation', () => {
+  const oracles = { pi: oraclePi, e: oracleE } as const;
+
+  it.each(['pi', 'e'] as const)('the %s oracle itself agrees with bc at up to 2,000 places', (constant) => {
+    for (const n of [0, 1, 2, 3, 13, 14, 761, 762, 767, 768, 999, 1000, 1999, 2000]) {
+      expect(oracles[constant](n), `${n} places`).toBe(expected(constant, n));
+    }
+  });
+
+  it.each(['pi', 'e'] as const)(
+    `%s: the engine’s ${INDEPENDENT_PLACES.toLocaleString('en')} places (in the worker) and shorter prefixes computed anew are the oracle’s`,
+    async (constant) => {
+      const truth = oracles[constant](INDEPENDENT_PLACES);
+      const { engine, computations } = recordedEngine({ inlineBelow: 5000 });
+      const answer = await engine.digits(constant, INDEPENDENT_PLACES);
+      expect(computations).toEqual([{ constant, decimals: INDEPENDENT_PLACES, where: 'worker' }]);
+      // Not toBe: a failure should name the first wrong place, not print 100,000 digits twice.
+      expect(firstDifference(answer, truth)).toBe(-1);
+      // Other lengths each end at other guard digits, inline and in the worker: computed, not sliced.
+      const compute = constant === 'pi' ? computePi : computeE;
+      for (const n of [4999, 5000, 12_345, 65_536, 99_999, INDEPENDENT_PLACES - 1]) {
+        expect(firstDifference(compute(n), truth.slice(0, 2 + n)), `${n} places`).toBe(-1);
+      }
+    },
+  );
+});
+
+/** The index of the first character where `a` and `b` differ (a length difference included), or -1. */
+function firstDifference(a: string, b: string): number {
+  if (a === b) return -1;
+  let i = 0;
+  while (i < a.length && i < b.length && a[i] === b[i]) i++;
+  return i;
+}
 
 describe('process lifetime', () => {
   it('an idle worker does not keep the process alive', () => {

@@ -125,6 +125,28 @@ describe('pretty format', () => {
     expect(out.text()).toContain('\\u001b[2J');
   });
 
+  it.each(['info', 'debug'])(
+    'at %s: redacts the key in every redacted path, as JSON does (debug shows every other field in full)',
+    (level) => {
+      const key = 'sk-pretty-9d1e7b3a-KEYMARK';
+      const headers = { authorization: `Bearer ${key}`, 'x-api-key': key, accept: 'application/json' };
+      const out = capture(false);
+      const logger = createLogger({ level, format: 'pretty', destination: out.stream });
+      logger.info({ apiKey: key, headers, note: 'every path' }, 'request in');
+      logger.warn({ req: { headers }, upstream: { apiKey: key, headers } }, 'request dumped');
+      logger.info({ ...operationLine, apiKey: key }, 'graphql operation');
+      const text = out.text();
+      expect(text.trimEnd().split('\n')).toHaveLength(3);
+      // The lines were written with their other fields (nested ones in full at debug)...
+      expect(text).toContain('note="every path"');
+      expect(text).toContain('[redacted]');
+      if (level === 'debug') expect(text).toContain('"accept":"application/json"');
+      // ...and never the key.
+      expect(text).not.toContain('KEYMARK');
+      expect(text).not.toContain(key.slice(0, 12));
+    },
+  );
+
   it('colours on a terminal, and not when NO_COLOR is set', () => {
     vi.stubEnv('NO_COLOR', '');
     const tty = capture(true);
