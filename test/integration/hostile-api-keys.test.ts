@@ -1,7 +1,8 @@
 /**
- * API keys never reach a log line or a client-visible error (contract §2, §3), even when every
- * upstream path fails and the upstream itself echoes the key back in its error bodies and headers.
- * The logger writes JSON at level debug into memory; the test greps all of it and every response.
+ * API keys never reach a log line or a client-visible error (docs/contract.md, Errors and Authentication;
+ * docs/resilience.md, API keys in logs and errors), even when every upstream path fails and the upstream
+ * itself echoes the key back in its error bodies and headers. The logger writes JSON at level debug into
+ * memory; the test greps all of it and every response.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {

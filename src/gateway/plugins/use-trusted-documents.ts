@@ -1,9 +1,10 @@
 /**
- * Trusted documents and persisted queries on Yoga's path (contract §10): each operation's params
- * (every entry of a batch too) are resolved by the rules of trusted-documents.ts, shared with the
- * fast path: a `documentId` or an APQ hash becomes its document's text, a refusal is thrown as the
- * request's error (PERSISTED_QUERY_NOT_FOUND 404, PERSISTED_QUERY_NOT_IN_LIST 403, BAD_USER_INPUT
- * 400), before parsing, so a refused operation calls nothing.
+ * Trusted documents and persisted queries on Yoga's path (docs/contract.md, Trusted documents and
+ * persisted queries): each operation's params (every entry of a batch too) are resolved by the rules of
+ * trusted-documents.ts, shared with the fast path: a `documentId` or an APQ hash becomes its document's
+ * text, a refusal is thrown as the request's error (PERSISTED_QUERY_NOT_FOUND 404,
+ * PERSISTED_QUERY_NOT_IN_LIST 403, BAD_USER_INPUT 400), before parsing, so a refused operation calls
+ * nothing.
  *
  * Why not Yoga's `@graphql-yoga/plugin-persisted-operations` and `plugin-apq`: two plugins with their
  * own stores, codes and messages for what is one set of rules here (three modes, APQ registration in
