@@ -16,9 +16,9 @@ const config: CodegenConfig = {
       preset: 'client',
       presetConfig: {
         fragmentMasking: false,
-        // persisted-documents.json: the trusted-documents manifest (contract §10), sha256 of each
-        // document's text; each generated document carries its hash (`__meta__.hash`) to send as
-        // `documentId`.
+        // persisted-documents.json: the trusted-documents manifest (docs/contract.md, Trusted
+        // documents and persisted queries), sha256 of each document's text; each generated document
+        // carries its hash (`__meta__.hash`) to send as `documentId`.
         persistedDocuments: { hashAlgorithm: 'sha256' },
       },
       config: {

@@ -29,7 +29,7 @@ import {
 
 // --- errors ----------------------------------------------------------------------------------------
 
-/** Every `extensions.code` of the gateway contract a client acts on (§2, and §8's BUDGET_EXCEEDED). */
+/** Every `extensions.code` a client acts on (docs/contract.md, Errors; BUDGET_EXCEEDED: Cost). */
 export const GATEWAY_ERROR_CODES = [
   'UNDEFINED_VALUE',
   'TIER_FORBIDDEN',
@@ -70,7 +70,7 @@ export interface ErrorAdvice {
 export interface WireError {
   message: string;
   path?: readonly (string | number)[];
-  /** `code`, `upstream`, `upstreamStatus`, `retryAfterSeconds` (contract §2). */
+  /** `code`, `upstream`, `upstreamStatus`, `retryAfterSeconds` (docs/contract.md, Errors). */
   extensions?: Readonly<Record<string, unknown>>;
 }
 
@@ -224,7 +224,7 @@ export function describeHealth(status: HealthStatus): string {
 
 // --- transport -------------------------------------------------------------------------------------
 
-/** What one operation cost (contract §8); present when it touched an upstream. */
+/** What one operation cost (docs/contract.md, Cost); present when it touched an upstream. */
 export interface OperationCost {
   /** US dollars the upstreams reported for this operation's own calls (cache hits add nothing). */
   gpuCostUsd: number;

@@ -1,7 +1,7 @@
 /**
- * Compressed answers (contract §11): the encoding a client accepts, chosen once per distinct
- * `Accept-Encoding` value, and the body compressed with node:zlib off the main thread (zlib's
- * asynchronous functions run in the thread pool: a megabyte never blocks the event loop).
+ * Compressed answers (docs/contract.md, Delivery: compression): the encoding a client accepts, chosen
+ * once per distinct `Accept-Encoding` value, and the body compressed with node:zlib off the main thread
+ * (zlib's asynchronous functions run in the thread pool: a megabyte never blocks the event loop).
  *
  * Shared by both request paths: the fast path compresses the string it answers with, and Yoga's path
  * (plugins/use-compression.ts) the Response Yoga made, so one request gets the same encoding on

@@ -1,5 +1,6 @@
 /**
- * Trusted documents and persisted queries (contract §10), one set of rules for both request paths.
+ * Trusted documents and persisted queries (docs/contract.md, Trusted documents and persisted queries),
+ * one set of rules for both request paths.
  *
  * - The manifest (TRUSTED_DOCUMENTS): the GraphQL Code Generator client preset's
  *   `persisted-documents.json`, `{ "<sha256 hex>": "<document>" }`. Checked whole at start

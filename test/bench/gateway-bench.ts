@@ -120,8 +120,9 @@ const LITERAL_IS_NULL_QUERY = IS_NULL_QUERY.replace('$value: JSON, ', '').replac
   'value: "VALUE"',
 );
 /**
- * The IsNull document by its id (contract §10), a distinct value each request, against a gateway
- * enforcing a manifest that holds it: what a production frontend sends.
+ * The IsNull document by its id (docs/contract.md, Trusted documents and persisted queries), a distinct
+ * value each request, against a gateway enforcing a manifest that holds it: what a production frontend
+ * sends.
  */
 const IS_NULL_ID = createHash('sha256').update(IS_NULL_QUERY).digest('hex');
 const TRUSTED_MANIFEST = fileURLToPath(

@@ -7,7 +7,7 @@
  *     [--layers <CPU µs per request of the row>]
  *
  * `--layers` splits the row's CPU per request (the bench's figure) by layer of the request path, in
- * µs: the per-layer measurement docs/performance.md reports.
+ * µs: the per-layer measurements of docs/benchmarks/ (2026-11-25.md, The morning run).
  */
 import { readFile } from 'node:fs/promises';
 

@@ -1,8 +1,8 @@
 /**
- * Compressed answers (contract §11) over real HTTP: the gateway in front of the reference services,
- * raw bytes read with undici's `request` (which, unlike fetch, does not decompress), on both paths
- * (the fast path, and Yoga's handler with HTTP_FAST_PATH=false), for every Accept-Encoding form a
- * client sends, and with COMPRESSION_MIN_BYTES above and below its default.
+ * Compressed answers (docs/contract.md, Delivery: compression) over real HTTP: the gateway in front of
+ * the reference services, raw bytes read with undici's `request` (which, unlike fetch, does not
+ * decompress), on both paths (the fast path, and Yoga's handler with HTTP_FAST_PATH=false), for every
+ * Accept-Encoding form a client sends, and with COMPRESSION_MIN_BYTES above and below its default.
  */
 import zlib from 'node:zlib';
 import { request } from 'undici';

@@ -1,7 +1,7 @@
 /**
- * Every operation's bill (contract §8): `extensions.cost` is the sum of what the upstreams reported for
- * the operation's own calls, the same figure as its log line and the cost metric; cache hits and
- * shared calls add nothing; X-Max-Cost-Usd refuses before any call; COST_BUDGET_USD_PER_HOUR refuses
+ * Every operation's bill (docs/contract.md, Cost): `extensions.cost` is the sum of what the upstreams
+ * reported for the operation's own calls, the same figure as its log line and the cost metric; cache hits
+ * and shared calls add nothing; X-Max-Cost-Usd refuses before any call; COST_BUDGET_USD_PER_HOUR refuses
  * once a key spent its hour's budget, and frees up as the hour slides (an injected clock, no sleeps).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -83,7 +83,7 @@ const IS_NULL = '{ f: isNull(value: 1) { __typename ... on NullCheck { actuallyN
 const PI =
   '{ f: pi { __typename ... on ConstantDigits { digits precision requestedDigits correctDigits modelName model } } }';
 
-describe('the error table (contract §2), at the GraphQL level', () => {
+describe('the error table (docs/contract.md, Errors), at the GraphQL level', () => {
   /**
    * What the upstream does, and what the client is told: the code, and the upstream's status when it
    * answered at all (and anything else the error extensions carry).

@@ -1,9 +1,9 @@
 /**
- * API keys never reach a log line or a client-visible error (contract §2, §3), even when every
- * upstream path fails and the upstream itself echoes the key back in its error bodies and headers.
- * The logger writes at level debug into memory, as JSON and, for a second pair of gateways, as the
- * pretty lines people read (where debug shows every field in full, nothing shortened); the tests grep
- * all of it and every response.
+ * API keys never reach a log line or a client-visible error (docs/contract.md, Errors and
+ * Authentication; docs/resilience.md, API keys in logs and errors), even when every upstream path fails
+ * and the upstream itself echoes the key back in its error bodies and headers. The logger writes at
+ * level debug into memory, as JSON and, for a second pair of gateways, as the pretty lines people read
+ * (where debug shows every field in full, nothing shortened); the tests grep all of it and every response.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger, flushLogger } from '../../src/shared/logger.js';

@@ -225,7 +225,7 @@ describe('503 bursts and the circuit breaker', () => {
     expect(result.errors).toBeUndefined();
     expect(result.data).toEqual({ pi: { __typename: 'PiDigits' } });
     expect(piUp.count('GET', '/api/v1/pi')).toBe(3);
-    // Every answered attempt counts (contract §8).
+    // Every answered attempt counts (docs/contract.md, Cost).
     expect(result.extensions?.cost).toMatchObject({ upstreamCalls: 3 });
   });
 });

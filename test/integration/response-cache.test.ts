@@ -1,10 +1,10 @@
 /**
- * The response cache of deterministic answers end to end (contract §5a): the gateway (`createApp`,
- * fast path first) with RESPONSE_CACHE=true in front of the real reference services (embedded, with
- * added pi latency so concurrent calls overlap for sure). Cached answers carry `extensions.cache`,
- * their sponsor message and `extensions.cost.cacheHits`, and report no new cost; tier-dependent
- * answers and errors never cross API keys; identical concurrent operations make one upstream call;
- * non-deterministic calls are never cached. The cache is off by default.
+ * The response cache of deterministic answers end to end (docs/contract.md, Caching and sharing calls):
+ * the gateway (`createApp`, fast path first) with RESPONSE_CACHE=true in front of the real reference
+ * services (embedded, with added pi latency so concurrent calls overlap for sure). Cached answers carry
+ * `extensions.cache`, their sponsor message and `extensions.cost.cacheHits`, and report no new cost;
+ * tier-dependent answers and errors never cross API keys; identical concurrent operations make one
+ * upstream call; non-deterministic calls are never cached. The cache is off by default.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';

@@ -1,9 +1,9 @@
 /**
- * More than one replica on one Redis (contract §9): two gateway processes (the CLI, as `npm start`
- * runs it) in front of one scripted upstream that counts what reaches it, on a real `redis-server`.
- * The response cache, the single flight of identical calls and the hourly budget are one across both;
- * Redis going away fails nothing, is logged once and shown on /ready, and sharing resumes by itself.
- * Also WORKERS=2 with Redis: the cluster's workers share one cache.
+ * More than one replica on one Redis (docs/contract.md, More than one machine): two gateway processes
+ * (the CLI, as `npm start` runs it) in front of one scripted upstream that counts what reaches it, on a
+ * real `redis-server`. The response cache, the single flight of identical calls and the hourly budget are
+ * one across both; Redis going away fails nothing, is logged once and shown on /ready, and sharing
+ * resumes by itself. Also WORKERS=2 with Redis: the cluster's workers share one cache.
  */
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,8 +1,9 @@
 /**
- * POST /api/v2/null-or-not (null-check spec §9, contract §7): every rule of POST /api/v1/check, run
- * over both paths; every v1 field plus `philosophical_analysis`, its types, its determinism for a seed
- * and its variation with model and temperature; the OpenAPI document; and one rate-limit bucket per
- * caller across v1 and v2. Real HTTP on loopback.
+ * POST /api/v2/null-or-not (src/services/README.md, Null-check service; docs/contract.md, Upstream
+ * versions): every rule of POST /api/v1/check, run over both paths; every v1 field plus
+ * `philosophical_analysis`, its types, its determinism for a seed and its variation with model and
+ * temperature; the OpenAPI document; and one rate-limit bucket per caller across v1 and v2. Real HTTP on
+ * loopback.
  */
 import { validate } from '@readme/openapi-parser';
 import { beforeAll, describe, expect, it } from 'vitest';

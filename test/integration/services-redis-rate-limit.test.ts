@@ -1,8 +1,9 @@
 /**
- * REDIS_URL on the reference services (contract §9): two replicas of the services, each with its own
- * connection, on one real redis-server share each caller's limit; Redis killed, paused or never there
- * fails no request and is logged once; Redis back, the shared limit is back. Real HTTP on loopback, a
- * 60 s window throughout so that no window runs out during a test, whatever the machine's speed.
+ * REDIS_URL on the reference services (docs/contract.md, More than one machine): two replicas of the
+ * services, each with its own connection, on one real redis-server share each caller's limit; Redis
+ * killed, paused or never there fails no request and is logged once; Redis back, the shared limit is
+ * back. Real HTTP on loopback, a 60 s window throughout so that no window runs out during a test,
+ * whatever the machine's speed.
  */
 import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';

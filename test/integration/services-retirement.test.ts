@@ -1,7 +1,7 @@
 /**
- * Retiring the v1 endpoints (contract §7): NULL_V1 for POST /api/v1/check and PI_V1_PI for
- * GET /api/v1/pi, each `on`, `deprecated` or `off`, through startServices (the options every CLI
- * uses). Headers parsed per their RFCs, the 410 body, and what /openapi.json lists. Real HTTP on
+ * Retiring the v1 endpoints (docs/contract.md, Upstream versions): NULL_V1 for POST /api/v1/check and
+ * PI_V1_PI for GET /api/v1/pi, each `on`, `deprecated` or `off`, through startServices (the options every
+ * CLI uses). Headers parsed per their RFCs, the 410 body, and what /openapi.json lists. Real HTTP on
  * loopback.
  */
 import { validate } from '@readme/openapi-parser';

@@ -1,9 +1,9 @@
 /**
- * SIGTERM ends the process even when whoever read its standard output and error has gone (contract §6):
- * the real CLIs (`npm start`'s src/main.ts with the embedded services, `npm run services`'
- * src/services/main.ts) run with piped stdout/stderr, the test closes its reading ends, sends SIGTERM
- * and waits, bounded, for the exit. Before the fix the gateway never exited: pino's exit-time flush
- * retried its write to the broken pipe (EPIPE) forever.
+ * SIGTERM ends the process even when whoever read its standard output and error has gone
+ * (docs/contract.md, Operating it): the real CLIs (`npm start`'s src/main.ts with the embedded services,
+ * `npm run services`' src/services/main.ts) run with piped stdout/stderr, the test closes its reading
+ * ends, sends SIGTERM and waits, bounded, for the exit. Before the fix the gateway never exited: pino's
+ * exit-time flush retried its write to the broken pipe (EPIPE) forever.
  */
 import type { ChildProcess } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';

@@ -1,7 +1,7 @@
 /**
- * Trusted documents and persisted queries (contract §10) against a real gateway in front of a
- * scripted upstream that counts its calls: the manifest checked at start, `documentId` by POST and
- * GET on both paths, the three modes, and APQ with the real client libraries (Apollo Client's
+ * Trusted documents and persisted queries (docs/contract.md, same heading) against a real gateway in
+ * front of a scripted upstream that counts its calls: the manifest checked at start, `documentId` by POST
+ * and GET on both paths, the three modes, and APQ with the real client libraries (Apollo Client's
  * PersistedQueryLink, urql's persistedExchange), unchanged.
  */
 import { createHash } from 'node:crypto';

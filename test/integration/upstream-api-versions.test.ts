@@ -1,9 +1,9 @@
 /**
- * The v2 migration of both upstreams (contract §7), on the whole client stack in front of scripted
- * upstreams that behave oddly: null-check `auto` discovery from /openapi.json, the run-time switch on
- * a retired (404/410) endpoint within the same call, what does not count as a retirement, fixed
- * versions, pi over the v2 inference endpoint and its waiver, and deprecation headers (metric, one
- * log line per endpoint, the state the health query shows).
+ * The v2 migration of both upstreams (docs/contract.md, Upstream versions), on the whole client stack in
+ * front of scripted upstreams that behave oddly: null-check `auto` discovery from /openapi.json, the
+ * run-time switch on a retired (404/410) endpoint within the same call, what does not count as a
+ * retirement, fixed versions, pi over the v2 inference endpoint and its waiver, and deprecation headers
+ * (metric, one log line per endpoint, the state the health query shows).
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
@@ -209,7 +209,7 @@ describe('null-check auto: a retired v1 endpoint', () => {
       // The same body went to both.
       expect(nullUp.requests[1]?.rawBody).toBe(nullUp.requests[0]?.rawBody);
       expect(clients.state('null-check').apiVersion).toBe('v2');
-      // The call shows the endpoint that answered; both answered attempts count (contract §8).
+      // The call shows the endpoint that answered; both answered attempts count (docs/contract.md, Cost).
       expect(operation.ledger.calls).toEqual([
         expect.objectContaining({ endpoint: 'null-or-not', status: 200 }),
       ]);

@@ -206,7 +206,7 @@ describe('retries', () => {
     const result = await clients.nullCheck.check({ hasValue: true, value: null }, operation);
     expect(result.answer).toEqual({ kind: 'boolean', isNull: true });
     expect(up.count('POST', CHECK)).toBe(3);
-    // Contract §8: every attempt the upstream answered counts.
+    // docs/contract.md, Cost: every attempt the upstream answered counts.
     expect(operation.ledger.upstreamCalls).toBe(3);
   });
 

@@ -1,8 +1,8 @@
 /**
- * Every field of every upstream body, four ways: missing, null, of a wrong type, of the right type,
- * and what the gateway makes of each (src/gateway/upstream/README.md, "Answers", holds the same table
- * with the reasons). The rule of contract §2: a wrong type is UPSTREAM_BAD_RESPONSE everywhere; only
- * the shape of `is_null` itself makes an existential answer; a missing field is null or a bad
+ * Every field of every upstream body, four ways: missing, null, of a wrong type, of the right type, and
+ * what the gateway makes of each (src/gateway/upstream/README.md, "Answers", holds the same table with
+ * the reasons). The rule of docs/contract.md, Errors: a wrong type is UPSTREAM_BAD_RESPONSE everywhere;
+ * only the shape of `is_null` itself makes an existential answer; a missing field is null or a bad
  * response, decided per field, and never a made-up 0 or ''.
  */
 import { describe, expect, it } from 'vitest';

@@ -1,9 +1,9 @@
 /**
- * Compressed answers on Yoga's path (contract §11): every Response Yoga made (GraphQL results,
- * /metrics, /ready, GraphiQL's page) at or above COMPRESSION_MIN_BYTES, compressed with the encoding
- * the client accepts, by the same rules as the fast path (compression.ts). Registered last, so that
- * it sees the final headers. GraphiQL's assets are gzipped already and keep their encoding; streamed
- * answers (text/event-stream, multipart) are not compressible types and pass as they are.
+ * Compressed answers on Yoga's path (docs/contract.md, Delivery: compression): every Response Yoga made
+ * (GraphQL results, /metrics, /ready, GraphiQL's page) at or above COMPRESSION_MIN_BYTES, compressed with
+ * the encoding the client accepts, by the same rules as the fast path (compression.ts). Registered last,
+ * so that it sees the final headers. GraphiQL's assets are gzipped already and keep their encoding;
+ * streamed answers (text/event-stream, multipart) are not compressible types and pass as they are.
  *
  * Why not `useContentEncoding` of @whatwg-node/server: it splits Accept-Encoding without q-values or
  * spaces, has no size threshold and no `Vary`, and offers gzip and deflate only (CompressionStream).

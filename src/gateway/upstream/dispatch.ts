@@ -77,8 +77,8 @@ export interface UpstreamRequest<T = unknown> {
   /**
    * A 404/410 answer is an outcome the caller handles, not upstream trouble: the API-versions layer
    * then tries the other version (and logs a switch once), the start-up discovery reads a missing
-   * OpenAPI document as "v1". The observer logs such an answer at debug (contract §7: clients, and
-   * the log, never notice a migration).
+   * OpenAPI document as "v1". The observer logs such an answer at debug (docs/contract.md, Upstream
+   * versions: clients, and the log, never notice a migration).
    */
   mayBeGone?: boolean | undefined;
 }

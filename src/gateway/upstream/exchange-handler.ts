@@ -6,7 +6,7 @@
  * state, events and the async read of `text()`), which a gateway that reads every body whole and at
  * once does not need. `dispatch` with a handler is the interface undici's own interceptors (retry,
  * cache, dedupe) are written against; the parser still enforces the pool's `maxResponseSize` and
- * timeouts. Measured in docs/performance.md.
+ * timeouts. Measured in docs/benchmarks/2026-11-25.md, The morning run.
  *
  * Abort: the attempt's `AttemptSignal` aborts the exchange through the handler's controller. undici
  * starts the handler when the request gets a socket; a signal that fired while the request waited

@@ -6,7 +6,7 @@
  * Why undici's `dispatch` (exchange-handler.ts) and not `fetch` or `Pool.request`: no WHATWG
  * Request/Response/Headers per call, no Readable stream per body (the body is collected as Buffers
  * by a handler: ~10 µs of CPU less per call than `request` + `body.text()`, measured in
- * docs/performance.md), a response size cap enforced by the parser (`maxResponseSize`), and
+ * docs/benchmarks/2026-11-25.md), a response size cap enforced by the parser (`maxResponseSize`), and
  * `JSON.parse` of the text once. Every body is read to the end or the exchange aborted, which undici
  * needs to reuse or free the connection.
  *

@@ -130,7 +130,7 @@ export const checkRouteSchema = {
   security: OPTIONAL_API_KEY,
   body: checkRequestSchema,
   response: {
-    200: { ...checkResponseSchema, description: 'The verdict (spec 2.2).' },
+    200: { ...checkResponseSchema, description: 'The verdict (src/services/README.md, Null-check service).' },
     ...checkErrorResponses,
   },
 };
@@ -146,7 +146,7 @@ export const nullOrNotRouteSchema = {
   response: {
     200: {
       ...checkResponseSchema,
-      description: 'The verdict (spec 2.2) and its analysis.',
+      description: 'The verdict (src/services/README.md, Null-check service) and its analysis.',
       required: [...checkResponseSchema.required, 'philosophical_analysis'],
       properties: {
         ...checkResponseSchema.properties,
