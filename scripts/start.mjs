@@ -21,7 +21,9 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const STAMP = join(root, 'dist', '.build-stamp');
-const INPUTS = ['src', 'tsconfig.json', 'tsconfig.build.json'];
+const INPUTS = ['src', 'tsconfig.json', 'tsconfig.build.json', 'tsconfig.browser.json'];
+/** The build: the server (Node), then the browser code (the `*.browser.ts` files: GraphiQL's boot script). */
+const PROJECTS = ['tsconfig.build.json', 'tsconfig.browser.json'];
 const TARGETS = {
   gateway: { dist: 'dist/main.js', src: 'src/main.ts' },
   services: { dist: 'dist/services/main.js', src: 'src/services/main.ts' },
@@ -85,10 +87,12 @@ function build(reason) {
   // The start, not the end: a source saved during the build is newer, and rebuilt next time.
   const startedAt = Date.now();
   const tsc = resolveDev('typescript/bin/tsc', 'building');
-  const status = node([tsc, '-p', 'tsconfig.build.json']);
-  if (status !== 0) {
-    report('the build failed');
-    process.exit(status);
+  for (const project of PROJECTS) {
+    const status = node([tsc, '-p', project]);
+    if (status !== 0) {
+      report(`the build failed (${project})`);
+      process.exit(status);
+    }
   }
   writeFileSync(STAMP, `${JSON.stringify({ startedAt })}\n`);
   report(`built in ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);

@@ -3,10 +3,11 @@
  * `npm start` / `npm run services` building dist/ only when a source changed (scripts/start.mjs).
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { bootScriptSource } from '../../src/gateway/plugins/graphiql-boot.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -79,7 +80,7 @@ describe('npm start builds only when a source changed', () => {
     expect(existsSync(STAMP)).toBe(false);
   });
 
-  it('builds when out of date; then `npm start -- --help` and `npm run services -- --help` run no tsc', () => {
+  it('builds when out of date; then `npm start -- --help` and `npm run services -- --help` run no tsc', async () => {
     rmSync(STAMP, { force: true });
     const built = spawnSync(process.execPath, ['scripts/start.mjs', 'build'], {
       cwd: root,
@@ -89,6 +90,10 @@ describe('npm start builds only when a source changed', () => {
     expect(built.status, built.stderr).toBe(0);
     expect(built.stderr).toMatch(BUILDING);
     expect(existsSync(STAMP)).toBe(true);
+    // The browser code is part of the build: GraphiQL's boot script, compiled beside its plugin, is
+    // what the sources serve in development (there transpiled on the fly).
+    const compiled = readFileSync(join(root, 'dist/gateway/plugins/graphiql-boot.browser.js'), 'utf8');
+    expect(compiled).toBe(await bootScriptSource());
 
     const gateway = runNpm(['start', '--', '--help']);
     expect(gateway.status).toBe(0);

@@ -6,6 +6,7 @@
  * Where a behaviour belongs to both request paths, it is checked on both: the fast path (a JSON POST
  * over HTTP) and Yoga's handler (`app.yoga.fetch`).
  */
+import { Script } from 'node:vm';
 import { gunzipSync } from 'node:zlib';
 import { parse, validate } from 'graphql';
 import { type Logger, pino } from 'pino';
@@ -233,6 +234,29 @@ describe('GraphiQL', () => {
     });
     expect(again.status).toBe(304);
     expect((await g.app.yoga.fetch('http://gateway.test/graphql/assets/nope.js')).status).toBe(404);
+  });
+
+  it('serves its boot script compiled from graphiql-boot.browser.ts, and gives it the workers as data', async () => {
+    const g = await gateway();
+    const html = await (await page(g)).text();
+    const src = /<script defer src="(\/graphql\/assets\/boot\.js\?v=[^"]+)"><\/script>/.exec(html)?.[1];
+    expect(src).toBeDefined();
+    const boot = await fetch(`${g.origin}${src}`);
+    expect(boot.headers.get('content-type')).toMatch(/^text\/javascript/);
+    expect(boot.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
+    const code = await boot.text();
+    // JavaScript, not TypeScript: it compiles as a classic script (type annotations would not).
+    expect(() => new Script(code)).not.toThrow();
+    expect(code).toContain('renderYogaGraphiQL');
+    expect(code).toContain('MonacoEnvironment');
+    // Its data is not in its code: the worker URLs come in a JSON block, versioned, same-origin.
+    const json = /<script type="application\/json" id="graphiql-workers">(.*?)<\/script>/s.exec(html)?.[1];
+    const workers = JSON.parse(json ?? '{}') as Record<string, string>;
+    expect(Object.keys(workers).sort()).toEqual(['editorWorkerService', 'graphql', 'json']);
+    for (const url of Object.values(workers)) {
+      expect(url).toMatch(/^\/graphql\/assets\/[a-z.]+\.worker\.js\?v=/);
+      expect((await fetch(`${g.origin}${url}`)).status).toBe(200);
+    }
   });
 
   it('offers a valid example operation for each of the four queries and a headers example', async () => {

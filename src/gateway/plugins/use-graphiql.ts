@@ -4,7 +4,9 @@
  * Why not Yoga's built-in page: it inlines 9 MB of script and builds the Monaco workers from blob:
  * URLs, which a CSP without 'unsafe-inline' script and blob: workers forbids. Here the bundle of
  * @graphql-yoga/render-graphiql (GraphiQL with Monaco, no CDN) is served as separate same-origin
- * assets, the page options travel in a non-executable JSON block, and workers load from 'self'.
+ * assets, the page options and the worker URLs travel in non-executable JSON blocks, and workers load
+ * from 'self'. The page's own script is an asset too, `boot.js`: graphiql-boot.browser.ts, browser code
+ * type-checked and linted like the rest (graphiql-boot.ts says how it is built and found).
  *
  * The 9 MB bundle is imported on the first GraphiQL request, not at start: a gateway nobody opens in a
  * browser never loads it. Assets are gzipped once and revalidated by ETag.
@@ -14,6 +16,7 @@ import { promisify } from 'node:util';
 import { gzip as gzipCallback } from 'node:zlib';
 import type { GraphiQLOptions, Plugin } from 'graphql-yoga';
 import type { Logger } from '../../shared/logger.js';
+import { bootScriptSource } from './graphiql-boot.js';
 
 const gzip = promisify(gzipCallback);
 
@@ -123,72 +126,6 @@ const ASSET_SOURCES = {
   'graphql.worker.js': ['graphqlWorker', 'text/javascript; charset=utf-8'],
 } as const;
 
-/** Runs before the bundle: where Monaco finds its workers (same-origin files, not blob: URLs). */
-function bootScript(assetBase: string, versions: Record<string, string>): string {
-  const workers = {
-    editorWorkerService: `${assetBase}/editor.worker.js?v=${versions['editor.worker.js']}`,
-    json: `${assetBase}/json.worker.js?v=${versions['json.worker.js']}`,
-    graphql: `${assetBase}/graphql.worker.js?v=${versions['graphql.worker.js']}`,
-  };
-  return `'use strict';
-(function () {
-  var workers = ${JSON.stringify(workers)};
-  self.MonacoEnvironment = {
-    globalAPI: false,
-    getWorkerUrl: function (_moduleId, label) { return workers[label] || workers.editorWorkerService; },
-  };
-  document.addEventListener('DOMContentLoaded', function () {
-    var options = JSON.parse(document.getElementById('graphiql-options').textContent);
-    // GraphiQL 5 builds its tabs from defaultTabs, but fills the editors of the active tab from its
-    // initialQuery / initialVariables props (Yoga's query / variables options) or its stored state;
-    // only the query falls back to the first tab (defaultQuery), the variables do not. So on a first
-    // visit (no stored tab state) the first tab's variables are handed over here, or its first run
-    // would go out without them. Not on later visits: there GraphiQL restores its own tabs, and an
-    // initialVariables that no stored tab matches would open an extra tab.
-    var first = options.defaultTabs && options.defaultTabs[0];
-    var stored = null;
-    try {
-      stored = window.localStorage.getItem('graphiql:tabState');
-    } catch (e) {
-      // Storage off (privacy settings): GraphiQL keeps nothing either, every visit is a first one.
-    }
-    if (first && stored === null && options.variables == null && first.variables != null) {
-      options.variables = first.variables;
-    }
-    // GraphiQL 5 learns a tab's operation name from a debounced parse of its editor: a query pasted
-    // and run within ~300 ms went out under the previous name, and Yoga's fetcher refused it
-    // ("Cannot infer operation IsNull") without sending it. This fetcher sends what the editor
-    // holds: a name the document does not define is replaced by its only operation's name, or left
-    // out (the server then asks for one when there are several). The schema has no subscriptions or
-    // @defer, so a JSON POST is all GraphiQL needs.
-    options.fetcher = function (params, opts) {
-      var names = [];
-      var source = String(params.query || '').replace(/"""[\\s\\S]*?"""|"(?:[^"\\\\\\n]|\\\\.)*"|#[^\\n]*/g, ' ');
-      var found = /\\b(?:query|mutation|subscription)\\s+([_A-Za-z][_0-9A-Za-z]*)/g;
-      for (var m = found.exec(source); m !== null; m = found.exec(source)) names.push(m[1]);
-      var name = params.operationName;
-      if (name != null && names.indexOf(name) === -1) name = names.length === 1 ? names[0] : undefined;
-      var headers = Object.assign(
-        { 'content-type': 'application/json', accept: 'application/graphql-response+json, application/json' },
-        opts && opts.headers,
-      );
-      return fetch(options.endpoint, {
-        method: 'POST',
-        credentials: 'same-origin',
-        headers: headers,
-        body: JSON.stringify({ query: params.query, variables: params.variables, operationName: name }),
-      }).then(function (response) {
-        return response.json().catch(function () {
-          return { errors: [{ message: 'HTTP ' + response.status + ': the answer is not JSON' }] };
-        });
-      });
-    };
-    YogaGraphiQL.renderYogaGraphiQL(document.getElementById('root'), options);
-  });
-})();
-`;
-}
-
 function etagOf(body: Uint8Array): string {
   return `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"`;
 }
@@ -226,12 +163,17 @@ async function loadBundle(endpoint: string, options: GraphiQLOptions): Promise<G
     assets.set('favicon.ico', asset);
     versions['favicon.ico'] = asset.etag.slice(1, 11);
   }
-  const assetBase = `${endpoint}/assets`;
-  const boot = await makeAsset('text/javascript; charset=utf-8', bootScript(assetBase, versions));
+  const boot = await makeAsset('text/javascript; charset=utf-8', await bootScriptSource());
   assets.set('boot.js', boot);
   versions['boot.js'] = boot.etag.slice(1, 11);
 
-  const v = (name: string) => `${assetBase}/${name}?v=${versions[name]}`;
+  const v = (name: string) => `${endpoint}/assets/${name}?v=${versions[name]}`;
+  // Where Monaco finds its workers (same-origin files, not blob: URLs), by worker label.
+  const workers = {
+    editorWorkerService: v('editor.worker.js'),
+    json: v('json.worker.js'),
+    graphql: v('graphql.worker.js'),
+  };
   const title = options.title ?? 'GraphiQL';
   const html = `<!doctype html>
 <html lang="en">
@@ -241,6 +183,7 @@ async function loadBundle(endpoint: string, options: GraphiQLOptions): Promise<G
     <title>${title.replace(/[<>&"]/g, '')}</title>
     <link rel="icon" href="${v('favicon.ico')}" />
     <link rel="stylesheet" href="${v('graphiql.css')}" />
+    <script type="application/json" id="graphiql-workers">${scriptSafeJson(workers)}</script>
     <script type="application/json" id="graphiql-options">${scriptSafeJson({ ...options, endpoint })}</script>
     <script defer src="${v('boot.js')}"></script>
     <script defer src="${v('graphiql.js')}"></script>
@@ -259,6 +202,7 @@ export interface GraphiQLPluginOptions {
   endpoint?: string;
   /** Page title. @default 'GraphiQL' */
   title?: string;
+  /** Where a failure to load the page and its assets is logged (the request gets a 500). */
   logger?: Logger;
   /**
    * The tabs to open with, read when the page is first built; undefined: one example per query
@@ -327,6 +271,7 @@ export function useSelfHostedGraphiQL(options: GraphiQLPluginOptions = {}): Plug
     }
     bundle ??= loadBundle(endpoint, pageOptions).catch((error: unknown) => {
       bundle = undefined; // a failed load is retried by the next request
+      options.logger?.error({ err: error }, 'GraphiQL: cannot load its page and assets');
       throw error;
     });
     return bundle;
