@@ -173,6 +173,7 @@ export async function createApp(config: AppConfig, options: AppOptions): Promise
         : loadManifest(config.server.trustedDocuments, validate),
     store: sharedState.documents,
     introspection: config.server.introspection,
+    apq: config.server.apq,
     onUntrusted: () => metrics.recordUntrustedOperation(),
     logger,
   });

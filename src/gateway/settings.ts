@@ -49,6 +49,12 @@ export const serverSettings = settingsGroup('gateway', {
     'log with a manifest, off without',
     'off: any operation runs. log: any operation runs; those not in the manifest are counted (gateway_untrusted_operations_total) and logged once per document. enforce: only manifest documents run (by documentId or identical text), anything else is PERSISTED_QUERY_NOT_IN_LIST and calls nothing; needs TRUSTED_DOCUMENTS.',
   ),
+  apq: setting(
+    'APQ',
+    bool().default(true),
+    'true',
+    "Automatic persisted queries: a hash sent with its text registers the document once it has parsed and passed validation (off and log modes). false: nothing registers; a hash alone is PERSISTED_QUERY_NOT_FOUND.",
+  ),
   compressionMinBytes: setting(
     'COMPRESSION_MIN_BYTES',
     int(0, 1_073_741_824).default(1024),

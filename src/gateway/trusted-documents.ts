@@ -104,6 +104,8 @@ export interface TrustedDocumentsOptions {
   store: AnswerStore;
   /** INTROSPECTION: introspection-only documents pass in enforce mode. @default true */
   introspection?: boolean;
+  /** APQ: whether APQ documents register (off and log modes). @default true */
+  apq?: boolean;
   /** Told of each operation whose document is not in the manifest, in log mode. */
   onUntrusted?: (() => void) | undefined;
   logger: Logger;
@@ -172,6 +174,7 @@ export function createTrustedDocuments(options: TrustedDocumentsOptions): Truste
   const manifest = options.manifest ?? new Map<string, string>();
   const texts = new Set(manifest.values());
   const introspection = options.introspection ?? true;
+  const apq = options.apq ?? true;
   const logged = new Set<string>();
 
   /** log mode: an operation outside the manifest, counted; its document logged once. */
@@ -204,10 +207,11 @@ export function createTrustedDocuments(options: TrustedDocumentsOptions): Truste
     if (text !== undefined) {
       if (sha256Hex(text) !== hash) return badInput('provided sha does not match query');
       const resolved = checkText(text, hash);
-      if (mode === 'enforce' || resolved instanceof Error) return resolved;
+      if (mode === 'enforce' || !apq || resolved instanceof Error) return resolved;
       return { ...resolved, register: hash };
     }
     if (mode === 'enforce') return notInList(`Document sha256:${hash}`);
+    if (!apq) return notFound();
     const found = store.get(hash);
     const answer = (value: unknown): Resolved =>
       typeof value === 'string' ? checkText(value, hash) : notFound();
@@ -227,7 +231,7 @@ export function createTrustedDocuments(options: TrustedDocumentsOptions): Truste
       );
     },
     register(hash, text) {
-      if (mode !== 'enforce') store.set(hash, text, APQ_TTL_MS, text.length * 2);
+      if (mode !== 'enforce' && apq) store.set(hash, text, APQ_TTL_MS, text.length * 2);
     },
     resolve(request) {
       const text = typeof request.query === 'string' && request.query !== '' ? request.query : undefined;

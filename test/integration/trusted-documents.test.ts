@@ -204,6 +204,51 @@ describe('automatic persisted queries (off mode), with the real client libraries
     g = await gateway({});
   });
 
+  it.each([
+    ['does not parse', 'query Broken { isNull(value: 1) {'],
+    ['fails validation', 'query Invalid { notAField }'],
+    [
+      'is over a limit (MAX_DEPTH)',
+      '{ __type(name: "Query") { fields { type { fields { type { fields { type { fields { type { name } } } } } } } } } }',
+    ],
+  ])(
+    'a document that %s, sent with its hash, is answered with its error and not registered',
+    async (_what, query) => {
+      const hash = sha256(query);
+      const sent = await post(g.url, {
+        query,
+        extensions: { persistedQuery: { version: 1, sha256Hash: hash } },
+      });
+      expect(sent.status).toBe(400);
+      expect(sent.body.errors?.[0]?.extensions?.code).not.toBe('PERSISTED_QUERY_NOT_FOUND');
+      // The hash alone is still unknown: nothing was registered (Apollo Server's rule).
+      const alone = await post(g.url, { extensions: { persistedQuery: { version: 1, sha256Hash: hash } } });
+      expect(alone.status).toBe(404);
+      expect(alone.body.errors?.[0]?.extensions?.code).toBe('PERSISTED_QUERY_NOT_FOUND');
+    },
+  );
+
+  it('APQ=false: a hash with its text runs but registers nothing; a hash alone stays unknown', async () => {
+    const off = await gateway({ APQ: 'false' });
+    const query = 'query ApqOff { isNull(value: 12) { __typename } }';
+    const hash = sha256(query);
+    const run = await post(off.url, {
+      query,
+      extensions: { persistedQuery: { version: 1, sha256Hash: hash } },
+    });
+    expect(run.body).toEqual({
+      data: { isNull: { __typename: 'NullVerdict' } },
+      extensions: expect.anything(),
+    });
+    const alone = await post(off.url, { extensions: { persistedQuery: { version: 1, sha256Hash: hash } } });
+    expect(alone.status).toBe(404);
+    expect(alone.body.errors?.[0]?.extensions?.code).toBe('PERSISTED_QUERY_NOT_FOUND');
+    // The same on the default gateway registers it.
+    await post(g.url, { query, extensions: { persistedQuery: { version: 1, sha256Hash: hash } } });
+    const known = await post(g.url, { extensions: { persistedQuery: { version: 1, sha256Hash: hash } } });
+    expect(known.body.data).toEqual({ isNull: { __typename: 'NullVerdict' } });
+  });
+
   it('a hash alone is PERSISTED_QUERY_NOT_FOUND; hash and text register it; a wrong hash is BAD_USER_INPUT', async () => {
     const query = 'query Apq1 { isNull(value: 11) { __typename } }';
     const hash = sha256(query);
