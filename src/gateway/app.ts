@@ -5,24 +5,22 @@
  * it ready to listen. `src/main.ts`, each cluster worker and the tests' fixture all use it; nothing
  * else wires components together.
  */
-import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { AppConfig } from '../config.js';
 import { DEFAULT_MAX_DIGITS, type DigitEngine, sharedDigitEngine } from '../digits/digit-engine.js';
-import { servicesOptionsFromSettings } from '../services/settings.js';
-import { type RunningServices, startServices } from '../services/start-services.js';
 import { createCompression } from './compression.js';
 import { createContextFactory } from './context.js';
 import { createCostBudget } from './cost/cost-budget.js';
-import { createCostControl } from './cost/cost-control.js';
+import { type CostControl, createCostControl } from './cost/cost-control.js';
 import { createCostModel } from './cost/cost-model.js';
+import { startEmbeddedServices, type UpstreamUrls } from './embedded-services.js';
 import { createFastPath, type FastPath } from './fast-path/fast-path.js';
 import { createPreparedOperations } from './fast-path/prepared-operations.js';
 import { createGatewayMetrics, type GatewayMetrics } from './observability/metrics.js';
 import { createOperationReporter } from './observability/operation-report.js';
 import { createSponsorLog } from './observability/sponsor-log.js';
-import { createTracer, type TracingOptions } from './observability/tracing.js';
+import { createTracer, type Tracer, type TracingOptions } from './observability/tracing.js';
 import { createUpstreamObserver } from './observability/upstream-observer.js';
 import { yogaLogger } from './observability/yoga-logger.js';
 import { createPlanner } from './operation-plan.js';
@@ -61,8 +59,8 @@ export interface App {
   readonly metrics: GatewayMetrics;
   readonly sharedState: SharedState;
   /** The upstream base URLs in use (the embedded services' when they were started). */
-  readonly upstreams: { nullBaseUrl: string; piBaseUrl: string; embedded: boolean };
-  /** Listens on `port` and `host` (default: PORT and HOST); resolves with the GraphQL URL. */
+  readonly upstreams: UpstreamUrls;
+  /** Listens on `port` and `host` (default: PORT and HOST); resolves with the GraphQL URL (server.ts). */
   listen(port?: number, host?: string): Promise<string>;
   /**
    * Graceful stop: no new connections, accepted requests answered (for at most SHUTDOWN_TIMEOUT_MS),
@@ -74,30 +72,7 @@ export interface App {
 export async function createApp(config: AppConfig, options: AppOptions): Promise<App> {
   const { logger } = options;
   const digits = options.digits ?? sharedDigitEngine();
-
-  // The embedded default: the reference services in this process, on free loopback ports.
-  let services: RunningServices | undefined;
-  const { nullBaseUrl, piBaseUrl } = config.upstreams;
-  if (nullBaseUrl === undefined || piBaseUrl === undefined) {
-    services = await startServices({
-      ...servicesOptionsFromSettings(config),
-      host: '127.0.0.1',
-      nullPort: 0,
-      piPort: 0,
-      digitEngine: digits,
-      logger,
-    });
-    logger.info(
-      { nullCheck: nullBaseUrl ? 'external' : 'embedded', piDigits: piBaseUrl ? 'external' : 'embedded' },
-      'embedded reference services started',
-    );
-  }
-  const upstreams = {
-    nullBaseUrl: nullBaseUrl ?? (services as RunningServices).nullCheckUrl,
-    piBaseUrl: piBaseUrl ?? (services as RunningServices).piDigitsUrl,
-    embedded: services !== undefined,
-  };
-
+  const services = await startEmbeddedServices(config, { logger, digits });
   const metrics = createGatewayMetrics({
     registry: options.registry,
     defaultMetrics: options.defaultMetrics,
@@ -114,57 +89,24 @@ export async function createApp(config: AppConfig, options: AppOptions): Promise
     enabled: config.observability.tracing,
     tracerProvider: options.tracerProvider,
   });
-  const budgetUsd = config.cost.costBudgetUsdPerHour;
-  const costControl = createCostControl({
-    model: createCostModel(),
-    budget:
-      budgetUsd === undefined
-        ? undefined
-        : createCostBudget({ store: sharedState.budgets, usdPerHour: budgetUsd, now: options.now }),
-    onRefusal: (reason) => metrics.recordBudgetRefusal(reason),
-    onEstimate: (upstream, model, usd) => metrics.recordEstimatedCost(upstream, model, usd),
-  });
-  const observer = createUpstreamObserver({
+  const costControl = costControlOf(config, sharedState, metrics, options.now);
+  const clients = upstreamClientsOf(config, services.upstreams, {
     logger,
     metrics,
-    sponsorLog: createSponsorLog({ logger, intervalMs: config.observability.sponsorLogIntervalMs }),
+    sharedState,
     tracer,
-    onSpent: costControl.spent,
-  });
-  const responseCache = config.cache.responseCache;
-  if (responseCache) metrics.setCacheSizeSource(() => sharedState.cache.size);
-  const clients = createUpstreamClients({
-    upstreams: { ...config.upstreams, ...upstreams },
-    resilience: config.resilience,
-    observer,
-    metrics,
-    logger,
-    cache: responseCache ? { store: sharedState.cache, ttlMs: config.cache.responseCacheTtlMs } : undefined,
-    flights: config.redis.redisUrl === undefined ? undefined : sharedState.flights,
+    costControl,
     backoff: options.backoff,
   });
-
   // The first calls already go to each upstream's API version (a discovery is bounded by its timeout).
   await clients.ready();
-  const plan = createPlanner(schema);
-  const context = createContextFactory({
-    clients,
-    digits,
-    limits: {
-      maxDigits: config.limits.maxDigits,
-      maxCompareDigits: Math.min(config.limits.maxDigits, DEFAULT_MAX_DIGITS),
-      maxJsonDepth: config.limits.maxJsonDepth,
-      maxJsonBytes: config.limits.maxJsonBytes,
-    },
-    onDedup: (upstream) => metrics.recordDedupHit(upstream, 'dataloader'),
-  });
+
   const production = config.process.nodeEnv === 'production';
-  const limits = {
+  const validate = createDocumentValidator(schema, {
     limits: config.limits,
     introspection: config.server.introspection,
     hideSuggestions: production,
-  };
-  const validate = createDocumentValidator(schema, limits);
+  });
   const trusted = createTrustedDocuments({
     mode: trustedMode(config.server.trustedDocuments, config.server.trustedDocumentsMode),
     manifest:
@@ -177,14 +119,26 @@ export async function createApp(config: AppConfig, options: AppOptions): Promise
     onUntrusted: () => metrics.recordUntrustedOperation(),
     logger,
   });
+  const context = createContextFactory({
+    clients,
+    digits,
+    limits: {
+      maxDigits: config.limits.maxDigits,
+      maxCompareDigits: Math.min(config.limits.maxDigits, DEFAULT_MAX_DIGITS),
+      maxJsonDepth: config.limits.maxJsonDepth,
+      maxJsonBytes: config.limits.maxJsonBytes,
+    },
+    onDedup: (upstream) => metrics.recordDedupHit(upstream, 'dataloader'),
+  });
   const executor = createExecutor({ schema });
   metrics.setExecutionsSource(() => executor.counts);
+  const plan = createPlanner(schema);
   const pipeline = createRequestPipeline({
     deadlineMs: config.resilience.operationDeadlineMs,
     maxUpstreamCalls: config.limits.maxUpstreamCalls,
     trusted,
     costControl,
-    reporter: createOperationReporter({ metrics, logger, tracer, responseCache }),
+    reporter: createOperationReporter({ metrics, logger, tracer, responseCache: config.cache.responseCache }),
     executor,
     context,
     plan,
@@ -204,10 +158,9 @@ export async function createApp(config: AppConfig, options: AppOptions): Promise
     context,
     readiness: {
       breaker: (upstream) => clients.state(upstream).breaker,
-      reachable: (upstream) =>
-        (upstream === 'null-check' ? clients.health.nullCheck() : clients.health.piDigits()).then(
-          (p) => p.reachable,
-        ),
+      reachable: async (upstream) =>
+        (await (upstream === 'null-check' ? clients.health.nullCheck() : clients.health.piDigits()))
+          .reachable,
       sharedState: () => sharedState.status(),
     },
   });
@@ -231,37 +184,71 @@ export async function createApp(config: AppConfig, options: AppOptions): Promise
     clients,
     metrics,
     sharedState,
-    upstreams,
-    async listen(port = config.server.port, host = config.process.host) {
-      const server = http.server;
-      const bind = (on: string) =>
-        new Promise<void>((resolve, reject) => {
-          server.once('error', reject);
-          server.listen(port, on, () => {
-            server.off('error', reject);
-            resolve();
-          });
-        });
-      try {
-        await bind(host);
-      } catch (error) {
-        // '::' (the default) needs IPv6; a host without it still gets a gateway on every IPv4 address.
-        if (host !== '::' || (error as NodeJS.ErrnoException).code !== 'EAFNOSUPPORT') throw error;
-        await bind('0.0.0.0');
-      }
-      const address = server.address() as AddressInfo;
-      const shown = host === '::' || host === '0.0.0.0' ? 'localhost' : host;
-      return `http://${shown.includes(':') ? `[${shown}]` : shown}:${address.port}/graphql`;
-    },
+    upstreams: services.upstreams,
+    listen: (port = config.server.port, host = config.process.host) => http.listen(port, host),
     close() {
       closing ??= (async () => {
         const drained = http.server.listening
           ? await http.drain(config.process.shutdownTimeoutMs)
           : { timedOut: false, inFlight: 0 };
-        await Promise.allSettled([clients.close(), sharedState.close(), services?.close()]);
+        await Promise.allSettled([clients.close(), sharedState.close(), services.close()]);
         return drained;
       })();
       return closing;
     },
   };
+}
+
+/** X-Max-Cost-Usd and the hourly budget (COST_BUDGET_USD_PER_HOUR), counted in the metrics. */
+function costControlOf(
+  config: AppConfig,
+  sharedState: SharedState,
+  metrics: GatewayMetrics,
+  now: (() => number) | undefined,
+): CostControl {
+  const usdPerHour = config.cost.costBudgetUsdPerHour;
+  return createCostControl({
+    model: createCostModel(),
+    budget:
+      usdPerHour === undefined
+        ? undefined
+        : createCostBudget({ store: sharedState.budgets, usdPerHour, now }),
+    onRefusal: (reason) => metrics.recordBudgetRefusal(reason),
+    onEstimate: (upstream, model, usd) => metrics.recordEstimatedCost(upstream, model, usd),
+  });
+}
+
+/** The two upstream clients, their layers observed (log, metrics, spans, sponsors, spend). */
+function upstreamClientsOf(
+  config: AppConfig,
+  upstreams: UpstreamUrls,
+  parts: {
+    logger: Logger;
+    metrics: GatewayMetrics;
+    sharedState: SharedState;
+    tracer: Tracer | undefined;
+    costControl: CostControl;
+    backoff: AppOptions['backoff'];
+  },
+): UpstreamClients {
+  const { logger, metrics, sharedState, tracer, costControl } = parts;
+  const observer = createUpstreamObserver({
+    logger,
+    metrics,
+    sponsorLog: createSponsorLog({ logger, intervalMs: config.observability.sponsorLogIntervalMs }),
+    tracer,
+    onSpent: costControl.spent,
+  });
+  const responseCache = config.cache.responseCache;
+  if (responseCache) metrics.setCacheSizeSource(() => sharedState.cache.size);
+  return createUpstreamClients({
+    upstreams: { ...config.upstreams, ...upstreams },
+    resilience: config.resilience,
+    observer,
+    metrics,
+    logger,
+    cache: responseCache ? { store: sharedState.cache, ttlMs: config.cache.responseCacheTtlMs } : undefined,
+    flights: config.redis.redisUrl === undefined ? undefined : sharedState.flights,
+    backoff: parts.backoff,
+  });
 }

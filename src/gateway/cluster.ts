@@ -13,10 +13,9 @@
  */
 import cluster, { type Worker } from 'node:cluster';
 import type { AppConfig } from '../config.js';
-import { servicesOptionsFromSettings } from '../services/settings.js';
-import { type RunningServices, startServices } from '../services/start-services.js';
 import type { Logger } from '../shared/logger.js';
 import { armShutdownWatchdog } from '../shared/shutdown-watchdog.js';
+import { startEmbeddedServices } from './embedded-services.js';
 
 /** How long after a worker's death it is replaced, at the earliest. */
 const RESPAWN_DELAY_MS = 1000;
@@ -26,23 +25,12 @@ const RESPAWN_DELAY_MS = 1000;
  * Call only when `cluster.isPrimary` and `config.server.workers > 1`.
  */
 export async function runClusterPrimary(config: AppConfig, logger: Logger): Promise<number> {
-  let services: RunningServices | undefined;
-  const env: Record<string, string> = {};
-  if (config.upstreams.nullBaseUrl === undefined || config.upstreams.piBaseUrl === undefined) {
-    services = await startServices({
-      ...servicesOptionsFromSettings(config),
-      host: '127.0.0.1',
-      nullPort: 0,
-      piPort: 0,
-      logger,
-    });
-    logger.info(
-      { workers: config.server.workers },
-      'embedded reference services started (once, in the primary)',
-    );
-  }
-  env.NULL_BASE_URL = config.upstreams.nullBaseUrl ?? (services as RunningServices).nullCheckUrl;
-  env.PI_BASE_URL = config.upstreams.piBaseUrl ?? (services as RunningServices).piDigitsUrl;
+  // Started once, here: each worker is given their URLs, so none starts services of its own.
+  const services = await startEmbeddedServices(config, { logger });
+  const env: Record<string, string> = {
+    NULL_BASE_URL: services.upstreams.nullBaseUrl,
+    PI_BASE_URL: services.upstreams.piBaseUrl,
+  };
 
   let stopping = false;
   let started = false;
@@ -92,7 +80,7 @@ export async function runClusterPrimary(config: AppConfig, logger: Logger): Prom
     force.unref();
     await exited;
     clearTimeout(force);
-    if (services) await services.close();
+    await services.close();
     logger.info('shutdown complete');
     resolveFinished(code);
   };

@@ -4,12 +4,17 @@
  * (stop accepting, answer what was accepted, then close whatever is left).
  */
 import { createServer, type Server, type ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { FastPath } from './fast-path/fast-path.js';
 import type { GatewayYoga } from './yoga.js';
 
 export interface GatewayServer {
   readonly server: Server;
+  /**
+   * Listens on `port` and `host`; resolves with the GraphQL URL. `::` (all addresses) falls back to
+   * `0.0.0.0` on a host without IPv6.
+   */
+  listen(port: number, host: string): Promise<string>;
   /**
    * Stops accepting, lets accepted requests finish for at most `timeoutMs`, then closes every
    * connection. Resolves once the server is closed; `timedOut` says whether requests were cut.
@@ -51,9 +56,29 @@ export function createGatewayServer(yoga: GatewayYoga, fastPath: FastPath): Gate
     });
   });
 
+  const bind = (port: number, host: string) =>
+    new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+
   let draining: Promise<{ timedOut: boolean; inFlight: number }> | undefined;
   return {
     server,
+    async listen(port, host) {
+      try {
+        await bind(port, host);
+      } catch (error) {
+        if (host !== '::' || (error as NodeJS.ErrnoException).code !== 'EAFNOSUPPORT') throw error;
+        await bind(port, '0.0.0.0');
+      }
+      const address = server.address() as AddressInfo;
+      const shown = host === '::' || host === '0.0.0.0' ? 'localhost' : host;
+      return `http://${shown.includes(':') ? `[${shown}]` : shown}:${address.port}/graphql`;
+    },
     get inFlight() {
       return inFlight;
     },

@@ -53,7 +53,7 @@ export const serverSettings = settingsGroup('gateway', {
     'APQ',
     bool().default(true),
     'true',
-    "Automatic persisted queries: a hash sent with its text registers the document once it has parsed and passed validation (off and log modes). false: nothing registers; a hash alone is PERSISTED_QUERY_NOT_FOUND.",
+    'Automatic persisted queries: a hash sent with its text registers the document once it has parsed and passed validation (off and log modes). false: nothing registers; a hash alone is PERSISTED_QUERY_NOT_FOUND.',
   ),
   compressionMinBytes: setting(
     'COMPRESSION_MIN_BYTES',
