@@ -18,8 +18,9 @@ import type { Logger } from 'pino';
 import { type ErrorCode, UpstreamCallError } from '../errors.js';
 import type { Operation } from '../operation.js';
 import type { ModelCall } from '../operation-plan.js';
+import { redactApiKey } from '../redaction.js';
 import type { Dispatch, Interceptor, UpstreamAnswer, UpstreamRequest } from '../upstream/dispatch.js';
-import { type ExchangeEvent, scrub } from '../upstream/transport.js';
+import type { ExchangeEvent } from '../upstream/transport.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { SponsorLog } from './sponsor-log.js';
 import { type Span, SpanKind, SpanStatusCode, type Tracer } from './tracing.js';
@@ -85,8 +86,8 @@ export function createUpstreamObserver(options: UpstreamObserverOptions): Upstre
         upstreamStatus: error.statusCode,
         durationMs: Math.round(event.durationMs),
         requestId: operation?.requestId,
-        upstreamBody: scrub(error.body?.slice(0, LOG_BODY_CHARS), apiKey),
-        cause: scrub(cause, apiKey),
+        upstreamBody: redactApiKey(error.body?.slice(0, LOG_BODY_CHARS), apiKey),
+        cause: redactApiKey(cause, apiKey),
       },
       error.kind === 'cancelled' ? 'upstream call cancelled' : 'upstream call failed',
     );
