@@ -20,6 +20,7 @@ import type { Operation } from '../operation.js';
 import type { ModelCall } from '../operation-plan.js';
 import { redactApiKey } from '../redaction.js';
 import type { Dispatch, Interceptor, UpstreamAnswer, UpstreamRequest } from '../upstream/dispatch.js';
+import { isGone } from '../upstream/status-mapping.js';
 import type { ExchangeEvent } from '../upstream/transport.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { SponsorLog } from './sponsor-log.js';
@@ -67,10 +68,7 @@ export function createUpstreamObserver(options: UpstreamObserverOptions): Upstre
     if (error === undefined) return;
     // A 404/410 its caller handles (a version switch, a missing OpenAPI document) is no failure of
     // the upstream: the caller logs what it learnt, this attempt goes to debug.
-    const retired =
-      request.mayBeGone === true &&
-      error.kind === 'status' &&
-      (error.statusCode === 404 || error.statusCode === 410);
+    const retired = request.mayBeGone === true && isGone(error);
     const quiet = error.kind === 'cancelled' || CALLER_CAUSED.has(error.code) || retired;
     const level = quiet ? 'debug' : 'warn';
     if (!logger.isLevelEnabled(level)) return;

@@ -11,7 +11,7 @@
  */
 import type { Logger } from 'pino';
 import type { GroupValues } from '../../shared/settings.js';
-import { UpstreamCallError, type UpstreamName } from '../errors.js';
+import type { UpstreamName } from '../errors.js';
 import type { GatewayMetrics } from '../observability/metrics.js';
 import type { UpstreamObserver } from '../observability/upstream-observer.js';
 import type { Operation } from '../operation.js';
@@ -26,7 +26,7 @@ import { type FlightCoordinator, singleFlight } from './interceptors/single-flig
 import { createNullCheckClient, type NullCheckClient } from './null-check-client.js';
 import { createPiDigitsClient, type PiDigitsClient } from './pi-digits-client.js';
 import { parseNullHealth, parsePiHealth } from './response-schemas.js';
-import { errorFromFailure } from './status-mapping.js';
+import { errorFromFailure, isGone } from './status-mapping.js';
 import { createTransport, type Transport } from './transport.js';
 import type { HealthProbe, NullHealthBody, PiHealthBody } from './types.js';
 
@@ -207,12 +207,7 @@ export function createUpstreamClients(options: UpstreamClientsOptions): Upstream
           // No document (404/410) is an answer: v1. As a rejection it was retried every 30 s forever,
           // each time with a warn line, for any upstream that publishes no /openapi.json.
           (error: unknown) => {
-            if (
-              error instanceof UpstreamCallError &&
-              error.kind === 'status' &&
-              (error.statusCode === 404 || error.statusCode === 410)
-            )
-              return undefined;
+            if (isGone(error)) return undefined;
             throw error;
           },
         ),

@@ -14,7 +14,7 @@
  *   date (`onDeprecated`), and kept for the `health` query.
  */
 import type { Logger } from 'pino';
-import { UpstreamCallError, type UpstreamName } from '../../errors.js';
+import type { UpstreamCallError, UpstreamName } from '../../errors.js';
 import type {
   ApiVersion,
   Dispatch,
@@ -23,6 +23,7 @@ import type {
   UpstreamAnswer,
   UpstreamRequest,
 } from '../dispatch.js';
+import { isGone } from '../status-mapping.js';
 
 export type VersionSetting = 'auto' | ApiVersion;
 
@@ -68,10 +69,6 @@ export interface ApiVersions {
 const REVISIT_MS = 30_000;
 
 const other = (version: ApiVersion): ApiVersion => (version === 'v1' ? 'v2' : 'v1');
-const isGone = (error: unknown): error is UpstreamCallError =>
-  error instanceof UpstreamCallError &&
-  error.kind === 'status' &&
-  (error.statusCode === 404 || error.statusCode === 410);
 
 export function createApiVersions(options: ApiVersionsOptions): ApiVersions {
   const { upstream, setting, logger, refuse } = options;
