@@ -11,10 +11,9 @@
  */
 import type { Operation } from '../operation.js';
 import type { AnswerFacts, Dispatch, HttpForm } from './dispatch.js';
-import { parseNullCheckResponse } from './response-schemas.js';
+import { parseNullCheckResponse, parseNullCheckV2Response } from './response-schemas.js';
 import { errorFromFailure } from './status-mapping.js';
 import type { NullCheckRequest, NullCheckResponse } from './types.js';
-import { parseNullCheckV2Response } from './v2-answers.js';
 
 const DETERMINISTIC_MODELS = new Set([undefined, 'null-x-4o', 'null-x-opus']);
 

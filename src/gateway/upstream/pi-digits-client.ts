@@ -14,10 +14,9 @@
 import type { UpstreamCallError } from '../errors.js';
 import type { Operation } from '../operation.js';
 import type { AnswerFacts, ApiVersion, Dispatch, HttpForm } from './dispatch.js';
-import { parseInferenceResponse, parsePiResponse } from './response-schemas.js';
+import { parseInferenceResponse, parsePiFromInference, parsePiResponse } from './response-schemas.js';
 import { errorFromFailure } from './status-mapping.js';
 import type { InferenceRequest, InferenceResponse, PiRequest, PiResponse } from './types.js';
-import { parsePiFromInference } from './v2-answers.js';
 
 /** The service's default `digits` (its documented default). */
 export const DEFAULT_PI_DIGITS = 3;
