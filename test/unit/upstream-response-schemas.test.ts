@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import {
-  decimalsOf,
   parseInferenceResponse,
   parseNullCheckResponse,
   parseNullCheckV2Response,
@@ -331,11 +330,6 @@ describe('helpers', () => {
     ['$', null],
   ])('parseUsd(%j) = %j', (text, expected) => {
     expect(parseUsd(text)).toBe(expected);
-  });
-
-  it('counts decimals', () => {
-    expect(decimalsOf('3.14159')).toBe(5);
-    expect(decimalsOf('3')).toBe(0);
   });
 
   it('reads no marker from an object without one', () => {

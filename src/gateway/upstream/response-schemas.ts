@@ -11,6 +11,7 @@
  * the enum mapping (and what to do with a model the enum does not know) belongs to the schema.
  */
 import { z } from 'zod';
+import { decimalsOf } from '../../shared/decimals.js';
 import type {
   InferenceResponse,
   NullAnswer,
@@ -261,12 +262,6 @@ export function readConstantMarker(body: Record<string, unknown>): 'pi' | 'e' | 
     if (typeof value === 'boolean') return value ? 'e' : 'pi';
   }
   return null;
-}
-
-/** Decimal places in a digits string: "3.14" → 2, "3" → 0. */
-export function decimalsOf(digits: string): number {
-  const point = digits.indexOf('.');
-  return point < 0 ? 0 : digits.length - point - 1;
 }
 
 /** Validates a GET /api/v1/pi answer. */
