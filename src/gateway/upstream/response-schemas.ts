@@ -264,10 +264,19 @@ export function readConstantMarker(body: Record<string, unknown>): 'pi' | 'e' | 
   return null;
 }
 
-/** Validates a GET /api/v1/pi answer. */
-export function parsePiResponse(json: unknown): PiResponse {
-  const body = asObject(json);
-  const data = check(piSchema, body);
+/** The fields of a pi answer, from GET /pi or from the inference endpoint serving pi. */
+interface PiFields {
+  digits: string;
+  precision: number | null;
+  confidence: number | null;
+  model: string | null;
+  inference_time_ms: number | null;
+  gpu_cost_usd: number | null;
+  sponsored_by: string | null;
+  disclaimer: string | null;
+}
+
+function piResponseOf(data: PiFields, body: Record<string, unknown>): PiResponse {
   return {
     digits: data.digits,
     precision: data.precision ?? decimalsOf(data.digits),
@@ -278,8 +287,14 @@ export function parsePiResponse(json: unknown): PiResponse {
     sponsoredBy: data.sponsored_by,
     disclaimer: data.disclaimer,
     constantMarker: readConstantMarker(body),
-    raw: json,
+    raw: body,
   };
+}
+
+/** Validates a GET /api/v1/pi answer. */
+export function parsePiResponse(json: unknown): PiResponse {
+  const body = asObject(json);
+  return piResponseOf(check(piSchema, body), body);
 }
 
 /**
@@ -344,19 +359,7 @@ export function parseNullCheckV2Response(json: unknown): NullCheckResponse {
 export function parsePiFromInference(json: unknown): PiResponse {
   const body = asObject(json);
   const data = check(piFromInferenceSchema, body);
-  return {
-    digits: data.digits,
-    precision: data.precision ?? decimalsOf(data.digits),
-    confidence: data.confidence,
-    model: data.model,
-    inferenceTimeMs: data.inference_time_ms,
-    gpuCostUsd: data.gpu_cost_usd,
-    costUsd: parseUsd(data.cost),
-    sponsoredBy: data.sponsored_by,
-    disclaimer: data.disclaimer,
-    constantMarker: readConstantMarker(body),
-    raw: json,
-  };
+  return { ...piResponseOf(data, body), costUsd: parseUsd(data.cost) };
 }
 
 /** Validates a null-check GET /api/v1/health body. */
