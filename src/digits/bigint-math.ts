@@ -136,12 +136,6 @@ export function fractionDigits(x: bigint, p: number, n: number): string {
   return ((x * pow10(n)) >> BigInt(p)).toString().padStart(n, '0');
 }
 
-/** Truncate `n` to about `bits` significant bits; returns the shifted value and the shift. */
-export function truncateBits(n: bigint, bits: number): { value: bigint; shift: number } {
-  const shift = Math.max(0, bitLength(n < 0n ? -n : n) - bits);
-  return { value: n >> BigInt(shift), shift };
-}
-
 /**
  * Formats floor(c * 10^(decimals + guard)) (given as its decimal string, one integer digit) as the
  * constant truncated to `decimals` places, or returns undefined when the guard digits are too close

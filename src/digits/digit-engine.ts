@@ -24,6 +24,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import { decimalsOf } from '../shared/decimals.js';
 import { computeE } from './compute-e.js';
 import { computePi } from './compute-pi.js';
 import { DigitWorkerError } from './digit-worker-error.js';
@@ -166,10 +167,6 @@ interface ConstantState {
 }
 
 const compute: Record<Constant, (decimals: number) => string> = { pi: computePi, e: computeE };
-
-function decimalsOf(value: string): number {
-  return value.length === 1 ? 0 : value.length - 2;
-}
 
 function slice(value: string, decimals: number): string {
   return decimals === 0 ? value.slice(0, 1) : value.slice(0, 2 + decimals);

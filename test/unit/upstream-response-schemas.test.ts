@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import {
-  decimalsOf,
   parseInferenceResponse,
   parseNullCheckResponse,
+  parseNullCheckV2Response,
   parseNullHealth,
+  parsePiFromInference,
   parsePiHealth,
   parsePiResponse,
   parseUsd,
@@ -11,7 +12,7 @@ import {
   readConstantMarker,
 } from '../../src/gateway/upstream/response-schemas.js';
 import { errorCodeOf, errorFromStatus, parseRetryAfter } from '../../src/gateway/upstream/status-mapping.js';
-import { nullMeta, piAnswer } from '../support/upstream-bodies.js';
+import { nullBody, nullMeta, piAnswer } from '../support/upstream-bodies.js';
 
 describe('parseNullCheckResponse', () => {
   it('maps a boolean answer and its metadata to camelCase, keeping the raw body', () => {
@@ -205,6 +206,83 @@ describe('parseInferenceResponse', () => {
   );
 });
 
+describe('v2 answers', () => {
+  const detailOf = (parse: () => unknown): string => {
+    try {
+      parse();
+    } catch (error) {
+      expect(error).toBeInstanceOf(ResponseShapeError);
+      return (error as ResponseShapeError).detail;
+    }
+    throw new Error('parsed');
+  };
+
+  it('reads philosophical_analysis: its known fields typed, a missing one null, the object kept', () => {
+    const analysis = { school: 'stoic', depth: 3, references: ['Seneca'], mood: 'calm' };
+    const result = parseNullCheckV2Response(nullBody({ philosophical_analysis: analysis }));
+    expect(result.philosophicalAnalysis).toEqual({
+      school: 'stoic',
+      certainty: null,
+      argument: null,
+      references: ['Seneca'],
+      verdictStability: null,
+      depth: 3,
+      raw: analysis,
+    });
+    expect(result.answer).toEqual({ kind: 'boolean', isNull: true });
+    expect(parseNullCheckV2Response(nullBody()).philosophicalAnalysis).toBeNull();
+    expect(
+      parseNullCheckV2Response(nullBody({ philosophical_analysis: null })).philosophicalAnalysis,
+    ).toBeNull();
+  });
+
+  it('rejects an analysis that is not an object, or a known field of the wrong type', () => {
+    expect(detailOf(() => parseNullCheckV2Response(nullBody({ philosophical_analysis: 'deep' })))).toBe(
+      'field philosophical_analysis: expected an object',
+    );
+    expect(detailOf(() => parseNullCheckV2Response(nullBody({ philosophical_analysis: [] })))).toBe(
+      'field philosophical_analysis: expected an object',
+    );
+    expect(
+      detailOf(() => parseNullCheckV2Response(nullBody({ philosophical_analysis: { depth: 1.5 } }))),
+    ).toMatch(/^field philosophical_analysis\.depth: /);
+    // The v1 fields are checked first, as over v1.
+    expect(
+      detailOf(() => parseNullCheckV2Response(nullBody({ confidence: 'high', philosophical_analysis: 1 }))),
+    ).toMatch(/^field confidence: /);
+  });
+
+  it('reads an inference answer as a pi answer: the pi facts when sent, null when not, the cost parsed', () => {
+    const body = { digits: '3.14', tokens_used: 9, cost: '$0.0042', confidence: 0.8, sponsored_by: 'Pi Hut' };
+    expect(parsePiFromInference(body)).toEqual({
+      digits: '3.14',
+      precision: 2,
+      confidence: 0.8,
+      model: null,
+      inferenceTimeMs: null,
+      gpuCostUsd: null,
+      costUsd: 0.0042,
+      sponsoredBy: 'Pi Hut',
+      disclaimer: null,
+      constantMarker: null,
+      raw: body,
+    });
+  });
+
+  it('rejects a pi fact of the wrong type, after the inference fields', () => {
+    const body = { digits: '3.14', tokens_used: 9, cost: '$0.0042' };
+    expect(detailOf(() => parsePiFromInference({ ...body, confidence: '0.8' }))).toBe(
+      'field confidence: expected a number',
+    );
+    expect(detailOf(() => parsePiFromInference({ ...body, disclaimer: 1 }))).toBe(
+      'field disclaimer: expected a string',
+    );
+    expect(detailOf(() => parsePiFromInference({ ...body, tokens_used: 'x', confidence: '0.8' }))).toMatch(
+      /^field tokens_used: /,
+    );
+  });
+});
+
 describe('health bodies', () => {
   it('maps the null-check health body', () => {
     expect(
@@ -252,11 +330,6 @@ describe('helpers', () => {
     ['$', null],
   ])('parseUsd(%j) = %j', (text, expected) => {
     expect(parseUsd(text)).toBe(expected);
-  });
-
-  it('counts decimals', () => {
-    expect(decimalsOf('3.14159')).toBe(5);
-    expect(decimalsOf('3')).toBe(0);
   });
 
   it('reads no marker from an object without one', () => {

@@ -18,8 +18,10 @@ import type { Logger } from 'pino';
 import { type ErrorCode, UpstreamCallError } from '../errors.js';
 import type { Operation } from '../operation.js';
 import type { ModelCall } from '../operation-plan.js';
+import { redactApiKey } from '../redaction.js';
 import type { Dispatch, Interceptor, UpstreamAnswer, UpstreamRequest } from '../upstream/dispatch.js';
-import { type ExchangeEvent, scrub } from '../upstream/transport.js';
+import { isGone } from '../upstream/status-mapping.js';
+import type { ExchangeEvent } from '../upstream/transport.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { SponsorLog } from './sponsor-log.js';
 import { type Span, SpanKind, SpanStatusCode, type Tracer } from './tracing.js';
@@ -66,10 +68,7 @@ export function createUpstreamObserver(options: UpstreamObserverOptions): Upstre
     if (error === undefined) return;
     // A 404/410 its caller handles (a version switch, a missing OpenAPI document) is no failure of
     // the upstream: the caller logs what it learnt, this attempt goes to debug.
-    const retired =
-      request.mayBeGone === true &&
-      error.kind === 'status' &&
-      (error.statusCode === 404 || error.statusCode === 410);
+    const retired = request.mayBeGone === true && isGone(error);
     const quiet = error.kind === 'cancelled' || CALLER_CAUSED.has(error.code) || retired;
     const level = quiet ? 'debug' : 'warn';
     if (!logger.isLevelEnabled(level)) return;
@@ -85,8 +84,8 @@ export function createUpstreamObserver(options: UpstreamObserverOptions): Upstre
         upstreamStatus: error.statusCode,
         durationMs: Math.round(event.durationMs),
         requestId: operation?.requestId,
-        upstreamBody: scrub(error.body?.slice(0, LOG_BODY_CHARS), apiKey),
-        cause: scrub(cause, apiKey),
+        upstreamBody: redactApiKey(error.body?.slice(0, LOG_BODY_CHARS), apiKey),
+        cause: redactApiKey(cause, apiKey),
       },
       error.kind === 'cancelled' ? 'upstream call cancelled' : 'upstream call failed',
     );

@@ -3,12 +3,18 @@
  * (`on`/`once`/`removeListener`, `aborted`, `reason`); the transport's dispatch handler
  * (exchange-handler.ts) listens to it the same way.
  *
- * Why not an AbortController: on Node 20, creating an AbortSignal and attaching a listener to it
- * costs ~20 µs per request (measured; the GC bookkeeping of signals with listeners), which was the
- * largest single overhead of the transport against a bare `Pool.request`. This object costs
- * nanoseconds and holds at most the one listener undici attaches. The same object is the attempt's
- * entry in the deadline sweep and its listener on the operation's cancellation, so an attempt makes no
- * closure, timer or AbortController at all.
+ * Why not an AbortController: an AbortSignal with a listener costs more, in allocation and in the GC's
+ * bookkeeping of signals with listeners; `test/bench/attempt-signal-bench.ts` measures it (per
+ * attempt, with the listener, the sweep entry and the operation's watcher). On Node 20.20 an
+ * AbortController per attempt cost ~6.6 µs more per attempt than this object, and ~9.6 µs more CPU
+ * per request through undici's `dispatch`. Node 24.21 narrowed the gap without closing it (2026-11-26,
+ * three runs on a shared, busy 2-core machine): ~1.5–2.6 µs more per attempt, ~1.4–3.7 µs more CPU per
+ * request; `AbortSignal.any([operation, AbortSignal.timeout(ms)])`, the idiomatic form, ~6–8 µs more
+ * (a timer, weak references and a finalization entry per attempt). Re-measure on a Node upgrade.
+ *
+ * This object holds at most the one listener undici attaches. It is also the attempt's entry in the
+ * deadline sweep and its listener on the operation's cancellation, so an attempt makes no closure,
+ * timer or AbortController at all.
  */
 export class AttemptSignal {
   aborted = false;

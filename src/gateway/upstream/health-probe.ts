@@ -5,6 +5,8 @@
  *
  * `reachable` means "answered 2xx"; a 2xx whose body does not fit is reachable with `body: null` and
  * `error` set; anything else is not reachable. Error texts are client-safe (no address, no body).
+ * What else the gateway knows of the upstream (breaker, API version) is the caller's to add: the
+ * breaker's own half-open test runs this probe.
  */
 import { UpstreamCallError, type UpstreamName } from '../errors.js';
 import type { Operation } from '../operation.js';
@@ -17,6 +19,9 @@ export type UpstreamStateFields = Pick<
   'breaker' | 'apiVersion' | 'deprecated' | 'sunset'
 >;
 
+/** What one probe found out: a `HealthProbe` without the upstream's state. */
+export type ProbeResult<Body> = Omit<HealthProbe<Body>, keyof UpstreamStateFields>;
+
 export interface HealthProbeOptions<Body> {
   upstream: UpstreamName;
   /** Observation and transport only: health bypasses retries, breaker and versions. */
@@ -24,7 +29,6 @@ export interface HealthProbeOptions<Body> {
   decode: (json: unknown) => Body;
   /** @default 1000 */
   timeoutMs?: number;
-  state: () => UpstreamStateFields;
 }
 
 const noFacts = () => ({ costUsd: null, sponsor: null, model: null });
@@ -37,7 +41,7 @@ const elapsedMs = (start: number): number => Math.round((performance.now() - sta
 
 export function createHealthProbe<Body>(
   options: HealthProbeOptions<Body>,
-): (operation?: Operation) => Promise<HealthProbe<Body>> {
+): (operation?: Operation) => Promise<ProbeResult<Body>> {
   const form: HttpForm<Body> = {
     endpoint: 'health',
     version: 'v1',
@@ -64,7 +68,6 @@ export function createHealthProbe<Body>(
         statusCode: answer.statusCode,
         body: answer.value,
         error: null,
-        ...options.state(),
       };
     } catch (error) {
       const failure = error instanceof UpstreamCallError ? error : undefined;
@@ -75,7 +78,6 @@ export function createHealthProbe<Body>(
         statusCode: failure?.statusCode ?? null,
         body: null,
         error: failure?.message ?? 'health check failed',
-        ...options.state(),
       };
     }
   };

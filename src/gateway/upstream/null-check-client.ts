@@ -11,12 +11,14 @@
  */
 import type { Operation } from '../operation.js';
 import type { AnswerFacts, Dispatch, HttpForm } from './dispatch.js';
-import { parseNullCheckResponse } from './response-schemas.js';
+import { parseNullCheckResponse, parseNullCheckV2Response } from './response-schemas.js';
 import { errorFromFailure } from './status-mapping.js';
 import type { NullCheckRequest, NullCheckResponse } from './types.js';
-import { parseNullCheckV2Response } from './v2-answers.js';
 
 const DETERMINISTIC_MODELS = new Set([undefined, 'null-x-4o', 'null-x-opus']);
+
+/** The v2 endpoint: where the service's /openapi.json lists it, calls start there (`auto`). */
+export const NULL_CHECK_V2 = { method: 'post', path: '/api/v2/null-or-not' } as const;
 
 export interface NullCheckClient {
   check(request: NullCheckRequest, operation: Operation | undefined): Promise<NullCheckResponse>;
@@ -79,7 +81,7 @@ export function createNullCheckClient(dispatch: Dispatch): NullCheckClient {
         ...v1,
         endpoint: 'null-or-not',
         version: 'v2',
-        path: '/api/v2/null-or-not',
+        path: NULL_CHECK_V2.path,
         decode: parseNullCheckV2Response,
       };
       const shareKey = nullCheckShareKey(request);

@@ -6,17 +6,39 @@
  * only when the connection was refused (the request provably never reached the service).
  * Deterministic pi calls (temperature 0, the default model or pi-x-4o: the true digits) get a share
  * key, so identical calls in flight share one upstream call and, with RESPONSE_CACHE, are reused.
+ *
+ * Over v2, pi is served by the inference endpoint, which requires a signed liability waiver: only the
+ * gateway's operator can sign it for pi callers (PI_WAIVER_ACCEPTED); without it `piWaiverCheck`
+ * refuses v2 before any network, in the API-versions layer that picks the version.
  */
+import type { UpstreamCallError } from '../errors.js';
 import type { Operation } from '../operation.js';
-import type { AnswerFacts, Dispatch, HttpForm } from './dispatch.js';
-import { parseInferenceResponse, parsePiResponse } from './response-schemas.js';
+import type { AnswerFacts, ApiVersion, Dispatch, HttpForm } from './dispatch.js';
+import { parseInferenceResponse, parsePiFromInference, parsePiResponse } from './response-schemas.js';
+import { errorFromFailure } from './status-mapping.js';
 import type { InferenceRequest, InferenceResponse, PiRequest, PiResponse } from './types.js';
-import { parsePiFromInference } from './v2-answers.js';
 
 /** The service's default `digits` (its documented default). */
 export const DEFAULT_PI_DIGITS = 3;
 
 const DETERMINISTIC_MODELS = new Set([undefined, 'pi-x-4o']);
+
+/** Why pi over v2 fails without PI_WAIVER_ACCEPTED (WAIVER_REQUIRED, no upstream call). */
+export const PI_WAIVER_MESSAGE =
+  "pi is served here by the pi-digits service's v2 inference endpoint, which requires a signed liability waiver; the gateway's operator accepts it for pi callers with PI_WAIVER_ACCEPTED=true.";
+
+/**
+ * The pi-digits `refuse` of the API-versions layer: v2 is refused (WAIVER_REQUIRED, no network)
+ * unless the operator accepted the waiver.
+ */
+export function piWaiverCheck(
+  waiverAccepted: boolean,
+): (version: ApiVersion) => UpstreamCallError | undefined {
+  return (version) =>
+    version === 'v2' && !waiverAccepted
+      ? errorFromFailure('refused-by-gateway', 'pi-digits', { detail: PI_WAIVER_MESSAGE })
+      : undefined;
+}
 
 export interface PiDigitsClient {
   pi(request: PiRequest, operation: Operation | undefined): Promise<PiResponse>;

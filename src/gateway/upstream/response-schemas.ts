@@ -1,5 +1,9 @@
 /**
- * Validation of the services' JSON answers (snake_case) into the seam's camelCase shapes.
+ * Validation of the services' JSON answers (snake_case) into the seam's camelCase shapes, v1 and v2
+ * alike, so the schema never knows which version answered:
+ * - null-check `POST /api/v2/null-or-not`: the v1 answer plus `philosophical_analysis`;
+ * - pi-digits `POST /api/v1/inference` serving `pi` (v2.0): the inference answer as a pi answer.
+ *   Fields the inference answer lacks are null, never invented (its `cost` is the cost of the call).
  *
  * Every schema is built once at module load (zod 4 compiles object schemas on first use); the
  * body is parsed once with JSON.parse by the caller. Extra fields are ignored; a field with the
@@ -7,11 +11,13 @@
  * the enum mapping (and what to do with a model the enum does not know) belongs to the schema.
  */
 import { z } from 'zod';
+import { decimalsOf } from '../../shared/decimals.js';
 import type {
   InferenceResponse,
   NullAnswer,
   NullCheckResponse,
   NullHealthBody,
+  PhilosophicalAnalysis,
   PiHealthBody,
   PiResponse,
 } from './types.js';
@@ -103,6 +109,39 @@ const inferenceSchema = z.object({
   /** Not in the spec's inference answer: optional, null when absent. */
   model: nullableText,
   constant: constantField,
+});
+
+/**
+ * `philosophical_analysis` of a v2 null check: absent or null is none; present, it must be an object
+ * whose known fields have their types (a missing one is null, never invented); unknown ones are kept
+ * in `raw` only.
+ */
+const nullCheckV2Schema = z.object({
+  philosophical_analysis: optional(
+    z.looseObject(
+      {
+        school: nullableText,
+        certainty: optional(z.number()),
+        argument: nullableText,
+        references: optional(z.array(z.string())),
+        verdict_stability: nullableText,
+        depth: optional(int),
+      },
+      { error: 'expected an object' },
+    ),
+  ),
+});
+
+/**
+ * An inference answer serving `pi` (v2.0): the inference fields, plus the pi answer's own facts where
+ * the service sends them (a wrong type is a bad answer; absent is null).
+ */
+const piFromInferenceSchema = inferenceSchema.extend({
+  confidence: optional(z.number({ error: 'expected a number' })),
+  inference_time_ms: optional(z.number({ error: 'expected a number' })),
+  gpu_cost_usd: optional(z.number({ error: 'expected a number' })),
+  sponsored_by: optional(z.string({ error: 'expected a string' })),
+  disclaimer: optional(z.string({ error: 'expected a string' })),
 });
 
 const nullHealthSchema = z.object({
@@ -225,16 +264,19 @@ export function readConstantMarker(body: Record<string, unknown>): 'pi' | 'e' | 
   return null;
 }
 
-/** Decimal places in a digits string: "3.14" → 2, "3" → 0. */
-export function decimalsOf(digits: string): number {
-  const point = digits.indexOf('.');
-  return point < 0 ? 0 : digits.length - point - 1;
+/** The fields of a pi answer, from GET /pi or from the inference endpoint serving pi. */
+interface PiFields {
+  digits: string;
+  precision: number | null;
+  confidence: number | null;
+  model: string | null;
+  inference_time_ms: number | null;
+  gpu_cost_usd: number | null;
+  sponsored_by: string | null;
+  disclaimer: string | null;
 }
 
-/** Validates a GET /api/v1/pi answer. */
-export function parsePiResponse(json: unknown): PiResponse {
-  const body = asObject(json);
-  const data = check(piSchema, body);
+function piResponseOf(data: PiFields, body: Record<string, unknown>): PiResponse {
   return {
     digits: data.digits,
     precision: data.precision ?? decimalsOf(data.digits),
@@ -245,8 +287,14 @@ export function parsePiResponse(json: unknown): PiResponse {
     sponsoredBy: data.sponsored_by,
     disclaimer: data.disclaimer,
     constantMarker: readConstantMarker(body),
-    raw: json,
+    raw: body,
   };
+}
+
+/** Validates a GET /api/v1/pi answer. */
+export function parsePiResponse(json: unknown): PiResponse {
+  const body = asObject(json);
+  return piResponseOf(check(piSchema, body), body);
 }
 
 /**
@@ -286,6 +334,32 @@ export function parseInferenceResponse(json: unknown): InferenceResponse {
     constantMarker: readConstantMarker(body),
     raw: json,
   };
+}
+
+/** Validates a `POST /api/v2/null-or-not` answer. */
+export function parseNullCheckV2Response(json: unknown): NullCheckResponse {
+  const answer = parseNullCheckResponse(json);
+  const analysis = check(nullCheckV2Schema, json).philosophical_analysis;
+  let philosophicalAnalysis: PhilosophicalAnalysis | null = null;
+  if (analysis !== null) {
+    philosophicalAnalysis = {
+      school: analysis.school,
+      certainty: analysis.certainty,
+      argument: analysis.argument,
+      references: analysis.references,
+      verdictStability: analysis.verdict_stability,
+      depth: analysis.depth,
+      raw: (json as { philosophical_analysis: Record<string, unknown> }).philosophical_analysis,
+    };
+  }
+  return { ...answer, philosophicalAnalysis };
+}
+
+/** Validates a `POST /api/v1/inference` answer that serves `pi` (v2.0). */
+export function parsePiFromInference(json: unknown): PiResponse {
+  const body = asObject(json);
+  const data = check(piFromInferenceSchema, body);
+  return { ...piResponseOf(data, body), costUsd: parseUsd(data.cost) };
 }
 
 /** Validates a null-check GET /api/v1/health body. */

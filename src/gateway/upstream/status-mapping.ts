@@ -119,6 +119,19 @@ function messageFor(code: ErrorCode, ctx: StatusContext, retryAfterSeconds: numb
   }
 }
 
+/**
+ * Whether a failure is the upstream saying the endpoint is not there (any more): a 404 or 410 answer.
+ * The API-versions layer then tries the other version, its discovery reads a missing OpenAPI document
+ * as v1, and the observer logs such an attempt at debug when its caller handles it (`mayBeGone`).
+ */
+export function isGone(error: unknown): error is UpstreamCallError {
+  return (
+    error instanceof UpstreamCallError &&
+    error.kind === 'status' &&
+    (error.statusCode === 404 || error.statusCode === 410)
+  );
+}
+
 /** The error for a non-2xx answer. */
 export function errorFromStatus(ctx: StatusContext): UpstreamCallError {
   const code = codeForStatus(ctx);

@@ -20,6 +20,7 @@
  */
 import { Pool } from 'undici';
 import { UpstreamCallError, type UpstreamName } from '../errors.js';
+import { redactApiKey } from '../redaction.js';
 import { AttemptSignal } from './attempt-signal.js';
 import { unwatchDeadline, watchDeadline } from './deadline-sweep.js';
 import type { Dispatch, EndpointName, UpstreamAnswer, UpstreamRequest } from './dispatch.js';
@@ -92,13 +93,6 @@ function errorCode(error: unknown): string | undefined {
     }
   }
   return undefined;
-}
-
-/** The API key must never be echoed into a log line, even when an upstream repeats it. */
-export function scrub(text: string | undefined, apiKey: string | undefined): string | undefined {
-  if (text === undefined || apiKey === undefined || apiKey.length === 0 || !text.includes(apiKey))
-    return text;
-  return text.replaceAll(apiKey, '[redacted]');
 }
 
 function header(headers: ResponseHeaders, name: string): string | undefined {
@@ -222,7 +216,7 @@ export function createTransport(options: TransportOptions): Transport {
         upstream,
         endpoint: form.endpoint,
         statusCode,
-        text: scrub(text, apiKey),
+        text: redactApiKey(text, apiKey),
         retryAfter: responseHeaders['retry-after'],
         ...form.hints,
       });
@@ -239,7 +233,7 @@ export function createTransport(options: TransportOptions): Transport {
             : 'invalid body';
       throw errorFromFailure('bad-response', upstream, {
         statusCode,
-        body: scrub(text, apiKey),
+        body: redactApiKey(text, apiKey),
         cause: error,
         detail,
       });

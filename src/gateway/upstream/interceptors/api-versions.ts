@@ -5,7 +5,7 @@
  * - A call carries its v1 form and, where the upstream has one, its v2 form; this layer sends the one
  *   of the upstream's current version.
  * - `auto`: the start version comes from `initial` (null-check: v2 when the upstream's /openapi.json
- *   lists it; pi-digits: v1 while it is served). A call answered 404 or 410 is retried once over the
+ *   lists it, read by `openApiDiscovery` below; pi-digits: v1 while it is served). A call answered 404 or 410 is retried once over the
  *   other version within the same call; when that one answers anything but 404/410 the upstream has
  *   moved, and every later call goes there (one log line). When both answer 404/410 it was not a
  *   retirement and nothing changes. `v1`/`v2`: fixed, never switched.
@@ -14,15 +14,17 @@
  *   date (`onDeprecated`), and kept for the `health` query.
  */
 import type { Logger } from 'pino';
-import { UpstreamCallError, type UpstreamName } from '../../errors.js';
+import type { UpstreamCallError, UpstreamName } from '../../errors.js';
 import type {
   ApiVersion,
   Dispatch,
   EndpointName,
+  HttpForm,
   Interceptor,
   UpstreamAnswer,
   UpstreamRequest,
 } from '../dispatch.js';
+import { isGone } from '../status-mapping.js';
 
 export type VersionSetting = 'auto' | ApiVersion;
 
@@ -68,10 +70,54 @@ export interface ApiVersions {
 const REVISIT_MS = 30_000;
 
 const other = (version: ApiVersion): ApiVersion => (version === 'v1' ? 'v2' : 'v1');
-const isGone = (error: unknown): error is UpstreamCallError =>
-  error instanceof UpstreamCallError &&
-  error.kind === 'status' &&
-  (error.statusCode === 404 || error.statusCode === 410);
+
+export interface OpenApiDiscoveryOptions {
+  upstream: UpstreamName;
+  /** The v2 operation whose presence in the document means "start on v2", e.g. `POST /api/v2/null-or-not`. */
+  v2: { method: 'get' | 'post'; path: string };
+  /** The read's own timeout (a discovery must not hold the gateway's start for long). */
+  timeoutMs: number;
+}
+
+/**
+ * An `initial` for `createApiVersions`: reads the upstream's /openapi.json (no key, no retry) and
+ * starts on v2 when the document lists `options.v2`, else on v1. No document (404/410) is an answer
+ * too, v1: as a failure it would be retried every 30 s forever, each time with a log line, for any
+ * upstream that publishes no document. Other failures reject (tried again later).
+ */
+export function openApiDiscovery(
+  options: OpenApiDiscoveryOptions,
+): (dispatch: Dispatch) => Promise<ApiVersion> {
+  const { method, path } = options.v2;
+  const form: HttpForm<ApiVersion> = {
+    endpoint: 'openapi',
+    version: 'v1',
+    method: 'GET',
+    path: '/openapi.json',
+    retry: 'none',
+    decode: (json) => {
+      const paths = (json as { paths?: Record<string, Record<string, unknown>> } | null)?.paths;
+      return paths?.[path]?.[method] !== undefined ? 'v2' : 'v1';
+    },
+    facts: () => ({ costUsd: null, sponsor: null, model: null }),
+  };
+  return (dispatch) =>
+    dispatch({
+      upstream: options.upstream,
+      forms: { v1: form },
+      form,
+      operation: undefined,
+      anonymous: true,
+      timeoutMs: options.timeoutMs,
+      mayBeGone: true,
+    }).then(
+      (answer) => answer.value,
+      (error: unknown) => {
+        if (isGone(error)) return 'v1';
+        throw error;
+      },
+    );
+}
 
 export function createApiVersions(options: ApiVersionsOptions): ApiVersions {
   const { upstream, setting, logger, refuse } = options;

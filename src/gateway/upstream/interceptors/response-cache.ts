@@ -8,6 +8,7 @@
  * clamp or a sponsor message never crosses callers. Errors are never kept. An answer served from here
  * is marked `source: 'cache'`: it reports no new cost.
  */
+import { isPromise } from '../../../shared/is-promise.js';
 import type { Dispatch, Interceptor, UpstreamAnswer, UpstreamRequest } from '../dispatch.js';
 import { sharingKey } from './single-flight.js';
 
@@ -25,9 +26,6 @@ export interface ResponseCacheOptions {
   /** Told of each lookup (metrics). */
   onLookup?: ((request: UpstreamRequest, result: 'hit' | 'miss') => void) | undefined;
 }
-
-const isPromise = (value: unknown): value is Promise<unknown> =>
-  typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function';
 
 export function responseCache(options: ResponseCacheOptions): Interceptor {
   const { store, onLookup } = options;
