@@ -24,10 +24,12 @@
  * stays synchronous) or the refusal. The pipeline resolves each operation once, whichever lane serves
  * it, so log mode counts where it resolves.
  */
+
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { type DocumentNode, type GraphQLError, Kind, parse } from 'graphql';
 import type { Logger } from 'pino';
+import { isPromise } from '../shared/is-promise.js';
 import { gatewayError } from './errors.js';
 import type { AnswerStore } from './shared-state/types.js';
 
@@ -215,7 +217,7 @@ export function createTrustedDocuments(options: TrustedDocumentsOptions): Truste
     const found = store.get(hash);
     const answer = (value: unknown): Resolved =>
       typeof value === 'string' ? checkText(value, hash) : notFound();
-    return found instanceof Promise ? found.then(answer) : answer(found);
+    return isPromise(found) ? found.then(answer) : answer(found);
   };
 
   return {

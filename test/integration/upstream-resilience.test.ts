@@ -7,6 +7,7 @@
 import type { Logger } from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { UpstreamCallError } from '../../src/gateway/errors.js';
+import { observeAttempts } from '../../src/gateway/upstream/interceptors/attempts.js';
 import { createTransport } from '../../src/gateway/upstream/transport.js';
 import { refusedUrl, type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
 import {
@@ -586,19 +587,16 @@ describe('logs and per-attempt metrics', () => {
     ]);
   });
 
-  it('survives a throwing onExchange callback (transport)', async () => {
+  it('survives a throwing attempt observer (the attempts layer)', async () => {
     up.route('GET', PI, { body: piBody() });
     let told = 0;
-    const transport = createTransport({
-      upstream: 'pi-digits',
-      baseUrl: up.url,
-      onExchange: () => {
-        told++;
-        throw new Error('metrics exploded');
-      },
-    });
+    const transport = createTransport({ upstream: 'pi-digits', baseUrl: up.url });
+    const observed = observeAttempts(() => {
+      told++;
+      throw new Error('metrics exploded');
+    })(transport.dispatch);
     try {
-      const answer = await transport.dispatch(piTransportRequest(PI));
+      const answer = await observed(piTransportRequest(PI));
       expect(answer.value.digits).toBe('3.141');
       expect(told).toBe(1);
     } finally {

@@ -28,8 +28,8 @@ import type {
   UpstreamAnswer,
   UpstreamRequest,
 } from '../../src/gateway/upstream/dispatch.js';
+import type { ExchangeEvent } from '../../src/gateway/upstream/interceptors/attempts.js';
 import { errorFromFailure, errorFromStatus } from '../../src/gateway/upstream/status-mapping.js';
-import type { ExchangeEvent } from '../../src/gateway/upstream/transport.js';
 import { capturedLogger, count, LEVEL } from '../support/logs.js';
 import { metricValue } from '../support/metric-values.js';
 

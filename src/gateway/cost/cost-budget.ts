@@ -13,7 +13,9 @@
  * Spend is kept in per-minute buckets in a `BudgetStore` (src/gateway/shared-state). Keys are
  * stored hashed: an API key never sits in Redis in clear.
  */
+
 import { createHash } from 'node:crypto';
+import { isPromise } from '../../shared/is-promise.js';
 import { roundUsd } from '../../shared/usd.js';
 import { FIT_EPSILON_USD } from '../shared-state/budget-store.js';
 import type { BudgetBucket, BudgetStore } from '../shared-state/types.js';
@@ -102,7 +104,7 @@ export function createCostBudget(options: CostBudgetOptions): CostBudget {
           ? { ok: true, hold: { budgetKey, bucketStart: answer.bucketStart, usd } }
           : { ok: false, ...refusalOf(answer.buckets, usdPerHour, usd, at) };
       const answer = store.reserve(budgetKey, usd, usdPerHour, at);
-      return answer instanceof Promise ? answer.then(verdict) : verdict(answer);
+      return isPromise(answer) ? answer.then(verdict) : verdict(answer);
     },
     settle(hold, actualUsd) {
       const actual = actualUsd > 0 && Number.isFinite(actualUsd) ? actualUsd : 0;

@@ -13,7 +13,9 @@
  * that `extensions.cost.estimatedCostUsd` shows is made only when the operation reports, only when it
  * touched an upstream.
  */
+
 import type { GraphQLError } from 'graphql';
+import { isPromise } from '../../shared/is-promise.js';
 import { roundUsd } from '../../shared/usd.js';
 import { gatewayError, type UpstreamName } from '../errors.js';
 import type { CostAdmission, CostEstimate, Operation } from '../operation.js';
@@ -189,7 +191,7 @@ export function createCostControl(options: CostControlOptions): CostControl {
       }
       if (budget === undefined || estimate.calls.length === 0) return undefined;
       const verdict = budget.reserve(operation.apiKey, estimated);
-      return verdict instanceof Promise
+      return isPromise(verdict)
         ? verdict.then((resolved) => overBudget(resolved, operation, admission, estimated, budget.usdPerHour))
         : overBudget(verdict, operation, admission, estimated, budget.usdPerHour);
     },

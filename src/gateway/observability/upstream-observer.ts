@@ -1,7 +1,9 @@
 /**
- * What the gateway records of its upstream calls, at two levels:
+ * What the gateway records of its upstream calls, at two levels, as two interceptors of each
+ * upstream's stack (upstream/clients.ts):
  *
- * - every HTTP attempt (`onExchange`, given to the transport): the request metrics, the operation's
+ * - every HTTP attempt (`attempts`, the innermost layer, right above the transport; its events go to
+ *   `onExchange`): the request metrics, the operation's
  *   count of answered attempts (docs/contract.md, Cost: `upstreamCalls`), and one log line per failed attempt
  *   with the upstream's raw body (key scrubbed): warn for upstream trouble, debug for what the caller
  *   caused (4xx) or a cancellation (the client went away: no upstream failure);
@@ -20,8 +22,8 @@ import type { Operation } from '../operation.js';
 import type { ModelCall } from '../operation-plan.js';
 import { redactApiKey } from '../redaction.js';
 import type { Dispatch, Interceptor, UpstreamAnswer, UpstreamRequest } from '../upstream/dispatch.js';
+import { type ExchangeEvent, observeAttempts } from '../upstream/interceptors/attempts.js';
 import { isGone } from '../upstream/status-mapping.js';
-import type { ExchangeEvent } from '../upstream/transport.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { SponsorLog } from './sponsor-log.js';
 import { type Span, SpanKind, SpanStatusCode, type Tracer } from './tracing.js';
@@ -52,8 +54,12 @@ export interface UpstreamObserverOptions {
 }
 
 export interface UpstreamObserver {
+  /** What one HTTP attempt leaves (the `attempts` layer reports here). */
   onExchange(event: ExchangeEvent): void;
+  /** The outermost layer: every logical call. */
   readonly interceptor: Interceptor;
+  /** The innermost layer: every HTTP attempt. */
+  readonly attempts: Interceptor;
 }
 
 export function createUpstreamObserver(options: UpstreamObserverOptions): UpstreamObserver {
@@ -209,5 +215,5 @@ export function createUpstreamObserver(options: UpstreamObserverOptions): Upstre
       return answer;
     };
 
-  return { onExchange, interceptor };
+  return { onExchange, interceptor, attempts: observeAttempts(onExchange) };
 }

@@ -35,15 +35,15 @@ import { type FlightCoordinator, singleFlight } from './interceptors/single-flig
 import { createNullCheckClient, NULL_CHECK_V2, type NullCheckClient } from './null-check-client.js';
 import { createPiDigitsClient, type PiDigitsClient, piWaiverCheck } from './pi-digits-client.js';
 import { parseNullHealth, parsePiHealth } from './response-schemas.js';
-import { createTransport, type ExchangeEvent } from './transport.js';
+import { createTransport } from './transport.js';
 import type { HealthProbe, NullHealthBody, PiHealthBody } from './types.js';
 
-/** How the upstream calls are observed (observability/upstream-observer.ts). */
+/** How the upstream calls are observed (observability/upstream-observer.ts): two interceptors. */
 export interface UpstreamObservation {
   /** The outermost layer of every stack, health probes' included: sees every logical call. */
   readonly interceptor: Interceptor;
-  /** Told of every HTTP attempt of both transports of an upstream. */
-  onExchange(event: ExchangeEvent): void;
+  /** The innermost layer, right above each transport: sees every HTTP attempt (interceptors/attempts.ts). */
+  readonly attempts: Interceptor;
 }
 
 /** What the layers count (observability/metrics.ts). */
@@ -120,7 +120,6 @@ function createUpstreamStack<Health>(
       authHeader: upstreams.authHeader,
       timeoutMs: upstreams.timeoutMs,
       connections,
-      onExchange: observer.onExchange,
     });
   const business = transport(upstreams.connections);
   // Health probes (/ready, the health query, the breaker's half-open test) have a small pool of
@@ -129,7 +128,7 @@ function createUpstreamStack<Health>(
   const probes = transport(PROBE_CONNECTIONS);
   const probe = createHealthProbe({
     upstream,
-    dispatch: compose(probes.dispatch, observer.interceptor),
+    dispatch: compose(probes.dispatch, observer.interceptor, observer.attempts),
     decode: decodeHealth,
     timeoutMs: upstreams.healthTimeoutMs,
   });
@@ -178,6 +177,7 @@ function createUpstreamStack<Health>(
       backoffCapMs: options.backoff?.capMs,
     }),
     breaker.interceptor,
+    observer.attempts,
   );
 
   const state = (): UpstreamState => ({ ...versions.state(), breaker: breaker.state() });

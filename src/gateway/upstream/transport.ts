@@ -15,8 +15,7 @@
  * aborted when the operation is cancelled (the client went away). The abort handle is an
  * `AttemptSignal`, the EventEmitter shape undici accepts, not an AbortController.
  *
- * Each finished attempt, answered or not, is reported to `onExchange` (metrics, the operation's
- * count of answered attempts, failure logs).
+ * Attempts are observed by the layer above it (interceptors/attempts.ts), not by a callback here.
  */
 import { Pool } from 'undici';
 import { UpstreamCallError, type UpstreamName } from '../errors.js';
@@ -27,20 +26,6 @@ import type { Dispatch, EndpointName, UpstreamAnswer, UpstreamRequest } from './
 import { type ExchangeFailure, exchangeOnce, type ResponseHeaders } from './exchange-handler.js';
 import { ResponseShapeError } from './response-schemas.js';
 import { errorFromFailure, errorFromStatus } from './status-mapping.js';
-
-/** One finished HTTP attempt. */
-export interface ExchangeEvent {
-  upstream: UpstreamName;
-  endpoint: EndpointName;
-  /** HTTP status; null when there was no answer (timeout, refused, reset, open circuit). */
-  statusCode: number | null;
-  durationMs: number;
-  /** 1 for a call's first attempt. */
-  attempt: number;
-  request: UpstreamRequest;
-  /** Undefined: answered 2xx with a body that fits. */
-  error?: UpstreamCallError | undefined;
-}
 
 export interface TransportOptions {
   upstream: UpstreamName;
@@ -59,8 +44,6 @@ export interface TransportOptions {
   maxResponseBytes?: number;
   /** Idle keep-alive sockets are closed after this (or the server's shorter hint). @default 4000 */
   keepAliveTimeoutMs?: number;
-  /** Told of every finished attempt. A throwing callback is ignored. */
-  onExchange?: ((event: ExchangeEvent) => void) | undefined;
 }
 
 export interface Transport {
@@ -101,7 +84,7 @@ function header(headers: ResponseHeaders, name: string): string | undefined {
 }
 
 export function createTransport(options: TransportOptions): Transport {
-  const { upstream, onExchange } = options;
+  const { upstream } = options;
   const timeoutMs = options.timeoutMs ?? 5000;
   const url = new URL(options.baseUrl);
   const basePath = url.pathname.replace(/\/+$/, '');
@@ -117,15 +100,6 @@ export function createTransport(options: TransportOptions): Transport {
     keepAliveTimeout: options.keepAliveTimeoutMs ?? 4000,
     maxResponseSize: options.maxResponseBytes ?? 16 * 1024 * 1024,
   });
-
-  const report = (event: ExchangeEvent) => {
-    if (onExchange === undefined) return;
-    try {
-      onExchange(event);
-    } catch {
-      // A metrics callback must not turn an answer into a failure.
-    }
-  };
 
   const classify = (error: unknown, signal: AttemptSignal, statusCode: number | undefined) => {
     if (error instanceof UpstreamCallError) return error;
@@ -251,32 +225,8 @@ export function createTransport(options: TransportOptions): Transport {
     };
   }
 
-  async function exchange<T>(request: UpstreamRequest<T>): Promise<UpstreamAnswer<T>> {
-    const start = performance.now();
-    let answer: UpstreamAnswer<T> | undefined;
-    let error: UpstreamCallError | undefined;
-    try {
-      answer = await attemptOnce(request);
-      return answer;
-    } catch (failure) {
-      error = failure as UpstreamCallError;
-      throw failure;
-    } finally {
-      report({
-        upstream,
-        endpoint: request.form.endpoint,
-        // Every failure after the status line arrived carries its status (classify, errorFromStatus).
-        statusCode: answer?.statusCode ?? error?.statusCode ?? null,
-        durationMs: performance.now() - start,
-        attempt: request.attempt ?? 1,
-        request,
-        error,
-      });
-    }
-  }
-
   return {
-    dispatch: exchange as Dispatch,
+    dispatch: attemptOnce as Dispatch,
     close: () => pool.close(),
   };
 }
