@@ -49,11 +49,15 @@ export const ERROR_CODES = {
   GRAPHQL_PARSE_FAILED: { field: false, when: 'the document is not valid GraphQL (HTTP 400)' },
   GRAPHQL_VALIDATION_FAILED: {
     field: false,
-    when: 'the document does not fit the schema or the limits (depth, aliases, directives, introspection off)',
+    when: 'the document does not fit the schema or the limits (depth, aliases, directives, introspection off) (HTTP 422)',
+  },
+  OPERATION_RESOLUTION_FAILURE: {
+    field: false,
+    when: 'the operation to run cannot be determined: several operations and no operationName, or a name the document does not define (HTTP 422)',
   },
   BAD_REQUEST: {
     field: false,
-    when: 'the HTTP request is malformed (parameters, Content-Length) (HTTP 400), or a batch while BATCH_LIMIT is 0 (HTTP 400) or longer than it (HTTP 413)',
+    when: 'a body that is not JSON (HTTP 400); a request that is not a well-formed GraphQL-over-HTTP request (no query, variables not an object, an unexpected parameter), or a batch while BATCH_LIMIT is 0 (HTTP 422); a batch longer than BATCH_LIMIT (HTTP 413)',
   },
   PERSISTED_QUERY_NOT_FOUND: {
     field: false,
@@ -64,11 +68,14 @@ export const ERROR_CODES = {
     when: 'TRUSTED_DOCUMENTS_MODE=enforce and the document is not in the manifest (HTTP 403); nothing is called',
   },
   METHOD_NOT_ALLOWED: { field: false, when: 'a method other than GET and POST (HTTP 405)' },
-  UNSUPPORTED_MEDIA_TYPE: { field: false, when: 'a POST body that is not JSON (HTTP 415)' },
+  UNSUPPORTED_MEDIA_TYPE: {
+    field: false,
+    when: 'a POST whose Content-Type no parser takes (text/plain, none, XML) (HTTP 415, before any CSRF check)',
+  },
   REQUEST_ENTITY_TOO_LARGE: { field: false, when: 'a body over MAX_REQUEST_BODY_BYTES (HTTP 413)' },
   CSRF_PREVENTED: {
     field: false,
-    when: 'a POST a browser could send cross-site without a preflight (HTTP 403)',
+    when: 'a form or multipart POST a browser could send cross-site without a preflight, without a CSRF header (HTTP 403)',
   },
   INTERNAL_SERVER_ERROR: {
     field: true,

@@ -3,7 +3,7 @@
  * keep-alive timeouts suited to sitting behind a load balancer; and a graceful drain for shutdown
  * (stop accepting, answer what was accepted, then close whatever is left).
  */
-import { createServer, type Server, type ServerResponse } from 'node:http';
+import { createServer, type Server, type ServerResponse, STATUS_CODES } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { FastPath } from './fast-path/fast-path.js';
 import type { GatewayYoga } from './yoga.js';
@@ -24,9 +24,42 @@ export interface GatewayServer {
   readonly inFlight: number;
 }
 
+/** The longest request URI served (GraphQL-over-HTTP's 2026 draft: 414 above it; docs/contract.md, Errors). */
+export const MAX_URI_BYTES = 8192;
+
+/** A bare HTTP/1.1 answer written to a socket the parser gave up on (no request object exists). */
+const bareAnswer = (status: number) =>
+  `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`;
+
+/**
+ * What node's parser refused: headers over the limit are 431, unless the request line alone is over
+ * MAX_URI_BYTES (its first packet starts with a method and has no line end within the limit): 414.
+ * A request that timed out is 408, anything else 400, as node answers by default.
+ */
+function clientErrorStatus(error: NodeJS.ErrnoException & { rawPacket?: Buffer }): number {
+  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') return 408;
+  if (error.code !== 'HPE_HEADER_OVERFLOW') return 400;
+  const packet = error.rawPacket;
+  if (packet === undefined || !/^[A-Z]+ /.test(packet.toString('latin1', 0, 16))) return 431;
+  const lineEnd = packet.indexOf('\r\n');
+  return lineEnd === -1 || lineEnd > MAX_URI_BYTES + 16 ? 414 : 431;
+}
+
 export function createGatewayServer(yoga: GatewayYoga, fastPath: FastPath): GatewayServer {
   const server = createServer((req, res) => {
+    if ((req.url?.length ?? 0) > MAX_URI_BYTES) {
+      res.writeHead(414, { 'content-length': 0, connection: 'close' });
+      res.end();
+      return;
+    }
     if (!fastPath.handle(req, res)) yoga(req, res);
+  });
+  server.on('clientError', (error: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket) => {
+    if (error.code === 'ECONNRESET' || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    socket.end(bareAnswer(clientErrorStatus(error)));
   });
   // Keep-alive longer than typical load balancers' idle timeout, so they close first (no resets).
   server.keepAliveTimeout = 65_000;

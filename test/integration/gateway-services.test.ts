@@ -267,7 +267,8 @@ describe('inference and health against the reference services', () => {
 
   it('one failing field leaves the other (partial results)', async () => {
     const result = await run(stack.url, NullAndPiDocument, { digits: 5 });
-    expect(result.status).toBe(200);
+    // 294 Partial Success: data with a field error (the 2026 draft).
+    expect(result.status).toBe(294);
     expect(result.data?.a).toMatchObject({ __typename: 'NullVerdict', actuallyNull: true, correct: true });
     expect(result.data?.b).toBeNull();
     expect(result.errors).toHaveLength(1);

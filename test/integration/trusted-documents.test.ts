@@ -205,21 +205,22 @@ describe('automatic persisted queries (off mode), with the real client libraries
   });
 
   it.each([
-    ['does not parse', 'query Broken { isNull(value: 1) {'],
-    ['fails validation', 'query Invalid { notAField }'],
+    ['does not parse', 'query Broken { isNull(value: 1) {', 400],
+    ['fails validation', 'query Invalid { notAField }', 422],
     [
       'is over a limit (MAX_DEPTH)',
       '{ __type(name: "Query") { fields { type { fields { type { fields { type { fields { type { name } } } } } } } } } }',
+      422,
     ],
   ])(
     'a document that %s, sent with its hash, is answered with its error and not registered',
-    async (_what, query) => {
+    async (_what, query, status) => {
       const hash = sha256(query);
       const sent = await post(g.url, {
         query,
         extensions: { persistedQuery: { version: 1, sha256Hash: hash } },
       });
-      expect(sent.status).toBe(400);
+      expect(sent.status).toBe(status);
       expect(sent.body.errors?.[0]?.extensions?.code).not.toBe('PERSISTED_QUERY_NOT_FOUND');
       // The hash alone is still unknown: nothing was registered (Apollo Server's rule).
       const alone = await post(g.url, { extensions: { persistedQuery: { version: 1, sha256Hash: hash } } });

@@ -560,7 +560,8 @@ describe('upstream failures map to contract codes', () => {
     const result = await run(
       `{ a: isNull(value: null) { ${NULL_FIELDS} } b: pi { __typename } h: health { status } }`,
     );
-    expect(result.status).toBe(200);
+    // 294 Partial Success: data with a field error (the 2026 draft).
+    expect(result.status).toBe(294);
     expect(result.data?.a).toMatchObject({ __typename: 'NullVerdict', actuallyNull: true });
     expect(result.data?.b).toBeNull();
     expect(result.data?.h).toEqual({ status: 'OK' });

@@ -10,6 +10,9 @@
  *   rides along: API keys travel in headers, never cookies.
  * - A POST with a simple (or no) Content-Type needs one of `requestHeaders`, else 403 CSRF_PREVENTED.
  *   JSON and GraphQL content types are always preflighted cross-site, and pass.
+ * - A POST whose Content-Type no parser takes (`text/plain`, none at all) is not a GraphQL request at
+ *   all: it gets 415 (use-request-shape-errors.ts) before any CSRF verdict, as the GraphQL-over-HTTP
+ *   draft of 2026 asks (docs/contract.md, Errors). Nothing runs for it either way.
  *
  * Why not `@graphql-yoga/plugin-csrf-prevention` as published: it applies its rule to every method,
  * so every plain GET without the header would be refused, breaking GraphQL over HTTP GET for every
@@ -31,8 +34,8 @@ const SIMPLE_CONTENT_TYPES = ['application/x-www-form-urlencoded', 'multipart/fo
 export function useCsrfPrevention(options: CsrfPreventionPluginOptions = {}): Plugin {
   const requestHeaders = options.requestHeaders ?? ['x-graphql-yoga-csrf', 'apollo-require-preflight'];
   return {
-    onRequestParse({ request }) {
-      if (request.method !== 'POST') return;
+    onRequestParse({ request, requestParser }) {
+      if (request.method !== 'POST' || requestParser === undefined) return;
       const contentType = request.headers.get('content-type')?.toLowerCase();
       const simple =
         contentType === undefined || SIMPLE_CONTENT_TYPES.some((type) => contentType.startsWith(type));

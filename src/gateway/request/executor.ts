@@ -64,7 +64,8 @@ function asRequestErrors(result: ExecutionResult): ExecutionResult {
         originalError: error.originalError ?? undefined,
         extensions: {
           ...error.extensions,
-          http: { ...(error.extensions?.http as object | undefined), status: 400 },
+          // 400 as before for application/json; the 2026 draft's 422 (http-status.ts).
+          http: { ...(error.extensions?.http as object | undefined), status: 400, draftStatus: 422 },
         },
       }),
     ),

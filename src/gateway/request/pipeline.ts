@@ -14,7 +14,8 @@
  *   execute  one executor: graphql-js, then graphql-jit once a document repeats (executor.ts)
  *   finish   codes on request errors, masking of unexpected errors, the report (extensions, log
  *            line, metrics, span)
- *   encode   the JSON media type by the rules of media-type.ts, status and body
+ *   encode   the JSON media type by the rules of media-type.ts, the status (http-status.ts: the
+ *            2026 draft's for application/graphql-response+json), the body
  *   end      settles each operation's cost admission, once
  *
  * Per-request state lives in a `RequestState` the lane carries (node's response on the fast path,
@@ -32,6 +33,7 @@ import type { OperationPlan } from '../operation-plan.js';
 import type { DocumentRequest, Resolved, TrustedDocuments } from '../trusted-documents.js';
 import type { Execution, Executor } from './executor.js';
 import type { RequestFacts } from './facts.js';
+import { httpStatusOf } from './http-status.js';
 import type { JsonMediaType } from './media-type.js';
 import { withRequestErrorCodes } from './request-error-codes.js';
 
@@ -217,7 +219,11 @@ export function createRequestPipeline(options: RequestPipelineOptions): RequestP
         PLAIN_FETCH,
         mediaType,
       ) as unknown as PlainResponse;
-      return { status: response.init.status, headers: response.init.headers, body: response.body };
+      return {
+        status: httpStatusOf(result, mediaType, response.init.status),
+        headers: response.init.headers,
+        body: response.body,
+      };
     },
 
     cancel(state, reason) {
