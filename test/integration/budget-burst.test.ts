@@ -6,8 +6,9 @@
  * Redis going away mid-burst fails nothing (each replica then holds the budget on its own spend), and
  * what was spent meanwhile reaches Redis once it is back.
  *
- * The upstream is the scripted one: it answers each check after a delay (so the whole burst is in
- * flight before the first cost is known), reports a fixed cost, and counts what reached it.
+ * The upstream is the scripted one: it holds the answers of a burst until every operation of it has
+ * reserved (reached the upstream) or been refused, so the whole burst is in flight before the first
+ * cost is known, whatever the machine's speed; it reports a fixed cost, and counts what reached it.
  */
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
@@ -21,7 +22,7 @@ import { metricValue } from '../support/metric-values.js';
 import { type RedisServer, requireRedisServer, startRedisServer } from '../support/redis-server.js';
 import { useScriptedGateways } from '../support/scripted-gateways.js';
 import { nullBody } from '../support/upstream-bodies.js';
-import { until } from '../support/waits.js';
+import { gate, until } from '../support/waits.js';
 
 requireRedisServer('budget-burst');
 
@@ -32,13 +33,15 @@ const FIRST_ESTIMATE = listPrice({ upstream: 'null-check', kind: 'check', model:
 /** The largest error of one operation's estimate against its bill (estimates lie between both). */
 const MAX_ESTIMATE_ERROR = Math.abs(FIRST_ESTIMATE - CHECK_USD);
 const BUDGET = 0.05;
-/** Long enough that a burst sent together is all in flight before the first answer. */
-const DELAY_MS = 300;
 
 const ENV = {
   BREAKER_THRESHOLD: '0',
   RETRY_MAX_ATTEMPTS: '1',
   COST_BUDGET_USD_PER_HOUR: String(BUDGET),
+  // A held answer is a slow upstream to the gateway: bounds a loaded machine cannot reach while the
+  // burst reserves (the timeouts are not what is tested here).
+  UPSTREAM_TIMEOUT_MS: '30000',
+  OPERATION_DEADLINE_MS: '60000',
 };
 
 const check = (value: string) => `{ isNull(value: ${JSON.stringify(value)}) { __typename } }`;
@@ -69,32 +72,63 @@ function tally(results: GqlResult[]) {
 }
 
 const scripted = useScriptedGateways();
+/** While a burst is being sent: its checks' answers wait for this. */
+let held: Promise<void> | undefined;
 beforeEach(() => {
+  held = undefined;
   scripted.upstream.reset();
   scripted.upstream.route('POST', '/api/v1/check', (req) => {
     const value = (req.body as { value?: unknown }).value;
     if (value === 'hang') return { hang: true };
     if (value === 'fail-500') return { status: 500 };
     if (value === 'fail-503') return { status: 503 };
-    return { delayMs: DELAY_MS, body: nullBody({ gpu_cost_usd: CHECK_USD }) };
+    return { holdUntil: held, body: nullBody({ gpu_cost_usd: CHECK_USD }) };
   });
 });
 
+const checks = () => scripted.upstream.count('POST', '/api/v1/check');
+
+/**
+ * Sends `count` operations together (`send(i)`), their upstream answers held until every one has
+ * either reached the upstream (reserved, admitted) or been answered (refused, before any call): the
+ * whole burst has reserved before the first cost is known. `meanwhile` runs once all are sent, before
+ * that wait. Then the answers go; resolves to every result.
+ */
+async function burst(
+  count: number,
+  send: (i: number) => Promise<GqlResult>,
+  meanwhile?: () => Promise<void>,
+): Promise<GqlResult[]> {
+  const answers = gate();
+  held = answers.opened;
+  const before = checks();
+  let settled = 0;
+  const results = Array.from({ length: count }, (_, i) =>
+    send(i).finally(() => {
+      settled++;
+    }),
+  );
+  try {
+    await meanwhile?.();
+    const reserved = await until(() => settled + checks() - before === count, 400);
+    expect(reserved, 'every operation of the burst reached the upstream or was refused').toBe(true);
+  } finally {
+    held = undefined;
+    answers.open();
+  }
+  return Promise.all(results);
+}
+
 async function gateway(env: Record<string, string> = {}): Promise<TestGateway> {
-  const started = await scripted.gateway({ ...ENV, ...env });
-  // The fast path learns Yoga's media type for an Accept value from Yoga's first answer.
-  await gql(started.url, '{ __typename }');
-  return started;
+  return scripted.gateway({ ...ENV, ...env });
 }
 
 describe('one process', () => {
   it('60 concurrent operations of one key, half on each path: billed within the budget plus the estimation error', async () => {
     const g = await gateway();
     const headers = { 'x-api-key': `sk-burst-${randomUUID()}` };
-    const results = await Promise.all(
-      Array.from({ length: 60 }, (_, i) =>
-        i % 2 === 0 ? gql(g.url, check(`v${i}`), { headers }) : gqlInYoga(g, check(`v${i}`), { headers }),
-      ),
+    const results = await burst(60, (i) =>
+      i % 2 === 0 ? gql(g.url, check(`v${i}`), { headers }) : gqlInYoga(g, check(`v${i}`), { headers }),
     );
     const { billed, answered, refused, other } = tally(results);
     expect(other).toEqual([]);
@@ -103,7 +137,7 @@ describe('one process', () => {
     expect(answered).toBe(Math.floor((BUDGET + 1e-9) / FIRST_ESTIMATE));
     expect(billed).toBeLessThanOrEqual(BUDGET + MAX_ESTIMATE_ERROR);
     // Refused operations called nothing: the upstream saw exactly the answered ones.
-    expect(scripted.upstream.count('POST', '/api/v1/check')).toBe(answered);
+    expect(checks()).toBe(answered);
     // The fast path took its half.
     expect(g.app.fastPath.served.fast).toBeGreaterThanOrEqual(30);
     // Each answer says what was reserved for it.
@@ -138,7 +172,7 @@ describe('one process', () => {
       const headers = { 'x-api-key': `sk-cancel-${randomUUID()}` };
       const abort = new AbortController();
       const hanging = send(check('hang'), headers, abort.signal).catch((error: unknown) => error);
-      expect(await until(() => scripted.upstream.count('POST', '/api/v1/check') === 1)).toBe(true);
+      expect(await until(() => checks() === 1)).toBe(true);
       // One reservation hangs, one operation is billed: the third does not fit.
       expect((await send(check('a'), headers)).errors).toBeUndefined();
       const refused = await send(check('b'), headers);
@@ -151,7 +185,7 @@ describe('one process', () => {
       const again = await send(check('c'), headers);
       expect(again.errors).toBeUndefined();
       // The upstream saw the hanging call and the two admitted ones; the refused one never.
-      expect(scripted.upstream.count('POST', '/api/v1/check')).toBe(3);
+      expect(checks()).toBe(3);
     });
 
     it('a failed call (500, 503) bills nothing and gives its reservation back', async () => {
@@ -165,7 +199,7 @@ describe('one process', () => {
       expect((await send(check('x'), headers)).errors).toBeUndefined();
       expect((await send(check('y'), headers)).errors).toBeUndefined();
       expect((await send(check('z'), headers)).errors?.[0]?.extensions?.code).toBe('BUDGET_EXCEEDED');
-      expect(scripted.upstream.count('POST', '/api/v1/check')).toBe(6);
+      expect(checks()).toBe(6);
     });
   });
 });
@@ -202,15 +236,13 @@ describe('two replicas on one redis-server', () => {
     const [a, b] = await replicas(prefix);
     const apiKey = `sk-shared-${randomUUID()}`;
     const headers = { 'x-api-key': apiKey };
-    const results = await Promise.all(
-      Array.from({ length: 40 }, (_, i) => gql((i % 2 === 0 ? a : b).url, check(`r${i}`), { headers })),
-    );
+    const results = await burst(40, (i) => gql((i % 2 === 0 ? a : b).url, check(`r${i}`), { headers }));
     const { billed, answered, refused, other } = tally(results);
     expect(other).toEqual([]);
     expect(answered + refused).toBe(40);
     expect(answered).toBe(Math.floor((BUDGET + 1e-9) / FIRST_ESTIMATE));
     expect(billed).toBeLessThanOrEqual(BUDGET + MAX_ESTIMATE_ERROR);
-    expect(scripted.upstream.count('POST', '/api/v1/check')).toBe(answered);
+    expect(checks()).toBe(answered);
     // Settled: Redis holds what was billed (settlements are written after the answers; bounded wait).
     expect(await until(async () => Math.abs((await inRedis(prefix, apiKey)) - billed) < 1e-9)).toBe(true);
   });
@@ -220,26 +252,26 @@ describe('two replicas on one redis-server', () => {
     const [a, b] = await replicas(prefix);
     const apiKey = `sk-outage-${randomUUID()}`;
     const headers = { 'x-api-key': apiKey };
-    const burst = Promise.all(
-      Array.from({ length: 60 }, (_, i) => gql((i % 2 === 0 ? a : b).url, check(`o${i}`), { headers })),
+    // Killed while the burst reserves; its answers (and so its settlements) come after.
+    const results = await burst(
+      60,
+      (i) => gql((i % 2 === 0 ? a : b).url, check(`o${i}`), { headers }),
+      () => redis.kill(),
     );
-    await redis.kill();
-    const { billed, answered, refused, other } = tally(await burst);
+    const { billed, answered, refused, other } = tally(results);
     // Never a failed request: an answer or a budget refusal.
     expect(other).toEqual([]);
     expect(answered + refused).toBe(60);
     // While Redis is away each replica enforces the budget on its own: at most twice the budget.
     expect(billed).toBeLessThanOrEqual(2 * (BUDGET + MAX_ESTIMATE_ERROR));
-    expect(scripted.upstream.count('POST', '/api/v1/check')).toBe(answered);
+    expect(checks()).toBe(answered);
     expect(await until(() => [a, b].every((g) => g.app.sharedState.status() === 'fallback'))).toBe(true);
 
     // A burst during the outage (another key): each replica decides on its own spend.
     const outageKey = `sk-during-${randomUUID()}`;
     const during = tally(
-      await Promise.all(
-        Array.from({ length: 60 }, (_, i) =>
-          gql((i % 2 === 0 ? a : b).url, check(`d${i}`), { headers: { 'x-api-key': outageKey } }),
-        ),
+      await burst(60, (i) =>
+        gql((i % 2 === 0 ? a : b).url, check(`d${i}`), { headers: { 'x-api-key': outageKey } }),
       ),
     );
     expect(during.other).toEqual([]);

@@ -13,17 +13,25 @@ import {
 import { startTestGateway, type TestGateway, testDigitEngine } from '../support/gateway.js';
 import { codes, gql } from '../support/graphql-client.js';
 import { nullHealth, piHealth, nullBody as specNullBody } from '../support/upstream-bodies.js';
+import { gate, until } from '../support/waits.js';
 
 const engine = testDigitEngine();
-const TIMEOUT_MS = 300;
 
-/** No retries, no breaker: each row is exactly one upstream attempt. */
+/**
+ * No retries, no breaker: each row is exactly one upstream attempt. Timeouts in seconds: an answer
+ * the scripted upstream sends is never taken for a timeout, however busy the machine.
+ */
 const PLAIN_ENV = {
-  UPSTREAM_TIMEOUT_MS: String(TIMEOUT_MS),
-  HEALTH_TIMEOUT_MS: String(TIMEOUT_MS),
+  UPSTREAM_TIMEOUT_MS: '10000',
+  HEALTH_TIMEOUT_MS: '10000',
   RETRY_MAX_ATTEMPTS: '1',
   BREAKER_THRESHOLD: '0',
 };
+/**
+ * The timeout of the gateway in front of upstreams that never answer (the UPSTREAM_TIMEOUT rows):
+ * short, as nothing can arrive before it anyway.
+ */
+const SHORT_TIMEOUT = { UPSTREAM_TIMEOUT_MS: '300', NULL_API_VERSION: 'v1', PI_API_VERSION: 'v1' };
 
 function startGateway(nullBaseUrl: string, piBaseUrl: string, env: Record<string, string> = {}) {
   return startTestGateway({
@@ -61,13 +69,18 @@ const secretBody = (status: number) => ({
 let nullUp: ScriptedUpstream;
 let piUp: ScriptedUpstream;
 let gateway: TestGateway;
+/** The same, with a short upstream timeout: for answers that never come. */
+let impatient: TestGateway;
 
 beforeAll(async () => {
   [nullUp, piUp] = await Promise.all([startScriptedUpstream(), startScriptedUpstream()]);
-  gateway = await startGateway(nullUp.url, piUp.url);
+  [gateway, impatient] = await Promise.all([
+    startGateway(nullUp.url, piUp.url),
+    startGateway(nullUp.url, piUp.url, SHORT_TIMEOUT),
+  ]);
 });
 afterAll(async () => {
-  await gateway?.close();
+  await Promise.all([gateway?.close(), impatient?.close()]);
   await Promise.all([nullUp?.close(), piUp?.close()]);
 });
 beforeEach(async () => {
@@ -159,7 +172,9 @@ describe('the error table (docs/contract.md, Errors), at the GraphQL level', () 
       which === 'null' ? '/api/v1/check' : '/api/v1/pi',
       script,
     );
-    const result = await gql(gateway.url, which === 'null' ? IS_NULL : PI);
+    // Only an answer that never comes meets the short timeout.
+    const via = code === 'UPSTREAM_TIMEOUT' ? impatient : gateway;
+    const result = await gql(via.url, which === 'null' ? IS_NULL : PI);
     // Data (the field null) with an error: 294 Partial Success under application/graphql-response+json.
     expect(result.status).toBe(294);
     expect(result.data).toEqual({ f: null });
@@ -227,8 +242,13 @@ describe('the error table (docs/contract.md, Errors), at the GraphQL level', () 
   });
 
   it('a slow upstream within the timeout still answers', async () => {
-    piUp.route('GET', '/api/v1/pi', { delayMs: TIMEOUT_MS / 3, body: await piBody(3) });
-    const result = await gql(gateway.url, PI);
+    // Slow: the answer is held until the call has reached the upstream and waits there.
+    const answer = gate();
+    piUp.route('GET', '/api/v1/pi', { holdUntil: answer.opened, body: await piBody(3) });
+    const pending = gql(gateway.url, PI);
+    expect(await until(() => piUp.count('GET', '/api/v1/pi') === 1)).toBe(true);
+    answer.open();
+    const result = await pending;
     expect(result.errors).toBeUndefined();
     expect(result.data?.f).toMatchObject({ __typename: 'PiDigits', correctDigits: 3 });
   });

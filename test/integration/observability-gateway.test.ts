@@ -13,11 +13,12 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServices } from '../../src/services/start-services.js';
-import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
+import type { ScriptedUpstream } from '../fixtures/scripted-upstream.js';
 import { startTestGateway, startTestServices, type TestGateway } from '../support/gateway.js';
 import { type GqlResult, gql, parsed } from '../support/graphql-client.js';
 import { capturedLogger, LEVEL, type LogLine } from '../support/logs.js';
 import { metricValue } from '../support/metric-values.js';
+import { useScriptedGateways } from '../support/scripted-gateways.js';
 import { nullBody, routeSpecAnswers } from '../support/upstream-bodies.js';
 import { until, within } from '../support/waits.js';
 
@@ -314,15 +315,17 @@ describe('in front of a scripted upstream', () => {
     b2: { sponsor: 'Sponsor of B, second', cost: 0.003 },
   };
 
+  const upstreamAndGateways = useScriptedGateways();
+
   beforeAll(async () => {
-    up = await startScriptedUpstream();
-    routeSpecAnswers(up, up, '/pi');
+    up = upstreamAndGateways.upstream;
+    routeSpecAnswers(up);
     up.route('POST', '/api/v1/check', async (request) => {
       const value = String((request.body as { value?: unknown }).value);
       if (value === 'hang') return { hang: true };
       // Every answer waits until all three calls of the two operations have arrived: the operations
-      // overlap for sure (bounded: after 5 s it answers anyway, and the assertions below fail).
-      await until(() => up.count('POST', '/api/v1/check') >= 3, 100, 50);
+      // overlap for sure (bounded: after 10 s it answers anyway, and the assertions below fail).
+      await until(() => up.count('POST', '/api/v1/check') >= 3, 200, 50);
       const answer = ANSWERS[value];
       return {
         body: nullBody({
@@ -332,16 +335,7 @@ describe('in front of a scripted upstream', () => {
         }),
       };
     });
-    scripted = await startTestGateway({
-      nullBaseUrl: up.url,
-      piBaseUrl: `${up.url}/pi`,
-      logger: log.logger,
-      env: { RETRY_MAX_ATTEMPTS: '1' },
-    });
-  });
-  afterAll(async () => {
-    await scripted?.close();
-    await up?.close();
+    scripted = await upstreamAndGateways.gateway({ RETRY_MAX_ATTEMPTS: '1' }, { logger: log.logger });
   });
 
   const A = 'query A { isNull(value: "a") { ... on NullCheck { sponsoredBy } } }';

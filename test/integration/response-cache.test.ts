@@ -1,15 +1,19 @@
 /**
- * The response cache of deterministic answers end to end (docs/contract.md, Caching and sharing calls):
- * the gateway (`createApp`, fast path first) with RESPONSE_CACHE=true in front of the real reference
- * services (embedded, with added pi latency so concurrent calls overlap for sure). Cached answers carry
- * `extensions.cache`, their sponsor message and `extensions.cost.cacheHits`, and report no new cost;
- * tier-dependent answers and errors never cross API keys; identical concurrent operations make one
- * upstream call; non-deterministic calls are never cached. The cache is off by default.
+ * The response cache of deterministic answers end to end (docs/contract.md, Caching and sharing calls): the gateway (`createApp`,
+ * fast path first) with RESPONSE_CACHE=true in front of the real reference services (embedded).
+ * Cached answers carry `extensions.cache`, their sponsor message and `extensions.cost.cacheHits`, and
+ * report no new cost; tier-dependent answers and errors never cross API keys; identical concurrent
+ * operations make one upstream call (in front of a scripted upstream that holds its answer until all
+ * of them are waiting for it); non-deterministic calls are never cached. The cache is off by default.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
 import { type GqlResult, gql } from '../support/graphql-client.js';
+import { metricValue } from '../support/metric-values.js';
+import { useScriptedGateways } from '../support/scripted-gateways.js';
+import { piBody } from '../support/upstream-bodies.js';
+import { gate, until } from '../support/waits.js';
 
 interface Cost {
   gpuCostUsd: number;
@@ -17,15 +21,11 @@ interface Cost {
   cacheHits: number;
 }
 
-/** Latency of the reference pi service: long enough for concurrent calls to overlap for sure. */
-const PI_LATENCY_MS = 150;
-
 let gateway: TestGateway;
+const scripted = useScriptedGateways();
 
 beforeAll(async () => {
-  gateway = await startTestGateway({
-    env: { RESPONSE_CACHE: 'true', PI_FAULT_LATENCY_MS: String(PI_LATENCY_MS), FREE_RATE_LIMIT: '0' },
-  });
+  gateway = await startTestGateway({ env: { RESPONSE_CACHE: 'true', FREE_RATE_LIMIT: '0' } });
 });
 
 afterAll(async () => {
@@ -52,9 +52,15 @@ async function upstreamRequests(endpoint: string, on: TestGateway = gateway): Pr
 }
 
 /** Pi calls saved by sharing an identical call in flight (gateway_dedup_hits_total, source inflight). */
-async function inflightShares(): Promise<number> {
-  const text = await gateway.app.metrics.render();
-  return Number(/gateway_dedup_hits_total\{upstream="pi-digits",source="inflight"\} (\d+)/.exec(text)?.[1]);
+async function inflightShares(on: TestGateway): Promise<number> {
+  const labels = { upstream: 'pi-digits', source: 'inflight' };
+  return (await metricValue(on.app.metrics.registry, 'gateway_dedup_hits_total', labels)) ?? 0;
+}
+
+/** Pi lookups that found nothing in the cache. */
+async function piMisses(on: TestGateway): Promise<number> {
+  const labels = { upstream: 'pi-digits', result: 'miss' };
+  return (await metricValue(on.app.metrics.registry, 'gateway_response_cache_requests_total', labels)) ?? 0;
 }
 
 /** Dollars counted in gateway_gpu_cost_usd_total, every upstream and model. */
@@ -117,10 +123,24 @@ describe('the response cache (RESPONSE_CACHE=true)', () => {
   });
 
   it('makes one upstream call for five identical concurrent operations, and bills it once', async () => {
-    const before = await upstreamRequests('pi');
-    const sharedBefore = await inflightShares();
-    const answers = await Promise.all(Array.from({ length: 5 }, () => graphql(PI('digits: 1'))));
-    expect(await upstreamRequests('pi')).toBe(before + 1);
+    const cached = await scripted.gateway({ RESPONSE_CACHE: 'true' });
+    const answer = gate();
+    scripted.upstream.route('GET', '/api/v1/pi', {
+      holdUntil: answer.opened,
+      body: piBody({ digits: '3.1', precision: 1 }),
+    });
+    const before = await upstreamRequests('pi', cached);
+    const sharedBefore = await inflightShares(cached);
+    const missedBefore = await piMisses(cached);
+    const pending = Promise.all(Array.from({ length: 5 }, () => graphql(PI('digits: 1'), undefined, cached)));
+    // All five have missed the cache (and so joined the one call in flight), and that call is at the
+    // upstream, its answer held: only now does it go.
+    const overlapping = async () =>
+      (await piMisses(cached)) - missedBefore === 5 && scripted.upstream.count('GET', '/api/v1/pi') === 1;
+    expect(await until(overlapping, 200)).toBe(true);
+    answer.open();
+    const answers = await pending;
+    expect(await upstreamRequests('pi', cached)).toBe(before + 1);
     for (const answer of answers) expect(answer.errors).toBeUndefined();
     expect(new Set(answers.map((a) => JSON.stringify(a.data))).size).toBe(1);
     // All five looked the answer up in the cache before it was there (a miss each); one of them
@@ -131,12 +151,12 @@ describe('the response cache (RESPONSE_CACHE=true)', () => {
       { gpuCostUsd: price, upstreamCalls: 1, cacheHits: 0 },
       ...Array(4).fill({ gpuCostUsd: 0, upstreamCalls: 0, cacheHits: 0 }),
     ]);
-    expect((await inflightShares()) - sharedBefore).toBe(4);
+    expect((await inflightShares(cached)) - sharedBefore).toBe(4);
     // The answer is cached now: the next one is a plain hit.
-    const later = await graphql(PI('digits: 1'));
+    const later = await graphql(PI('digits: 1'), undefined, cached);
     expect(cacheOf(later)).toEqual({ hits: 1, misses: 0 });
     expect(costOf(later)).toMatchObject({ gpuCostUsd: 0, upstreamCalls: 0, cacheHits: 1 });
-    expect(await upstreamRequests('pi')).toBe(before + 1);
+    expect(await upstreamRequests('pi', cached)).toBe(before + 1);
   });
 
   it('never caches non-deterministic calls or a missing value', async () => {

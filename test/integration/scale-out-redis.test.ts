@@ -6,24 +6,30 @@
  * resumes by itself. Also WORKERS=2 with Redis: the cluster's workers share one cache.
  */
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
 import { type GatewayProcess, startGatewayProcess } from '../support/gateway-process.js';
 import { gql } from '../support/graphql-client.js';
 import { type RedisServer, requireRedisServer, startRedisServer } from '../support/redis-server.js';
 import { nullBody, routeSpecAnswers } from '../support/upstream-bodies.js';
-import { until } from '../support/waits.js';
+import { gate, until } from '../support/waits.js';
 
 requireRedisServer('scale-out-redis');
 
 /** Cost of one scripted check, in dollars. */
 const CHECK_USD = 0.004;
-/** Long enough that two identical calls sent together surely overlap. */
-const UPSTREAM_DELAY_MS = 400;
+/**
+ * A Redis timeout a loaded machine cannot trip (the default is 25 ms): these tests check sharing, not
+ * the fallback a slow Redis read turns into (the fallback has tests of its own; a killed Redis refuses
+ * at once, so this does not slow the test that kills it).
+ */
+const REDIS_TIMEOUT_MS = '5000';
 
 let redis: RedisServer;
 let upstream: ScriptedUpstream;
 const processes: GatewayProcess[] = [];
+/** Checks of these values are answered once their gate opens: in flight for as long as a test needs. */
+const holds = new Map<string, Promise<void>>();
 
 const IS_NULL =
   'query IsNull($value: JSON) { isNull(value: $value) { __typename ... on NullVerdict { isNull } } }';
@@ -32,10 +38,13 @@ beforeAll(async () => {
   redis = await startRedisServer();
   upstream = await startScriptedUpstream();
   routeSpecAnswers(upstream, upstream, '/pi');
-  upstream.route('POST', '/api/v1/check', (req) => ({
-    delayMs: UPSTREAM_DELAY_MS,
-    body: nullBody({ is_null: (req.body as { value?: unknown }).value === null, gpu_cost_usd: CHECK_USD }),
-  }));
+  upstream.route('POST', '/api/v1/check', (req) => {
+    const value = (req.body as { value?: unknown }).value;
+    return {
+      holdUntil: typeof value === 'string' ? holds.get(value) : undefined,
+      body: nullBody({ is_null: value === null, gpu_cost_usd: CHECK_USD }),
+    };
+  });
 });
 
 afterAll(async () => {
@@ -52,14 +61,46 @@ async function replicas(env: Record<string, string>): Promise<[GatewayProcess, G
     NULL_API_VERSION: 'v1',
     REDIS_URL: redis.url,
     REDIS_KEY_PREFIX: `test-${processes.length}:`,
+    REDIS_TIMEOUT_MS,
     ...env,
   };
   const pair = await Promise.all([startGatewayProcess(shared), startGatewayProcess(shared)]);
   processes.push(...pair);
+  for (const replica of pair) await sharing(replica);
   return pair;
 }
 
+/**
+ * Waits (bounded) until each of the process' `workers` has connected to Redis: a process listens
+ * before its lazy Redis connection is up, and a request served before that is served from memory.
+ */
+async function sharing(gateway: GatewayProcess, workers = 1): Promise<void> {
+  const connected = () => gateway.lines.filter((l) => l.msg === 'redis connected; sharing state').length;
+  expect(await until(() => connected() >= workers, 400), 'connected to Redis').toBe(true);
+}
+
 const checks = () => upstream.count('POST', '/api/v1/check');
+/** The values of the checks that reached the upstream, each once. */
+const checkedValues = () =>
+  new Set(
+    upstream.requests
+      .filter((r) => r.path === '/api/v1/check')
+      .map((r) => (r.body as { value?: unknown }).value),
+  );
+
+/**
+ * MGETs Redis has run: a replica that follows another's call in flight polls Redis for its answer
+ * with MGET (and nothing else here sends one).
+ */
+async function flightPolls(): Promise<number> {
+  const client = new Redis(redis.url, { lazyConnect: true, maxRetriesPerRequest: 0 });
+  try {
+    await client.connect();
+    return Number(/cmdstat_mget:calls=(\d+)/.exec(await client.info('commandstats'))?.[1] ?? 0);
+  } finally {
+    client.disconnect();
+  }
+}
 
 /**
  * Whether a cached answer is in Redis under `prefix` (bounded wait). A replica writes an answer to
@@ -84,14 +125,9 @@ describe('two replicas on one Redis', () => {
   let a: GatewayProcess;
   let b: GatewayProcess;
   beforeAll(async () => {
-    // A generous Redis timeout, as in the cluster test below: sharing is checked, not the fallback
-    // (a killed Redis refuses at once, so the timeout does not slow the test that kills it).
-    [a, b] = await replicas({
-      RESPONSE_CACHE: 'true',
-      REDIS_KEY_PREFIX: CACHE_PREFIX,
-      REDIS_TIMEOUT_MS: '1000',
-    });
+    [a, b] = await replicas({ RESPONSE_CACHE: 'true', REDIS_KEY_PREFIX: CACHE_PREFIX });
   });
+  afterEach(() => holds.clear());
 
   it('an answer fetched through A is a cache hit through B, and costs B nothing', async () => {
     upstream.resetRecords();
@@ -113,10 +149,18 @@ describe('two replicas on one Redis', () => {
 
   it('identical concurrent calls through A and B reach the upstream once', async () => {
     upstream.resetRecords();
-    const [x, y] = await Promise.all([
+    const answer = gate();
+    holds.set('in-flight', answer.opened);
+    const polls = await flightPolls();
+    const both = Promise.all([
       gql(a.url, IS_NULL, { variables: { value: 'in-flight' } }),
       gql(b.url, IS_NULL, { variables: { value: 'in-flight' } }),
     ]);
+    // One replica's call is at the upstream (its answer held), and the other follows it: it polls
+    // Redis for that answer. Only then does the answer go.
+    expect(await until(async () => checks() === 1 && (await flightPolls()) > polls, 200)).toBe(true);
+    answer.open();
+    const [x, y] = await both;
     expect(x.data).toEqual({ isNull: { __typename: 'NullVerdict', isNull: false } });
     expect(y.data).toEqual(x.data);
     expect(checks()).toBe(1);
@@ -128,13 +172,18 @@ describe('two replicas on one Redis', () => {
   });
 
   it('Redis killed under load: no request fails, one warning, /ready shows it; sharing resumes after', async () => {
-    const values = Array.from({ length: 60 }, (_, i) => `load-${i % 6}`);
-    const results = await Promise.all(
-      values.map(async (value, i) => {
-        if (i === 20) await redis.kill();
-        return gql(i % 2 === 0 ? a.url : b.url, IS_NULL, { variables: { value } });
-      }),
-    );
+    upstream.resetRecords();
+    const load = gate();
+    for (let v = 0; v < 6; v++) holds.set(`load-${v}`, load.opened);
+    const send = (i: number) =>
+      gql(i % 2 === 0 ? a.url : b.url, IS_NULL, { variables: { value: `load-${i % 6}` } });
+    const before = Array.from({ length: 20 }, (_, i) => send(i));
+    // Each of the six values is in flight, its answer held at the upstream, when Redis dies.
+    expect(await until(() => checkedValues().size === 6, 200)).toBe(true);
+    await redis.kill();
+    const after = Array.from({ length: 40 }, (_, i) => send(20 + i));
+    load.open();
+    const results = await Promise.all([...before, ...after]);
     for (const result of results) {
       expect(result.status).toBe(200);
       expect(result.errors).toBeUndefined();
@@ -199,13 +248,12 @@ describe('cluster workers on Redis', () => {
         REDIS_URL: redis.url,
         REDIS_KEY_PREFIX: 'test-cluster:',
         RESPONSE_CACHE: 'true',
-        // What is checked is sharing, not the fallback: a loaded CI machine must not turn a slow
-        // Redis read into a local miss (the fallback has tests of its own).
-        REDIS_TIMEOUT_MS: '1000',
+        REDIS_TIMEOUT_MS,
         WORKERS: '2',
       }),
     ]);
     processes.push(cluster as GatewayProcess);
+    await sharing(cluster as GatewayProcess, 2);
     const url = (cluster as GatewayProcess).url;
     upstream.resetRecords();
     await gql(url, IS_NULL, { variables: { value: 'cluster' } });

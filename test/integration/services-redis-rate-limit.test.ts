@@ -5,9 +5,7 @@
  * back. Real HTTP on loopback, a 60 s window throughout so that no window runs out during a test,
  * whatever the machine's speed.
  */
-import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
-import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   createServices,
@@ -15,35 +13,19 @@ import {
   type ServicesOptions,
   startServices,
 } from '../../src/services/start-services.js';
+import { capturedLogger, LEVEL, type LogLine } from '../support/logs.js';
 import { freePort, type RedisServer, requireRedisServer, startRedisServer } from '../support/redis-server.js';
+import { until } from '../support/waits.js';
 import { type Answer, bearer, call, expectErrorShape, postJson } from './services-test-helpers.js';
 
-interface LogLine {
-  level: number;
-  msg: string;
-  redis?: string;
-  reason?: string;
-}
-const WARN = 40;
-const INFO = 30;
+const { warn: WARN, info: INFO } = LEVEL;
 
-/** A pino logger whose lines land in `lines` (parsed). */
+/** The services' log lines at info and above, and those of them about Redis at one level. */
 function capturingLogger() {
-  const lines: LogLine[] = [];
-  const raw: string[] = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      for (const text of chunk.toString().split('\n')) {
-        if (text.trim() === '') continue;
-        raw.push(text);
-        lines.push(JSON.parse(text) as LogLine);
-      }
-      done();
-    },
-  });
-  const redisLines = (level: number) =>
-    lines.filter((line) => line.level === level && /Redis/.test(line.msg));
-  return { logger: pino({ level: 'info' }, sink), lines, raw, redisLines };
+  const captured = capturedLogger('info');
+  const redisLines = (level: number): LogLine[] =>
+    captured.lines.filter((line) => line.level === level && /Redis/.test(line.msg));
+  return { ...captured, redisLines };
 }
 
 const running: RunningServices[] = [];
@@ -87,24 +69,6 @@ function expectOnlyGrantedOrLimited(answers: Answer<unknown>[]): void {
   }
 }
 
-/**
- * Runs `step` (if any), then checks `condition`, every 50 ms, at most `tries` times; fails when it
- * never holds.
- */
-async function eventually(
-  condition: () => boolean,
-  what: string,
-  tries = 200,
-  step?: () => Promise<unknown>,
-): Promise<void> {
-  for (let i = 0; i < tries; i++) {
-    await step?.();
-    if (condition()) return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  expect(condition(), what).toBe(true);
-}
-
 describe('Redis unreachable from the start (no redis-server needed)', () => {
   it('starts, answers every request, logs one warn line without the password', async () => {
     const port = await freePort();
@@ -134,7 +98,7 @@ describe('Redis unreachable from the start (no redis-server needed)', () => {
     await nullCheck.close();
     expect(redis?.client.status).not.toBe('end');
     await piDigits.close();
-    await eventually(() => redis?.client.status === 'end', 'the connection ends');
+    expect(await until(() => redis?.client.status === 'end', 200), 'the connection ends').toBe(true);
     // Without REDIS_URL there is none.
     const plain = createServices();
     expect(plain.redis).toBeUndefined();
@@ -237,7 +201,10 @@ describe('rate limits in a real Redis', () => {
 
     await server.restart();
     for (const [i, log] of logs.entries()) {
-      await eventually(() => log.redisLines(INFO).length === 1, `replica ${i} logs that Redis is back`);
+      expect(
+        await until(() => log.redisLines(INFO).length === 1, 200),
+        `replica ${i} logs that Redis is back`,
+      ).toBe(true);
     }
     // The restarted Redis is empty: 10 in total again, across both replicas.
     const after = await alternate(30, [() => check(a.nullCheckUrl), () => check(b.nullCheckUrl)]);
@@ -256,22 +223,22 @@ describe('rate limits in a real Redis', () => {
       logger: capture.logger,
     });
     expect((await check(services.nullCheckUrl)).status).toBe(200);
-    // CLIENT PAUSE holds every client's commands (this one's too) for the given milliseconds.
-    const pauser = new Redis(server.url, { lazyConnect: true, maxRetriesPerRequest: 0 });
-    await pauser.connect();
-    expect(await pauser.call('CLIENT', 'PAUSE', '2500', 'ALL')).toBe('OK');
-    pauser.disconnect();
-    const during = await alternate(5, [() => check(services.nullCheckUrl)]);
-    expect(during.map((x) => x.status)).toEqual([200, 200, 200, 200, 200]);
-    expect(capture.redisLines(WARN)).toHaveLength(1);
-    expect(capture.redisLines(WARN)[0]?.reason).toMatch(/timed out/i);
-    // Once the pause is over, the next request is counted in Redis again, and that is logged once.
-    await eventually(
-      () => capture.redisLines(INFO).length === 1,
-      'Redis logged as back',
-      100,
-      async () => expect((await check(services.nullCheckUrl)).status).toBe(200),
-    );
+    // Frozen, Redis answers no command (the sockets stay open) until the test thaws it.
+    server.freeze();
+    try {
+      const during = await alternate(5, [() => check(services.nullCheckUrl)]);
+      expect(during.map((x) => x.status)).toEqual([200, 200, 200, 200, 200]);
+      expect(capture.redisLines(WARN)).toHaveLength(1);
+      expect(capture.redisLines(WARN)[0]?.reason).toMatch(/timed out/i);
+    } finally {
+      server.thaw();
+    }
+    // Thawed, the next request is counted in Redis again, and that is logged once.
+    const back = async () => {
+      expect((await check(services.nullCheckUrl)).status).toBe(200);
+      return capture.redisLines(INFO).length === 1;
+    };
+    expect(await until(back, 100), 'Redis logged as back').toBe(true);
     const answers = await alternate(3, [() => check(services.nullCheckUrl)]);
     expect(answers.map((x) => x.status)).toEqual([200, 200, 200]);
     expect(capture.redisLines(WARN)).toHaveLength(1);

@@ -7,8 +7,10 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
+import { startScriptedUpstream } from '../fixtures/scripted-upstream.js';
 import { type CliExit, type CliProcess, killLeftovers, spawnCli } from '../support/gateway-process.js';
-import { withinOr } from '../support/waits.js';
+import { routeSpecAnswers } from '../support/upstream-bodies.js';
+import { until, withinOr } from '../support/waits.js';
 
 const children: ChildProcess[] = [];
 /** Well beyond SHUTDOWN_TIMEOUT_MS (2 s) plus the promised few seconds, so only a hang fails. */
@@ -77,28 +79,37 @@ describe('SIGTERM with standard output and error closed', () => {
   it(
     'npm start with a request in flight longer than SHUTDOWN_TIMEOUT_MS: ends by itself',
     async () => {
-      // The embedded null-check service answers after a minute: the drain cannot finish in time.
-      const cli = await start('src/main.ts', 1, {
-        NULL_FAULT_LATENCY_MS: '60000',
-        UPSTREAM_TIMEOUT_MS: '120000',
-        OPERATION_DEADLINE_MS: '120000',
-      });
-      const slow = fetch(cli.url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ query: '{ isNull(value: 1) { __typename } }' }),
-      }).then(
-        (response) => response.status,
-        () => 'failed',
-      );
-      // A later request answered on a new connection: the slow one has been read by now.
-      expect((await fetch(new URL('/health', cli.url))).status).toBe(200);
-      const exit = await sigtermWithPipesClosed(cli);
-      // 0: the drain gave up at SHUTDOWN_TIMEOUT_MS and the rest closed; 1: the process's own deadline.
-      // A hang is the sentinel -1, a kill a signal.
-      expect(exit.signal).toBeNull();
-      expect([0, 1]).toContain(exit.code);
-      await slow;
+      // The null-check upstream never answers: the drain cannot finish in time.
+      const up = await startScriptedUpstream();
+      try {
+        routeSpecAnswers(up, up, '/pi');
+        up.route('POST', '/api/v1/check', { hang: true });
+        const cli = await start('src/main.ts', 1, {
+          NULL_BASE_URL: up.url,
+          PI_BASE_URL: `${up.url}/pi`,
+          NULL_API_VERSION: 'v1',
+          UPSTREAM_TIMEOUT_MS: '120000',
+          OPERATION_DEADLINE_MS: '120000',
+        });
+        const slow = fetch(cli.url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ query: '{ isNull(value: 1) { __typename } }' }),
+        }).then(
+          (response) => response.status,
+          () => 'failed',
+        );
+        // The operation is in flight: its call reached the upstream.
+        expect(await until(() => up.count('POST', '/api/v1/check') === 1, 400)).toBe(true);
+        const exit = await sigtermWithPipesClosed(cli);
+        // 0: the drain gave up at SHUTDOWN_TIMEOUT_MS and the rest closed; 1: the process's own
+        // deadline. A hang is the sentinel -1, a kill a signal.
+        expect(exit.signal).toBeNull();
+        expect([0, 1]).toContain(exit.code);
+        await slow;
+      } finally {
+        await up.close();
+      }
     },
     TEST_TIMEOUT_MS,
   );
@@ -106,8 +117,10 @@ describe('SIGTERM with standard output and error closed', () => {
   it(
     'npm run services with a request in flight longer than SHUTDOWN_TIMEOUT_MS: ends by itself',
     async () => {
+      // At debug the services log each request as it comes in: the test sees the slow one arrive.
       const cli = await start('src/services/main.ts', 2, {
         NULL_FAULT_LATENCY_MS: '60000',
+        LOG_LEVEL: 'debug',
       });
       const slow = fetch(new URL('/api/v1/check', cli.url), {
         method: 'POST',
@@ -117,8 +130,9 @@ describe('SIGTERM with standard output and error closed', () => {
         (response) => response.status,
         () => 'failed',
       );
-      // The latency applies to every answer, so wait for the request to be read another way: a moment.
-      await new Promise((resolve) => setTimeout(resolve, 500));
+      // The request has been read (the latency applies to every answer, so none can tell).
+      const arrived = () => /"url":"\/api\/v1\/check".*"msg":"incoming request"/.test(cli.output());
+      expect(await until(arrived, 400), `the request was not logged:\n${cli.output()}`).toBe(true);
       const exit = await sigtermWithPipesClosed(cli);
       expect(exit.signal).toBeNull();
       expect([0, 1]).toContain(exit.code);

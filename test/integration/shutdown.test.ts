@@ -11,13 +11,13 @@ import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { Agent, request as httpRequest } from 'node:http';
 import { type AddressInfo, connect, createServer } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
-import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
-import { startTestGateway } from '../support/gateway.js';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { startScriptedUpstream } from '../fixtures/scripted-upstream.js';
 import { type CliExit, killLeftovers, PRODUCTION_CLI_ENV, spawnCli } from '../support/gateway-process.js';
 import { gql } from '../support/graphql-client.js';
+import { useScriptedGateways } from '../support/scripted-gateways.js';
 import { nullBody, routeSpecAnswers } from '../support/upstream-bodies.js';
-import { LATE, until, within, withinOr } from '../support/waits.js';
+import { gate, LATE, until, within, withinOr } from '../support/waits.js';
 
 const children: ChildProcess[] = [];
 
@@ -133,17 +133,12 @@ function refused(port: number): Promise<boolean> {
  */
 async function heldUpstream() {
   const up = await startScriptedUpstream();
-  let release!: () => void;
-  const released = new Promise<void>((resolve) => {
-    release = resolve;
-  });
+  const held = gate();
   routeSpecAnswers(up, up, '/pi');
-  up.route('POST', '/api/v1/check', async () => {
-    await within(released, 30_000); // bounded: a failed test never leaves a handler waiting for ever
-    return { body: nullBody() };
-  });
+  // Bounded all the same: up.close() in the finally ends a held answer's wait with its socket.
+  up.route('POST', '/api/v1/check', { holdUntil: held.opened, body: nullBody() });
   const env = { NULL_BASE_URL: up.url, PI_BASE_URL: `${up.url}/pi`, UPSTREAM_TIMEOUT_MS: '30000' };
-  return { up, release, env };
+  return { up, release: held.open, env };
 }
 
 async function drainScenario(options: { requests: number; group: boolean; signal: NodeJS.Signals }) {
@@ -168,7 +163,7 @@ async function drainScenario(options: { requests: number; group: boolean; signal
     // It stops accepting while the accepted operations are still running (their answers are held).
     let pending = options.requests;
     for (const call of calls) void call.outcome.then(() => pending--);
-    expect(await until(() => refused(cli.port), 200, 20)).toBe(true);
+    expect(await until(() => refused(cli.port), 500, 20)).toBe(true);
     expect(pending).toBe(options.requests);
     release();
 
@@ -255,7 +250,7 @@ describe('graceful shutdown of the CLI', { timeout: 90_000 }, () => {
       cli.child.stderr?.destroy();
       signalled = true;
       cli.child.kill('SIGTERM');
-      expect(await until(() => refused(cli.port), 200, 20)).toBe(true);
+      expect(await until(() => refused(cli.port), 500, 20)).toBe(true);
       release();
       const outcome = await call.outcome;
       agent.destroy();
@@ -274,33 +269,30 @@ describe('graceful shutdown of the CLI', { timeout: 90_000 }, () => {
 });
 
 describe('the drain itself (app.close(), in process)', () => {
-  let up: ScriptedUpstream | undefined;
-
-  afterEach(async () => {
-    await up?.close();
-    up = undefined;
+  // One scripted upstream for the describe; the gateways the tests close are closed again after it
+  // (close() is idempotent), so a failed test leaves none running.
+  const scripted = useScriptedGateways();
+  beforeEach(() => {
+    scripted.upstream.reset();
+    routeSpecAnswers(scripted.upstream);
   });
 
-  /** A scripted null-check upstream whose checks answer as `check` says. */
-  async function upstream(check: Parameters<ScriptedUpstream['route']>[2]): Promise<ScriptedUpstream> {
-    const started = await startScriptedUpstream();
-    routeSpecAnswers(started, started, '/pi');
-    started.route('POST', '/api/v1/check', check);
-    return started;
-  }
-
   it('stops accepting, answers every accepted request, then closes; close() is idempotent', async () => {
-    up = await upstream({ delayMs: 300, body: nullBody() });
-    const gateway = await startTestGateway({ nullBaseUrl: up.url, piBaseUrl: `${up.url}/pi` });
+    // The answers are held until the gateway has stopped accepting: all three are in flight then.
+    const held = gate();
+    const up = scripted.upstream;
+    up.route('POST', '/api/v1/check', { holdUntil: held.opened, body: nullBody() });
+    const gateway = await scripted.gateway();
     const port = Number(new URL(gateway.origin).port);
     const requests = Array.from({ length: 3 }, (_, i) =>
       gql(gateway.url, `{ isNull(value: ${i}) { __typename } }`, { headers: { connection: 'close' } }),
     );
     // All three reached the upstream: the gateway has accepted them.
-    expect(await until(() => up?.count('POST', '/api/v1/check') === 3)).toBe(true);
+    expect(await until(() => up.count('POST', '/api/v1/check') === 3)).toBe(true);
     const closing = gateway.app.close();
     expect(gateway.app.close()).toBe(closing);
-    expect(await until(() => refused(port), 100, 20)).toBe(true);
+    expect(await until(() => refused(port), 500, 20)).toBe(true);
+    held.open();
     const answers = await Promise.all(requests);
     for (const answer of answers) {
       expect(answer.status).toBe(200);
@@ -316,23 +308,20 @@ describe('the drain itself (app.close(), in process)', () => {
   ])(
     'a request that outlives SHUTDOWN_TIMEOUT_MS is cut off, and close() says so (%s)',
     async (_name, fast) => {
-      up = await upstream({ hang: true });
-      const gateway = await startTestGateway({
-        nullBaseUrl: up.url,
-        piBaseUrl: `${up.url}/pi`,
-        env: {
-          SHUTDOWN_TIMEOUT_MS: '200',
-          UPSTREAM_TIMEOUT_MS: '60000',
-          RETRY_MAX_ATTEMPTS: '1',
-          HTTP_FAST_PATH: String(fast),
-        },
+      const up = scripted.upstream;
+      up.route('POST', '/api/v1/check', { hang: true });
+      const gateway = await scripted.gateway({
+        SHUTDOWN_TIMEOUT_MS: '200',
+        UPSTREAM_TIMEOUT_MS: '60000',
+        RETRY_MAX_ATTEMPTS: '1',
+        HTTP_FAST_PATH: String(fast),
       });
       const served = { ...gateway.app.fastPath.served };
       const stuck = gql(gateway.url, '{ isNull(value: 1) { __typename } }').then(
         (result) => result.status,
         (error: unknown) => (error instanceof Error ? 'cut off' : 'unknown'),
       );
-      expect(await until(() => up?.count('POST', '/api/v1/check') === 1)).toBe(true);
+      expect(await until(() => up.count('POST', '/api/v1/check') === 1)).toBe(true);
       expect(gateway.app.fastPath.served).toEqual(fast ? { ...served, fast: served.fast + 1 } : served);
       // The drain gives up after 200 ms; the upstream call is cancelled with the connection, so the
       // upstream pools close at once instead of waiting for it (UPSTREAM_TIMEOUT_MS is 60 s here).

@@ -13,7 +13,7 @@ import { gql } from '../support/graphql-client.js';
 import { capturedLogger, count, LEVEL, type LogLine } from '../support/logs.js';
 import { metricValue } from '../support/metric-values.js';
 import { nullBody, nullHealth, piBody, piHealth } from '../support/upstream-bodies.js';
-import { sleep, until } from '../support/waits.js';
+import { until } from '../support/waits.js';
 
 const CHECK_V1 = '/api/v1/check';
 const CHECK_V2 = '/api/v2/null-or-not';
@@ -185,6 +185,7 @@ describe('null-check auto: the start version from /openapi.json', () => {
     const clients = clientsWith();
     await discovered(clients, 'lists v1');
     await clients.piDigits.pi({ digits: 3 }, testOperation());
+    await clients.close(); // every request it started has ended
     expect(paths(piUp)).toEqual([`GET ${PI_V1}`]);
   });
 });
@@ -299,8 +300,9 @@ describe('null-check fixed versions', () => {
       const error = await failureOf(clients.nullCheck.check({ hasValue: true, value: i }, testOperation()));
       expect(error).toMatchObject({ code: 'UPSTREAM_ERROR', statusCode: 410 });
     }
-    // A bounded pause, for a start-up read that must not happen.
-    await sleep(50);
+    // Closed, the clients have finished every request they had started (a start-up read would
+    // have been started with them): none was a read of the document.
+    await clients.close();
     expect(paths(nullUp)).toEqual([`POST ${CHECK_V1}`, `POST ${CHECK_V1}`]);
     expect(clients.state('null-check').apiVersion).toBe('v1');
     // Here the 410 is the caller's failure, and logged as upstream trouble each time.
@@ -321,7 +323,7 @@ describe('null-check fixed versions', () => {
     nullUp.route('POST', CHECK_V2, gone(404));
     const error = await failureOf(clients.nullCheck.check({ hasValue: true, value: 2 }, testOperation()));
     expect(error).toMatchObject({ code: 'UPSTREAM_ERROR', statusCode: 404 });
-    await sleep(50);
+    await clients.close(); // every request it started has ended: no fallback to v1, no document read
     expect(paths(nullUp)).toEqual([`POST ${CHECK_V2}`, `POST ${CHECK_V2}`]);
   });
 

@@ -18,6 +18,7 @@ import type { HttpForm, UpstreamRequest } from '../../src/gateway/upstream/dispa
 import { parsePiResponse } from '../../src/gateway/upstream/response-schemas.js';
 import type { PiResponse } from '../../src/gateway/upstream/types.js';
 import { createLogger } from '../../src/shared/logger.js';
+import { rejection } from './rejections.js';
 
 export interface TestClientsOptions {
   nullBaseUrl: string;
@@ -79,10 +80,7 @@ export const MAPPING_ENV: Readonly<Record<string, string>> = Object.freeze({
 
 /** The error a call fails with, which must be an UpstreamCallError (a call that succeeds fails the test). */
 export async function failureOf(promise: Promise<unknown>): Promise<UpstreamCallError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
+  const error = await rejection(promise);
   expect(error).toBeInstanceOf(UpstreamCallError);
   return error as UpstreamCallError;
 }

@@ -1,4 +1,7 @@
-/** Reads one series of a prom-client registry, by metric name and exact labels (scrape-time collectors run). */
+/**
+ * Reads one series of a metric: from a prom-client registry by metric name and exact labels
+ * (scrape-time collectors run), or from the Prometheus text a registry rendered.
+ */
 import type { Registry } from 'prom-client';
 
 /**
@@ -27,4 +30,14 @@ export async function metricValue(
     if (wanted.every(([k, v]) => String(series.labels[k]) === v)) return series.value;
   }
   return undefined;
+}
+
+/**
+ * The value of the sample line `name{labels}` of a Prometheus text exposition (`labels` as the text
+ * has them: `upstream="pi-digits",model="pi-x-4o"`), or undefined when there is no such line.
+ */
+export function sample(text: string, name: string, labels: string): number | undefined {
+  const prefix = `${name}{${labels}} `;
+  const line = text.split('\n').find((l) => l.startsWith(prefix));
+  return line === undefined ? undefined : Number(line.slice(prefix.length));
 }

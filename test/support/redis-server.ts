@@ -68,6 +68,13 @@ export interface RedisServer {
   kill(): Promise<void>;
   /** Starts it again on the same port (after stop or kill). */
   restart(): Promise<void>;
+  /**
+   * Freezes it (SIGSTOP) until `thaw()`: its sockets stay open and nothing is answered, for as long as
+   * the test needs (a Redis too slow to answer, held rather than merely slowed for a while).
+   */
+  freeze(): void;
+  /** Lets a frozen server go on (SIGCONT): it answers what it was sent meanwhile. */
+  thaw(): void;
 }
 
 /** Starts `redis-server` on a free loopback port, in memory only (no RDB, no AOF). */
@@ -106,6 +113,7 @@ export async function startRedisServer(): Promise<RedisServer> {
     if (proc === undefined || proc.exitCode !== null || proc.signalCode !== null) return;
     const exited = once(proc, 'exit');
     proc.kill(signal);
+    proc.kill('SIGCONT'); // a frozen server acts on the signal once it runs again
     await exited;
   };
 
@@ -118,6 +126,12 @@ export async function startRedisServer(): Promise<RedisServer> {
     restart: async () => {
       await end('SIGTERM');
       await start();
+    },
+    freeze: () => {
+      child?.kill('SIGSTOP');
+    },
+    thaw: () => {
+      child?.kill('SIGCONT');
     },
   };
 }

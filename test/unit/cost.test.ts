@@ -5,7 +5,7 @@
  */
 import { request as httpRequest } from 'node:http';
 import { type GraphQLError, parse } from 'graphql';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
   type BudgetReservation,
   type BudgetStore,
@@ -23,10 +23,10 @@ import { schema } from '../../src/gateway/schema/index.js';
 import { createBudgetStore } from '../../src/gateway/shared-state/budget-store.js';
 import { NULL_MODEL_PROFILES, NULL_MODELS } from '../../src/services/null-check/null-models.js';
 import { PI_MODEL_PROFILES, PI_MODELS } from '../../src/services/pi-digits/pi-models.js';
-import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
-import { startTestGateway, type TestGateway } from '../support/gateway.js';
+import type { TestGateway } from '../support/gateway.js';
 import { codes, type GqlResult, gql, gqlInYoga } from '../support/graphql-client.js';
 import { metricValue } from '../support/metric-values.js';
+import { useScriptedGateways } from '../support/scripted-gateways.js';
 import { piBody } from '../support/upstream-bodies.js';
 
 const HOUR = 3_600_000;
@@ -524,26 +524,16 @@ const PATHS: Array<[string, Send]> = [
 const ENV = { NULL_API_VERSION: 'v1', PI_API_VERSION: 'v1', BREAKER_THRESHOLD: '0', RETRY_MAX_ATTEMPTS: '1' };
 
 describe.each(PATHS)('in a gateway, %s', (path, send) => {
-  let upstream: ScriptedUpstream;
+  const scripted = useScriptedGateways();
   let now = T0;
   let gateway: TestGateway;
 
   beforeAll(async () => {
-    upstream = await startScriptedUpstream();
-    gateway = await startTestGateway({
-      nullBaseUrl: upstream.url,
-      piBaseUrl: upstream.url,
-      env: { ...ENV, COST_BUDGET_USD_PER_HOUR: '1' },
-      now: () => now,
-    });
-  });
-  afterAll(async () => {
-    await gateway?.close();
-    await upstream?.close();
+    gateway = await scripted.gateway({ ...ENV, COST_BUDGET_USD_PER_HOUR: '1' }, { now: () => now });
   });
   beforeEach(() => {
-    upstream.reset();
-    upstream.route('GET', '/api/v1/pi', { body: piBody({ gpu_cost_usd: 0.4 }) });
+    scripted.upstream.reset();
+    scripted.upstream.route('GET', '/api/v1/pi', { body: piBody({ gpu_cost_usd: 0.4 }) });
   });
 
   /** Refusals so far (0 before the first one). */
@@ -557,7 +547,7 @@ describe.each(PATHS)('in a gateway, %s', (path, send) => {
       expect(codes(result), header).toEqual(['BAD_USER_INPUT']);
       expect(result.data, header).toBeUndefined();
     }
-    expect(upstream.count()).toBe(0);
+    expect(scripted.upstream.count()).toBe(0);
   });
 
   it('the hourly budget reserves each estimate, refuses the one that does not fit, with Retry-After, and frees it as the hour slides', async () => {
@@ -590,12 +580,12 @@ describe.each(PATHS)('in a gateway, %s', (path, send) => {
       budgetUsdPerHour: 1,
       estimatedCostUsd: 0.4,
     });
-    expect(upstream.count('GET', '/api/v1/pi')).toBe(2);
+    expect(scripted.upstream.count('GET', '/api/v1/pi')).toBe(2);
     expect(await refusals('hourly-budget')).toBe(before + 1);
     expect(gateway.app.fastPath.served.fast > 0).toBe(path.startsWith('fast'));
     // Another key, and health (which calls no model), still go through.
     expect((await send(gateway, PI_QUERY, { 'x-api-key': 'sk-someone-else' })).errors).toBeUndefined();
-    upstream.route('GET', '/api/v1/health', { status: 503 });
+    scripted.upstream.route('GET', '/api/v1/health', { status: 503 });
     expect((await send(gateway, '{ health { status } }', key)).data?.health).toEqual({ status: 'DOWN' });
     // The first 0.4 leaves the hour at T0 + 1 h.
     now = T0 + HOUR;
@@ -615,31 +605,28 @@ describe.each(PATHS)('in a gateway, %s', (path, send) => {
       estimatedCostUsd: mini,
       maxCostUsd: 0.0004,
     });
-    expect(upstream.count()).toBe(0);
+    expect(scripted.upstream.count()).toBe(0);
     expect(await refusals('max-cost')).toBeGreaterThanOrEqual(1);
     // At the estimate: admitted. The upstream says this model cost 0.0001.
-    upstream.route('GET', '/api/v1/pi', { body: piBody({ model: 'pi-x-mini', gpu_cost_usd: 0.0001 }) });
+    scripted.upstream.route('GET', '/api/v1/pi', {
+      body: piBody({ model: 'pi-x-mini', gpu_cost_usd: 0.0001 }),
+    });
     const atCap = await send(gateway, query, { 'x-max-cost-usd': String(mini) }, { m: 'PI_X_MINI' });
     expect(atCap.errors).toBeUndefined();
-    expect(upstream.count()).toBe(1);
+    expect(scripted.upstream.count()).toBe(1);
     // Now the estimate of pi-x-mini is 0.0001, under a cap the table price was over.
     const cheap = await send(gateway, query, { 'x-max-cost-usd': '0.0002' }, { m: 'PI_X_MINI' });
     expect(cheap.errors).toBeUndefined();
-    expect(upstream.count()).toBe(2);
+    expect(scripted.upstream.count()).toBe(2);
   });
 });
 
 describe('X-Max-Cost-Usd sent twice', () => {
+  const scripted = useScriptedGateways();
   let gateway: TestGateway;
-  let upstream: ScriptedUpstream;
   beforeAll(async () => {
-    upstream = await startScriptedUpstream();
-    upstream.route('GET', '/api/v1/pi', { body: piBody() });
-    gateway = await startTestGateway({ nullBaseUrl: upstream.url, piBaseUrl: upstream.url, env: ENV });
-  });
-  afterAll(async () => {
-    await gateway?.close();
-    await upstream?.close();
+    scripted.upstream.route('GET', '/api/v1/pi', { body: piBody() });
+    gateway = await scripted.gateway(ENV);
   });
 
   it('two header lines, even both valid, are BAD_USER_INPUT and call nothing', async () => {
@@ -665,6 +652,6 @@ describe('X-Max-Cost-Usd sent twice', () => {
     const result = JSON.parse(answer.text) as GqlResult;
     expect(codes(result)).toEqual(['BAD_USER_INPUT']);
     expect(result.data).toBeUndefined();
-    expect(upstream.count()).toBe(0);
+    expect(scripted.upstream.count()).toBe(0);
   });
 });

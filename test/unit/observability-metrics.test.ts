@@ -1,13 +1,7 @@
 import { register as globalRegistry, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { createGatewayMetrics, OTHER_OPERATION } from '../../src/gateway/observability/metrics.js';
-
-/** The value of one sample line of the exposition text, or undefined when absent. */
-function sample(text: string, name: string, labels: string): number | undefined {
-  const prefix = `${name}{${labels}} `;
-  const line = text.split('\n').find((l) => l.startsWith(prefix));
-  return line === undefined ? undefined : Number(line.slice(prefix.length));
-}
+import { sample } from '../support/metric-values.js';
 
 describe('gateway metrics', () => {
   it('uses a registry per instance, so many gateways can coexist, and never the global one', async () => {

@@ -16,6 +16,7 @@ import type { TestGateway } from '../support/gateway.js';
 import { startTestGateway } from '../support/gateway.js';
 import { codes, type GqlResult, gql, gqlInYoga } from '../support/graphql-client.js';
 import { capturedLogger, LEVEL, type LogLine } from '../support/logs.js';
+import { sample } from '../support/metric-values.js';
 import { nullBody, nullHealth, piBody, piHealth } from '../support/upstream-bodies.js';
 import { until } from '../support/waits.js';
 
@@ -112,13 +113,6 @@ const PATHS: Array<[string, Send]> = [
   ['fast path', fastPath],
   ["Yoga's handler", yogaPath],
 ];
-
-/** The value of one sample line of the exposition text, or undefined when absent. */
-function sample(text: string, name: string, labels: string): number | undefined {
-  const prefix = `${name}{${labels}} `;
-  const line = text.split('\n').find((l) => l.startsWith(prefix));
-  return line === undefined ? undefined : Number(line.slice(prefix.length));
-}
 
 const DIGITS = '__typename ... on ConstantDigits { digits }';
 

@@ -18,7 +18,7 @@ import {
   isScalarType,
   parse,
 } from 'graphql';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
   createPlanner,
   modelCalls,
@@ -27,9 +27,9 @@ import {
 } from '../../src/gateway/operation-plan.js';
 import { schema } from '../../src/gateway/schema/index.js';
 import { DEFAULT_PI_DIGITS } from '../../src/gateway/upstream/pi-digits-client.js';
-import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
-import { startTestGateway, type TestGateway } from '../support/gateway.js';
+import type { TestGateway } from '../support/gateway.js';
 import { codes, gql } from '../support/graphql-client.js';
+import { useScriptedGateways } from '../support/scripted-gateways.js';
 
 const calls = (query: string, operationName?: string | null) =>
   planOperation(schema, parse(query), operationName).calls;
@@ -299,21 +299,12 @@ const upstreamOf = (field: GraphQLField<unknown, unknown>) =>
 
 describe('every root field that calls an upstream declares the `upstream` extension', () => {
   const rootFields = Object.values(schema.getQueryType()?.getFields() ?? {});
-  let upstream: ScriptedUpstream;
+  // Nothing is scripted: every request is answered 404, and counted.
+  const scripted = useScriptedGateways();
   let gateway: TestGateway;
 
   beforeAll(async () => {
-    // Nothing is scripted: every request is answered 404, and counted.
-    upstream = await startScriptedUpstream();
-    gateway = await startTestGateway({
-      nullBaseUrl: upstream.url,
-      piBaseUrl: upstream.url,
-      env: { NULL_API_VERSION: 'v1', PI_API_VERSION: 'v1', BREAKER_THRESHOLD: '0', RETRY_MAX_ATTEMPTS: '1' },
-    });
-  });
-  afterAll(async () => {
-    await gateway?.close();
-    await upstream?.close();
+    gateway = await scripted.gateway({ BREAKER_THRESHOLD: '0', RETRY_MAX_ATTEMPTS: '1' });
   });
 
   it("the schema has the contract's model-backed root fields, each declaring its calls", () => {
@@ -336,12 +327,12 @@ describe('every root field that calls an upstream declares the `upstream` extens
     '%s: declares at least the upstream requests it makes, or makes none',
     async (_name, field) => {
       const query = `{ ${minimalSelection(field)} }`;
-      upstream.resetRecords();
+      scripted.upstream.resetRecords();
       const result = await gql(gateway.url, query);
       // The generated operation ran (a validation failure would prove nothing).
       expect(codes(result)).not.toContain('GRAPHQL_VALIDATION_FAILED');
       expect(result.data, query).toBeDefined();
-      const requests = upstream.count();
+      const requests = scripted.upstream.count();
       const declared = upstreamOf(field)?.calls ?? 0;
       expect(
         requests,

@@ -19,6 +19,7 @@ import { startTestGateway, type TestGateway, testDigitEngine } from '../support/
 import { type GqlResult, gql } from '../support/graphql-client.js';
 import { metricValue } from '../support/metric-values.js';
 import { nullBody, nullHealth, piBody, piHealth } from '../support/upstream-bodies.js';
+import { gate, until } from '../support/waits.js';
 
 const engine = testDigitEngine();
 
@@ -39,30 +40,32 @@ const brokenEngine: DigitEngine = {
 let nullUp: ScriptedUpstream;
 let piUp: ScriptedUpstream;
 let gateway: TestGateway;
+/** The same gateway with a short upstream timeout, for the answer that never comes (UPSTREAM_TIMEOUT). */
+let impatient: TestGateway;
+
+const ENV = {
+  NULL_API_VERSION: 'v1',
+  PI_API_VERSION: 'v1',
+  MAX_DIGITS: '5000',
+  MAX_JSON_DEPTH: '8',
+  MAX_JSON_BYTES: '200',
+  MAX_TOKENS: '100000',
+  // One attempt per call, and a breaker that never opens: each test sees exactly its own answers.
+  RETRY_MAX_ATTEMPTS: '1',
+  BREAKER_THRESHOLD: '10000',
+  // Seconds: a scripted answer is never taken for a timeout, however busy the machine.
+  UPSTREAM_TIMEOUT_MS: '10000',
+  HEALTH_TIMEOUT_MS: '5000',
+};
 
 beforeAll(async () => {
   [nullUp, piUp] = await Promise.all([startScriptedUpstream(), startScriptedUpstream()]);
-  gateway = await startTestGateway({
-    nullBaseUrl: nullUp.url,
-    piBaseUrl: piUp.url,
-    digits: brokenEngine,
-    env: {
-      NULL_API_VERSION: 'v1',
-      PI_API_VERSION: 'v1',
-      MAX_DIGITS: '5000',
-      MAX_JSON_DEPTH: '8',
-      MAX_JSON_BYTES: '200',
-      MAX_TOKENS: '100000',
-      // One attempt per call, and a breaker that never opens: each test sees exactly its own answers.
-      RETRY_MAX_ATTEMPTS: '1',
-      BREAKER_THRESHOLD: '10000',
-      UPSTREAM_TIMEOUT_MS: '500',
-      HEALTH_TIMEOUT_MS: '5000',
-    },
-  });
+  const start = (env: Record<string, string>) =>
+    startTestGateway({ nullBaseUrl: nullUp.url, piBaseUrl: piUp.url, digits: brokenEngine, env });
+  [gateway, impatient] = await Promise.all([start(ENV), start({ ...ENV, UPSTREAM_TIMEOUT_MS: '500' })]);
 });
 afterAll(async () => {
-  await gateway?.close();
+  await Promise.all([gateway?.close(), impatient?.close()]);
   await Promise.all([nullUp?.close(), piUp?.close()]);
 });
 
@@ -506,7 +509,9 @@ describe('upstream failures map to contract codes', () => {
       upstream === 'null-check' ? '/api/v1/check' : '/api/v1/pi',
       answer,
     );
-    const result = await run(`{ f: ${field} { __typename } }`);
+    // Only the answer that never comes meets the short timeout.
+    const via = code === 'UPSTREAM_TIMEOUT' ? impatient : gateway;
+    const result = await gql(via.url, `{ f: ${field} { __typename } }`);
     expect(result.data).toEqual({ f: null });
     expect(result.errors).toHaveLength(1);
     expect(result.errors?.[0]).toMatchObject({ path: ['f'] });
@@ -660,23 +665,14 @@ describe('health', () => {
   });
 
   it('probes both upstreams concurrently, once per operation', async () => {
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    let started = 0;
-    const gated = async () => {
-      started++;
-      await gate;
-      return {};
-    };
-    nullUp.route('GET', '/api/v1/health', async () => ({ ...(await gated()), body: nullHealth }));
-    piUp.route('GET', '/api/v1/health', async () => ({ ...(await gated()), body: piHealth }));
+    const held = gate();
+    nullUp.route('GET', '/api/v1/health', { holdUntil: held.opened, body: nullHealth });
+    piUp.route('GET', '/api/v1/health', { holdUntil: held.opened, body: piHealth });
     const pending = run('{ a: health { status } b: health { status } }');
-    for (let i = 0; i < 200 && started < 2; i++) await new Promise((r) => setTimeout(r, 10));
-    // Both probes are running while neither has answered: concurrent.
-    expect(started).toBe(2);
-    release();
+    const started = () => nullUp.count('GET', '/api/v1/health') + piUp.count('GET', '/api/v1/health');
+    // Both probes are running while neither has answered (both are held): concurrent.
+    expect(await until(() => started() === 2, 200)).toBe(true);
+    held.open();
     expect((await pending).data).toEqual({ a: { status: 'OK' }, b: { status: 'OK' } });
     expect(nullUp.count('GET', '/api/v1/health')).toBe(1);
     expect(piUp.count('GET', '/api/v1/health')).toBe(1);

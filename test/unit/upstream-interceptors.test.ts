@@ -24,6 +24,7 @@ import {
 } from '../../src/gateway/upstream/interceptors/circuit-breaker.js';
 import { retry } from '../../src/gateway/upstream/interceptors/retry.js';
 import { errorFromFailure, errorFromStatus } from '../../src/gateway/upstream/status-mapping.js';
+import { rejection } from '../support/rejections.js';
 import { sleep, until } from '../support/waits.js';
 
 // --- stubs ---------------------------------------------------------------------------------------
@@ -73,15 +74,6 @@ function scripted(outcomes: Outcome[]) {
     return { value, source: 'upstream', endpoint: req.form.endpoint, statusCode: 200, facts: noFacts() };
   }) as Dispatch;
   return { dispatch, seen, calls: () => seen.length };
-}
-
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  return promise.then(
-    () => {
-      throw new Error('expected a rejection');
-    },
-    (error: unknown) => error,
-  );
 }
 
 /** No backoff wait at all (a 0 ms step): retry counts without timers. */

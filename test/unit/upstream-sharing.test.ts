@@ -26,6 +26,8 @@ import {
 import { nullCheckShareKey } from '../../src/gateway/upstream/null-check-client.js';
 import { piShareKey } from '../../src/gateway/upstream/pi-digits-client.js';
 import { errorFromFailure, errorFromStatus } from '../../src/gateway/upstream/status-mapping.js';
+import { rejection } from '../support/rejections.js';
+import { gate } from '../support/waits.js';
 
 // --- stubs ---------------------------------------------------------------------------------------
 
@@ -85,23 +87,6 @@ function stubUpstream(options: { gate?: Promise<void>; answer?: (n: number) => D
     return answerOf(req, options.answer?.(n) ?? { digits: '3.14', kind: 'boolean' });
   }) as Dispatch;
   return { dispatch, seen, calls: () => seen.length };
-}
-
-function gate() {
-  let open!: () => void;
-  const promise = new Promise<void>((resolve) => {
-    open = resolve;
-  });
-  return { promise, open };
-}
-
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  return promise.then(
-    () => {
-      throw new Error('expected a rejection');
-    },
-    (error: unknown) => error,
-  );
 }
 
 // --- share keys ----------------------------------------------------------------------------------
@@ -167,7 +152,7 @@ describe('share keys: which calls are deterministic', () => {
 describe('single flight', () => {
   it('makes identical calls in flight share one upstream call, the first caller’s own', async () => {
     const g = gate();
-    const upstream = stubUpstream({ gate: g.promise });
+    const upstream = stubUpstream({ gate: g.opened });
     const shared = vi.fn();
     const dispatch = singleFlight({ onShared: shared })(upstream.dispatch);
     const operations = Array.from({ length: 5 }, (_, i) => operationOf(undefined, `op-${i}`));
@@ -184,7 +169,7 @@ describe('single flight', () => {
 
   it('never shares between API keys', async () => {
     const g = gate();
-    const upstream = stubUpstream({ gate: g.promise });
+    const upstream = stubUpstream({ gate: g.opened });
     const dispatch = singleFlight()(upstream.dispatch);
     const pending = [
       dispatch(request(operationOf('demo-pro'))),
@@ -201,7 +186,7 @@ describe('single flight', () => {
 
   it('never shares calls without a share key, nor different share keys', async () => {
     const g = gate();
-    const upstream = stubUpstream({ gate: g.promise });
+    const upstream = stubUpstream({ gate: g.opened });
     const dispatch = singleFlight()(upstream.dispatch);
     const pending = [
       dispatch(request(operationOf(), { shareKey: undefined })),
@@ -236,7 +221,7 @@ describe('single flight', () => {
     const seen: UpstreamRequest[] = [];
     const dispatch = singleFlight()((async (req: UpstreamRequest<Digits>) => {
       seen.push(req);
-      await g.promise;
+      await g.opened;
       if (fail) throw failure;
       return answerOf(req, { digits: '3.14', kind: 'boolean' });
     }) as Dispatch);
@@ -258,7 +243,7 @@ describe('single flight', () => {
 
   it('does not fail the waiters when the caller that made the call goes away: each makes its own', async () => {
     const g = gate();
-    const upstream = stubUpstream({ gate: g.promise });
+    const upstream = stubUpstream({ gate: g.opened });
     const dispatch = singleFlight()(upstream.dispatch);
     const leader = operationOf(undefined, 'leader');
     const waiters = [
@@ -281,7 +266,7 @@ describe('single flight', () => {
 
   it('gives a waiter that went away too the failure, without a new call', async () => {
     const g = gate();
-    const upstream = stubUpstream({ gate: g.promise });
+    const upstream = stubUpstream({ gate: g.opened });
     const dispatch = singleFlight()(upstream.dispatch);
     const leader = operationOf();
     const waiter = operationOf();
@@ -501,7 +486,7 @@ describe('response cache', () => {
   it('with a TTL of 0 keeps nothing, while single flight below still shares concurrent calls', async () => {
     const state = createSharedState({ logger: silent });
     const g = gate();
-    const upstream = stubUpstream({ gate: g.promise });
+    const upstream = stubUpstream({ gate: g.opened });
     const dispatch = compose(
       upstream.dispatch,
       responseCache({ store: state.cache, ttlMs: 0 }),
@@ -518,7 +503,7 @@ describe('response cache', () => {
   it('above single flight: concurrent identical misses share one call, later calls hit', async () => {
     const state = createSharedState({ logger: silent });
     const g = gate();
-    const upstream = stubUpstream({ gate: g.promise });
+    const upstream = stubUpstream({ gate: g.opened });
     const dispatch = compose(upstream.dispatch, responseCache({ store: state.cache }), singleFlight());
     const pending = [dispatch(request(operationOf())), dispatch(request(operationOf()))];
     g.open();
