@@ -17,7 +17,7 @@ export const serverSettings = settingsGroup('gateway', {
     'INTROSPECTION',
     bool().default(true),
     'true',
-    'Answer schema introspection (__schema, __type). GraphiQL and Apollo Client possibleTypes need it.',
+    'Answer schema introspection (__schema, __type). GraphiQL and tools that read the schema from the endpoint need it (not Apollo Client possibleTypes: codegen writes them, generated/client/possible-types.ts).',
   ),
   corsOrigins: setting(
     'CORS_ORIGINS',
