@@ -215,6 +215,7 @@ function costControlOf(
         : createCostBudget({ store: sharedState.budgets, usdPerHour, now }),
     onRefusal: (reason) => metrics.recordBudgetRefusal(reason),
     onEstimate: (upstream, model, usd) => metrics.recordEstimatedCost(upstream, model, usd),
+    onAbandoned: (upstream, model, usd) => metrics.recordAbandonedCall(upstream, model, usd),
   });
 }
 

@@ -75,11 +75,23 @@ export interface Cancellation {
   onCancel(listener: (reason: unknown) => void): () => void;
 }
 
+/** A logical upstream call in flight (`CallLedger.begin`), with the model call it may be billed for. */
+export interface CallInFlight {
+  readonly pricing: ModelCallRef | undefined;
+  /** Set when the operation was cancelled while this call was in flight, until it answers. */
+  abandoned: boolean;
+}
+
+/** What a call is priced as (operation-plan.ts `ModelCall`), opaque here. */
+export type ModelCallRef = object;
+
 /**
- * What an operation's upstream calls did: its records, sponsors, cost and cache use. The upstream
- * layers write it through these methods; the report reads it.
+ * What an operation's upstream calls did: its records, sponsors, cost and cache use, and the calls in
+ * flight. The upstream layers write it through these methods; the report and cost control read it.
  */
 export class CallLedger {
+  #inFlight: Set<CallInFlight> | undefined = undefined;
+  #abandoned: CallInFlight[] | undefined = undefined;
   #calls: UpstreamCallRecord[] | undefined = undefined;
   #sponsors: string[] | undefined = undefined;
   #costUsd = 0;
@@ -114,6 +126,35 @@ export class CallLedger {
   /** Whether any upstream was called, from the cache or not (extensions.cost is shown then). */
   get touchedUpstream(): boolean {
     return this.#calls !== undefined;
+  }
+
+  /** A logical call starts (the observer, outermost layer). */
+  begin(pricing: ModelCallRef | undefined): CallInFlight {
+    const call: CallInFlight = { pricing, abandoned: false };
+    this.#inFlight ??= new Set();
+    this.#inFlight.add(call);
+    return call;
+  }
+
+  /** The call ended; `answered`: the upstream answered it (so it is billed as reported, not estimated). */
+  end(call: CallInFlight, answered: boolean): void {
+    this.#inFlight?.delete(call);
+    if (answered) call.abandoned = false;
+  }
+
+  /** The operation was cancelled: the calls in flight now are abandoned (the upstream may bill them). */
+  abandon(): void {
+    if (this.#inFlight === undefined) return;
+    for (const call of this.#inFlight) {
+      call.abandoned = true;
+      this.#abandoned ??= [];
+      this.#abandoned.push(call);
+    }
+  }
+
+  /** The calls abandoned in flight that never answered: what cost control bills at their estimate. */
+  get abandoned(): readonly CallInFlight[] {
+    return this.#abandoned?.filter((call) => call.abandoned) ?? [];
   }
 
   /** A logical call ended (answered, shared, cached or failed). */
@@ -203,6 +244,7 @@ export class Operation implements Cancellation {
     if (this.cancelled) return;
     this.cancelled = true;
     this.reason = reason;
+    this.ledger.abandon();
     const watchers = this.#watchers;
     this.#watchers = undefined;
     if (watchers !== undefined) for (const watcher of watchers) watcher.abort(reason);

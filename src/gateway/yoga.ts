@@ -31,7 +31,7 @@ import { useCsrfPrevention } from './plugins/use-csrf-prevention.js';
 import { useSelfHostedGraphiQL } from './plugins/use-graphiql.js';
 import { useGraphiQLOff } from './plugins/use-graphiql-off.js';
 import { useMetricsEndpoint } from './plugins/use-metrics-endpoint.js';
-import { useOperationLimits } from './plugins/use-operation-limits.js';
+import { validationPlugins } from './plugins/use-operation-limits.js';
 import { type ReadinessPluginOptions, useReadiness } from './plugins/use-readiness.js';
 import { useRequestPipeline } from './plugins/use-request-pipeline.js';
 import { useRequestShapeErrors } from './plugins/use-request-shape-errors.js';
@@ -102,7 +102,7 @@ export function createGatewayYoga(options: GatewayYogaOptions): GatewayYoga {
         : useGraphiQLOff({ endpoint: GRAPHQL_ENDPOINT }),
       useCsrfPrevention(),
       useRequestShapeErrors(),
-      useOperationLimits({
+      ...validationPlugins({
         limits: options.limits,
         introspection: server.introspection,
         hideSuggestions: options.production,

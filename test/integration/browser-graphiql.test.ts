@@ -265,6 +265,46 @@ describe('GraphiQL in headless Chromium', () => {
     }
   }, 180_000);
 
+  it('runs a query with @defer: its parts come over text/event-stream and the result pane shows them merged', async () => {
+    const context = await launched().newContext({ viewport: { width: 1280, height: 800 } });
+    try {
+      const page = await context.newPage();
+      const seen = watch(page);
+      const introspected = introspection(page);
+      await page.goto(`${origin}/graphql`);
+      expect((await introspected).ok()).toBe(true);
+      const editor = page.locator('.graphiql-query-editor');
+      await expect
+        .poll(async () => text(await editor.textContent()), { timeout: 30_000 })
+        .toContain('query IsNull');
+      await editor.click();
+      await page.keyboard.press('ControlOrMeta+A');
+      await page.keyboard.insertText(
+        'query Deferred { isNull(value: null) { __typename } ... @defer { pi(digits: 3) { ... on ConstantDigits { digits } } } }',
+      );
+      // Run once GraphiQL has parsed the editor (its operation name is known).
+      await expect
+        .poll(async () => text(await editor.textContent()), { timeout: 30_000 })
+        .toContain('query Deferred');
+      const answered = page.waitForResponse(
+        (r) =>
+          r.request().method() === 'POST' && /\bquery\s+Deferred\b/.test(sentQuery(r.request().postData())),
+        { timeout: 60_000 },
+      );
+      await page.locator('.graphiql-execute-button').click();
+      const answer = await answered;
+      expect(answer.headers()['content-type']).toMatch(/^text\/event-stream/);
+      // Both parts, merged: the initial data and the deferred field.
+      await expect
+        .poll(async () => text(await page.locator('.graphiql-response').textContent()), { timeout: 30_000 })
+        .toMatch(/"NullVerdict"[\s\S]*"digits":\s*"3\.141"/);
+      expect(seen.pageErrors).toEqual([]);
+      expect(seen.cspViolations).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  }, 180_000);
+
   it('the Headers editor carries the API key example', async () => {
     const context = await launched().newContext();
     try {

@@ -482,6 +482,46 @@ describe('cost control: admit and spent', () => {
     expect(admitted()).toBe(false);
   });
 
+  it('a client that left is billed its answered calls plus the estimate of each call abandoned in flight', () => {
+    const usd = listPrice({ upstream: 'pi-digits', kind: 'pi', model: 'pi-x-4o', digits: 3 });
+    const abandoned: number[] = [];
+    const control = createCostControl({
+      model: createCostModel(),
+      budget: createCostBudget({
+        store: createBudgetStore(undefined, 100),
+        usdPerHour: usd * 2,
+        now: () => T0,
+      }),
+      onAbandoned: (_upstream, _model, estimate) => abandoned.push(estimate),
+    });
+    const call: ModelCall = { upstream: 'pi-digits', kind: 'pi', model: 'pi-x-4o', digits: 3 };
+    const admitted = () => control.admit(operation(undefined, 'sk-gone'), plan(PI), undefined) === undefined;
+    const gone = operation(undefined, 'sk-gone');
+    expect(control.admit(gone, plan(PI), undefined)).toBeUndefined();
+    const inFlight = gone.ledger.begin(call);
+    gone.cancel(new Error('client went away'));
+    gone.ledger.end(inFlight, false); // the abort unwound: no answer
+    control.settle(gone);
+    expect(abandoned).toEqual([usd]);
+    // Billed the estimate, not refunded: one more estimate fits the budget of two, not two more.
+    expect(admitted()).toBe(true);
+    expect(admitted()).toBe(false);
+  });
+
+  it('a call that answered before the abort took effect is billed as reported, not estimated again', () => {
+    const control = createCostControl({
+      model: createCostModel(),
+      budget: createCostBudget({ store: createBudgetStore(undefined, 100), usdPerHour: 1, now: () => T0 }),
+    });
+    const call: ModelCall = { upstream: 'pi-digits', kind: 'pi', model: 'pi-x-4o', digits: 3 };
+    const op = operation(undefined, 'sk-late');
+    expect(control.admit(op, plan(PI), undefined)).toBeUndefined();
+    const inFlight = op.ledger.begin(call);
+    op.cancel(new Error('client went away'));
+    op.ledger.end(inFlight, true);
+    expect(op.ledger.abandoned).toEqual([]);
+  });
+
   it('an estimate over the whole hourly budget is refused as never fitting (HTTP 400, no retry time)', () => {
     const control = createCostControl({
       model: createCostModel(),

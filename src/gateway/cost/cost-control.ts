@@ -31,6 +31,8 @@ export interface CostControlOptions {
   onRefusal?: ((reason: 'max-cost' | 'hourly-budget') => void) | undefined;
   /** Told of the estimate of each call of an operation that touched an upstream (metrics). */
   onEstimate?: ((upstream: UpstreamName, model: string, usd: number) => void) | undefined;
+  /** Told of each call abandoned in flight by a client that left, billed at its estimate (metrics). */
+  onAbandoned?: ((upstream: UpstreamName, model: string, usd: number) => void) | undefined;
 }
 
 export interface CostControl {
@@ -50,6 +52,8 @@ export interface CostControl {
   /**
    * Where the operation ends (the pipeline's last step, on both lanes), once: settles its reservation
    * to what its calls cost, and counts its estimate in the estimate metric when it touched an upstream.
+   * A client that left (docs/contract.md, Cost: spend stops when the client leaves) is billed what its
+   * answered calls cost plus the estimate of each call abandoned in flight: the upstream may bill it.
    */
   settle(operation: Operation): void;
 }
@@ -81,11 +85,15 @@ class Admission implements CostAdmission {
     this.#hold = hold;
   }
 
+  /** Whether the reservation was still held when the admission settled. */
+  reservedAtSettle = false;
+
   /** Settles once; whether this call did. */
   settle(actualUsd: number): boolean {
     if (this.#settled) return false;
     this.#settled = true;
     const hold = this.#hold;
+    this.reservedAtSettle = hold !== undefined;
     this.#hold = undefined;
     if (hold !== undefined) this.budget?.settle(hold, actualUsd);
     return true;
@@ -93,7 +101,7 @@ class Admission implements CostAdmission {
 }
 
 export function createCostControl(options: CostControlOptions): CostControl {
-  const { model, budget, onRefusal, onEstimate } = options;
+  const { model, budget, onRefusal, onEstimate, onAbandoned } = options;
   const callsByPlan = new WeakMap<OperationPlan, Map<string, ModelCall[]>>();
 
   const callsOf = (plan: OperationPlan, variables: Record<string, unknown> | undefined): ModelCall[] => {
@@ -205,7 +213,19 @@ export function createCostControl(options: CostControlOptions): CostControl {
 
     settle(operation) {
       const admission = operation.admission as Admission | undefined;
-      if (admission === undefined || !admission.settle(operation.ledger.costUsd)) return;
+      if (admission === undefined) return;
+      let abandonedUsd = 0;
+      const abandoned = operation.cancelled ? operation.ledger.abandoned : [];
+      for (const call of abandoned) {
+        const pricing = call.pricing as ModelCall | undefined;
+        if (pricing === undefined) continue;
+        const usd = model.expected(pricing);
+        abandonedUsd += usd;
+        onAbandoned?.(pricing.upstream, pricing.model, usd);
+      }
+      if (!admission.settle(operation.ledger.costUsd + abandonedUsd)) return;
+      // Without a reservation, abandoned calls are billed as they are found (a late cost as it comes).
+      if (!admission.reservedAtSettle && abandonedUsd > 0) budget?.add(operation.apiKey, abandonedUsd);
       if (!operation.ledger.touchedUpstream || onEstimate === undefined) return;
       for (const [upstream, callModel, usd] of admission.estimate().calls)
         onEstimate(upstream, callModel, usd);

@@ -13,6 +13,7 @@
 import { type DocumentNode, type GraphQLSchema, getOperationAST, parse } from 'graphql';
 import { LRUCache } from 'lru-cache';
 import type { OperationPlan } from '../operation-plan.js';
+import { usesIncrementalDelivery } from '../request/executor.js';
 import { createDocumentShapes } from './document-shapes.js';
 
 export interface PreparedOperation {
@@ -58,7 +59,8 @@ export function createPreparedOperations(options: PreparedOperationsOptions): Pr
     }
     const operation = getOperationAST(document, operationName);
     if (operation === null || operation === undefined || operation.operation !== 'query') return 'yoga';
-    if (!shapes.valid(query, document)) return 'yoga';
+    // Incremental delivery streams its parts: Yoga's lane (request/executor.ts).
+    if (usesIncrementalDelivery(document) || !shapes.valid(query, document)) return 'yoga';
     return { document, operationName, plan: options.plan(document, operationName) };
   };
 

@@ -107,6 +107,8 @@ export interface GatewayMetrics {
   recordCacheLookup(upstream: UpstreamName, result: 'hit' | 'miss'): void;
   /** An upstream answer marked its endpoint deprecated. */
   recordDeprecated(upstream: UpstreamName, endpoint: string): void;
+  /** A call abandoned in flight by a client that left, billed at its estimate (docs/contract.md, Cost). */
+  recordAbandonedCall(upstream: UpstreamName, model: string, usd: number): void;
   /** An operation refused by a cost cap or budget. */
   recordBudgetRefusal(reason: 'max-cost' | 'hourly-budget'): void;
   /** An operation whose document is not in the trusted-documents manifest (TRUSTED_DOCUMENTS_MODE=log). */
@@ -214,6 +216,18 @@ export function createGatewayMetrics(options: GatewayMetricsOptions = {}): Gatew
     labelNames: ['reason'] as const,
     registers,
   });
+  const abandonedCalls = new Counter({
+    name: 'gateway_upstream_calls_abandoned_total',
+    help: 'Upstream calls in flight when their client went away: aborted, not retried, and billed at their estimate (the upstream may bill them).',
+    labelNames: ['upstream'] as const,
+    registers,
+  });
+  const abandonedUsd = new Counter({
+    name: 'gateway_abandoned_cost_usd_total',
+    help: 'US dollars billed for upstream calls abandoned in flight by a client that went away (their estimates).',
+    labelNames: ['upstream'] as const,
+    registers,
+  });
   const untrusted = new Counter({
     name: 'gateway_untrusted_operations_total',
     help: 'Operations whose document is not in the trusted-documents manifest (TRUSTED_DOCUMENTS_MODE=log; each distinct document is also logged once).',
@@ -308,6 +322,10 @@ export function createGatewayMetrics(options: GatewayMetricsOptions = {}): Gatew
     },
     recordDeprecated(upstream, endpoint) {
       deprecated.labels(upstream, endpoint).inc();
+    },
+    recordAbandonedCall(upstream, _model, usd) {
+      abandonedCalls.labels(upstream).inc();
+      abandonedUsd.labels(upstream).inc(usd);
     },
     recordBudgetRefusal(reason) {
       budgetRefusals.labels(reason).inc();

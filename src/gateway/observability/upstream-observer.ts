@@ -186,6 +186,7 @@ export function createUpstreamObserver(options: UpstreamObserverOptions): Upstre
   const interceptor: Interceptor = (next: Dispatch) =>
     async function observed<T>(request: UpstreamRequest<T>): Promise<UpstreamAnswer<T>> {
       const started = performance.now();
+      const inFlight = request.operation?.ledger.begin(request.pricing);
       let span: Span | undefined;
       let answer: UpstreamAnswer<T>;
       try {
@@ -208,9 +209,11 @@ export function createUpstreamObserver(options: UpstreamObserverOptions): Upstre
           answer = await context.with(trace.setSpan(context.active(), span), () => next(request));
         }
       } catch (error) {
+        if (inFlight !== undefined) request.operation?.ledger.end(inFlight, false);
         settled(request, started, span, undefined, error);
         throw error;
       }
+      if (inFlight !== undefined) request.operation?.ledger.end(inFlight, answer.source === 'upstream');
       settled(request, started, span, answer, undefined);
       return answer;
     };

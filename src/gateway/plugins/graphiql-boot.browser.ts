@@ -42,7 +42,8 @@ interface BootOptions {
   endpoint: string;
   defaultTabs?: BootTab[];
   variables?: string | null;
-  fetcher?: (params: FetcherParams, opts?: FetcherOpts) => Promise<unknown>;
+  /** A result, or the parts of an incremental one (GraphiQL merges an async iterable). */
+  fetcher?: (params: FetcherParams, opts?: FetcherOpts) => Promise<unknown> | AsyncIterable<unknown>;
 }
 
 /** The global the bundle (graphiql.js) defines. */
@@ -78,6 +79,47 @@ interface MonacoEnvironment {
       (Object.hasOwn(workers, label) ? workers[label] : undefined) || workers.editorWorkerService,
   };
 
+  /** A JSON answer whatever its status (GraphQL over HTTP answers errors as JSON too). */
+  async function jsonOf(response: Response): Promise<unknown> {
+    try {
+      return await response.json();
+    } catch {
+      return { errors: [{ message: `HTTP ${response.status}: the answer is not JSON` }] };
+    }
+  }
+
+  /** The parts of a text/event-stream answer (`event: next`, `data: <json>`), until `complete`. */
+  async function* eventParts(request: Promise<Response>): AsyncGenerator<unknown> {
+    const response = await request;
+    const type = response.headers.get('content-type') || '';
+    if (!type.startsWith('text/event-stream') || response.body === null) {
+      yield await jsonOf(response);
+      return;
+    }
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffered = '';
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      buffered += decoder.decode(value, { stream: true });
+      let end = buffered.indexOf('\n\n');
+      while (end !== -1) {
+        const event = buffered.slice(0, end);
+        buffered = buffered.slice(end + 2);
+        end = buffered.indexOf('\n\n');
+        let name = 'message';
+        let data = '';
+        for (const line of event.split('\n')) {
+          if (line.startsWith('event:')) name = line.slice(6).trim();
+          else if (line.startsWith('data:')) data += line.slice(5).trim();
+        }
+        if (name === 'complete') return;
+        if (name === 'next' && data !== '') yield JSON.parse(data);
+      }
+    }
+  }
+
   document.addEventListener('DOMContentLoaded', () => {
     const options = readJson<BootOptions>('graphiql-options');
     // GraphiQL 5 builds its tabs from defaultTabs, but fills the editors of the active tab from its
@@ -100,27 +142,27 @@ interface MonacoEnvironment {
     // and run within ~300 ms went out under the previous name, and Yoga's fetcher refused it
     // ("Cannot infer operation IsNull") without sending it. This fetcher sends what the editor
     // holds: a name the document does not define is replaced by its only operation's name, or left
-    // out (the server then asks for one when there are several). The schema has no subscriptions or
-    // @defer, so a JSON POST is all GraphiQL needs.
-    options.fetcher = async (params, opts) => {
+    // out (the server then asks for one when there are several). A JSON POST answers a plain query;
+    // a query with @defer or @stream asks for text/event-stream and hands GraphiQL its parts as
+    // they come (an async iterable, which GraphiQL merges).
+    options.fetcher = (params, opts) => {
       const names = operationNames(String(params.query || ''));
       let name = params.operationName;
       if (name != null && !names.includes(name)) name = names.length === 1 ? names[0] : undefined;
-      const response = await fetch(options.endpoint, {
+      const incremental = /@(defer|stream)\b/.test(String(params.query || ''));
+      const request = fetch(options.endpoint, {
         method: 'POST',
         credentials: 'same-origin',
         headers: {
           'content-type': 'application/json',
-          accept: 'application/graphql-response+json, application/json',
+          accept: incremental
+            ? 'text/event-stream, application/graphql-response+json;q=0.9'
+            : 'application/graphql-response+json, application/json',
           ...opts?.headers,
         },
         body: JSON.stringify({ query: params.query, variables: params.variables, operationName: name }),
       });
-      try {
-        return await response.json();
-      } catch {
-        return { errors: [{ message: `HTTP ${response.status}: the answer is not JSON` }] };
-      }
+      return incremental ? eventParts(request) : request.then(jsonOf);
     };
     YogaGraphiQL.renderYogaGraphiQL(document.getElementById('root'), options);
   });

@@ -13,6 +13,7 @@
  * validated outside a request: the fast path's prepared documents and the trusted-documents manifest.
  */
 import { EnvelopArmor } from '@escape.tech/graphql-armor';
+import { useDeferStream } from '@graphql-yoga/plugin-defer-stream';
 import type { ASTVisitor, DocumentNode, GraphQLError, GraphQLSchema, ValidationContext } from 'graphql';
 import { createGraphQLError, createYoga, type Plugin } from 'graphql-yoga';
 import type { GroupValues } from '../../shared/settings.js';
@@ -105,17 +106,24 @@ export function useOperationLimits(options: OperationLimitsPluginOptions): Plugi
 }
 
 /**
- * Validation with the gateway's full rule set, outside a request: a Yoga of this plugin alone (never
- * listening) gives `getEnveloped().validate`, the same function the gateway's Yoga runs.
+ * Every plugin of the gateway that adds to validation (or to the schema validation runs against):
+ * Yoga's defer-stream plugin (the @defer and @stream directives and their rules) and the limits
+ * above. The gateway's Yoga (yoga.ts) and `createDocumentValidator` both use this list.
+ */
+export function validationPlugins(options: OperationLimitsPluginOptions): Plugin[] {
+  return [useDeferStream() as Plugin, useOperationLimits(options)];
+}
+
+/**
+ * Validation with the gateway's full rule set, outside a request: a Yoga of its validation plugins
+ * alone (never listening) gives `getEnveloped().validate`, the same function the gateway's Yoga runs.
  */
 export function createDocumentValidator(
   schema: GraphQLSchema,
   options: OperationLimitsPluginOptions,
 ): (document: DocumentNode) => readonly GraphQLError[] {
-  const enveloped = createYoga({
-    schema,
-    logging: false,
-    plugins: [useOperationLimits(options)],
-  }).getEnveloped({});
+  const enveloped = createYoga({ schema, logging: false, plugins: validationPlugins(options) }).getEnveloped(
+    {},
+  );
   return (document) => enveloped.validate(enveloped.schema, document) as readonly GraphQLError[];
 }

@@ -9,8 +9,10 @@
  * - onParams: `resolve` the document (a GET's `documentId` is read from the query string: Yoga's GET
  *   parser keeps only the four standard parameters), a refusal thrown as the request's error; then
  *   `open` the operation (each entry of a batch).
- * - onExecute: `admit`; the pipeline's executor replaces Yoga's (`setExecuteFn`).
- * - onExecutionResult: `finish`.
+ * - onExecute: `admit`; the pipeline's executor replaces Yoga's (`setExecuteFn`), but for @defer and
+ *   @stream, which Yoga's executor streams.
+ * - onExecutionResult: `finish` (`finishStream` for a stream of parts, which ends the request when
+ *   the stream is over).
  * - onResultProcess: `encode`, for the JSON media types (streams keep Yoga's processors).
  * - onResponse: the request id on every answer, then `end`.
  *
@@ -22,8 +24,9 @@ import type { ExecutionResult } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { isPromise } from '../../shared/is-promise.js';
 import type { Operation } from '../operation.js';
+import { usesIncrementalDelivery } from '../request/executor.js';
 import { requestFactsOf, requestIdOf } from '../request/facts.js';
-import type { RequestPipeline, RequestState } from '../request/pipeline.js';
+import type { IncrementalPart, RequestPipeline, RequestState } from '../request/pipeline.js';
 import type { DocumentRequest } from '../trusted-documents.js';
 
 export interface RequestPipelinePluginOptions {
@@ -85,15 +88,17 @@ export function useRequestPipeline(options: RequestPipelinePluginOptions): Plugi
       const scope = args.contextValue as PipelineContext;
       const operation = scope.operation;
       if (operation === undefined) return;
-      setExecuteFn((run) =>
-        pipeline.execute(
-          operation,
-          run.document,
-          run.operationName,
-          run.variableValues as Record<string, unknown> | null | undefined,
-          run.contextValue,
-        ),
-      );
+      // @defer and @stream: Yoga's own executor streams the parts (request/executor.ts).
+      if (!usesIncrementalDelivery(args.document))
+        setExecuteFn((run) =>
+          pipeline.execute(
+            operation,
+            run.document,
+            run.operationName,
+            run.variableValues as Record<string, unknown> | null | undefined,
+            run.contextValue,
+          ),
+        );
       const refusal = pipeline.admit(
         operation,
         args.document,
@@ -112,9 +117,16 @@ export function useRequestPipeline(options: RequestPipelinePluginOptions): Plugi
     },
 
     onExecutionResult({ result, setResult, context }) {
-      const operation = (context as PipelineContext).operation;
-      if (operation === undefined || result === undefined || isAsyncIterable(result)) return;
-      if (Array.isArray(result)) return;
+      const scope = context as PipelineContext;
+      const operation = scope.operation;
+      if (operation === undefined || result === undefined || Array.isArray(result)) return;
+      if (isAsyncIterable(result)) {
+        if (scope.gateway !== undefined)
+          setResult(
+            pipeline.finishStream(scope.gateway, operation, result as AsyncIterable<IncrementalPart>),
+          );
+        return;
+      }
       setResult(pipeline.finish(operation, result as ExecutionResult));
     },
 
@@ -134,7 +146,11 @@ export function useRequestPipeline(options: RequestPipelinePluginOptions): Plugi
         'x-request-id',
         state?.facts.requestId ?? requestIdOf(request.headers.get('x-request-id')),
       );
-      if (state !== undefined) pipeline.end(state);
+      // A stream of parts ends when its last part is sent (finishStream), not here; unless no stream
+      // is sent after all (Yoga answers 406 when the Accept takes no streaming type).
+      const type = response.headers.get('content-type') ?? '';
+      const streamed = type.startsWith('multipart/mixed') || type.startsWith('text/event-stream');
+      if (state !== undefined && (!state.streaming || !streamed)) pipeline.end(state);
     },
   };
   if (options.batching === true) {

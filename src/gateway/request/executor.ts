@@ -15,6 +15,7 @@
  * `counts` says which executor ran how many operations (gateway_executions_total).
  */
 import {
+  BREAK,
   type DocumentNode,
   type ExecutionResult,
   execute,
@@ -22,6 +23,7 @@ import {
   type GraphQLSchema,
   getOperationAST,
   getVariableValues,
+  visit,
 } from 'graphql';
 import { type CompiledQuery, compileQuery, isCompiledQuery } from 'graphql-jit';
 import { createGraphQLError } from 'graphql-yoga';
@@ -47,6 +49,31 @@ export interface Executor {
 }
 
 type Run = (contextValue: unknown, variables: Record<string, unknown> | undefined) => Execution;
+
+const incremental = new WeakMap<DocumentNode, boolean>();
+
+/**
+ * Whether a document asks for incremental delivery (@defer, @stream): such a document is executed by
+ * Yoga's own executor (@graphql-tools/executor, through the defer-stream plugin), which streams its
+ * parts; neither graphql-js 16 nor graphql-jit can. Its lane is Yoga's.
+ */
+export function usesIncrementalDelivery(document: DocumentNode): boolean {
+  let uses = incremental.get(document);
+  if (uses === undefined) {
+    uses = false;
+    visit(document, {
+      Directive(node) {
+        if (node.name.value === 'defer' || node.name.value === 'stream') {
+          uses = true;
+          return BREAK;
+        }
+        return undefined;
+      },
+    });
+    incremental.set(document, uses);
+  }
+  return uses;
+}
 
 /**
  * Errors of a result without data were raised before any field ran (variables that do not coerce):

@@ -68,6 +68,17 @@ export interface RequestState {
    * hands to Yoga's lane is not resolved (nor counted) twice.
    */
   resolved: Resolved | undefined;
+  /**
+   * Set when an operation's result is a stream of parts (@defer, @stream): the request ends when the
+   * stream does (its last part, or the client leaving), not when the response starts.
+   */
+  streaming: boolean;
+}
+
+/** One part of an incremental result (GraphQL over HTTP's incremental delivery). */
+export interface IncrementalPart extends ExecutionResult {
+  hasNext?: boolean;
+  incremental?: ReadonlyArray<{ data?: unknown; items?: unknown; errors?: readonly GraphQLError[] }>;
 }
 
 /** A result as bytes: status, headers and body. */
@@ -97,6 +108,16 @@ export interface RequestPipeline {
     contextValue?: unknown,
   ): Execution;
   finish(operation: Operation, result: ExecutionResult): ExecutionResult;
+  /**
+   * `finish` for a stream of parts (@defer, @stream): codes and masking on every part, the report
+   * of the whole operation (its errors from every part) on the last one, which carries
+   * `extensions.cost` for the whole operation; `end` once the stream is over, however it ended.
+   */
+  finishStream(
+    state: RequestState,
+    operation: Operation,
+    stream: AsyncIterable<IncrementalPart>,
+  ): AsyncIterable<IncrementalPart>;
   encode(result: ExecutionResult | readonly ExecutionResult[], mediaType: JsonMediaType): EncodedResult;
   /** The client went away: every operation of the request is cancelled. */
   cancel(state: RequestState, reason: unknown): void;
@@ -159,7 +180,7 @@ export function createRequestPipeline(options: RequestPipelineOptions): RequestP
 
   return {
     begin(facts) {
-      return { facts, batch: undefined, operations: [], resolved: undefined };
+      return { facts, batch: undefined, operations: [], resolved: undefined, streaming: false };
     },
 
     open(state, operationName) {
@@ -213,6 +234,12 @@ export function createRequestPipeline(options: RequestPipelineOptions): RequestP
       return reporter.finish(operation, withRequestErrorCodes(masked(result)));
     },
 
+    finishStream(state, operation, stream) {
+      state.streaming = true;
+      const end = () => this.end(state);
+      return finishedParts(operation, stream, masked, reporter, end);
+    },
+
     encode(result, mediaType) {
       const response = processRegularResult(
         result as ExecutionResult,
@@ -234,4 +261,39 @@ export function createRequestPipeline(options: RequestPipelineOptions): RequestP
       for (const operation of state.operations) costControl.settle(operation);
     },
   };
+}
+
+/** The parts of a stream, finished: see `RequestPipeline.finishStream`. */
+async function* finishedParts(
+  operation: Operation,
+  stream: AsyncIterable<IncrementalPart>,
+  masked: (result: ExecutionResult) => ExecutionResult,
+  reporter: RequestPipelineOptions['reporter'],
+  end: () => void,
+): AsyncGenerator<IncrementalPart> {
+  const errors: GraphQLError[] = [];
+  let data: ExecutionResult['data'];
+  let reported = false;
+  const report = () => {
+    reported = true;
+    return reporter.finish(operation, errors.length === 0 ? { data } : { data, errors });
+  };
+  try {
+    for await (const raw of stream) {
+      const part = masked(raw) as IncrementalPart;
+      if (part.data !== undefined) data = part.data;
+      if (part.errors !== undefined) errors.push(...part.errors);
+      for (const item of part.incremental ?? []) if (item.errors !== undefined) errors.push(...item.errors);
+      if (part.hasNext === false) {
+        const summary = report();
+        yield summary.extensions === undefined
+          ? part
+          : { ...part, extensions: { ...part.extensions, ...summary.extensions } };
+      } else yield part;
+    }
+  } finally {
+    // The client left mid-stream (the consumer returned early): the operation is still reported.
+    if (!reported) report();
+    end();
+  }
 }
