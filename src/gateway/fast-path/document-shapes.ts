@@ -23,6 +23,8 @@
  * and directive limits, the introspection switch: use-operation-limits.ts) reads names and structure
  * only; the token limit is the parser's, and a literal is one token whatever its value. A new rule
  * that reads literal values must be added to the per-document checks here.
+ * test/unit/document-shapes-differential.test.ts checks every verdict by shape against that full
+ * validation (`createDocumentValidator`) on generated documents.
  */
 import {
   type DocumentNode,
