@@ -149,4 +149,27 @@ describe('validation by document shape', () => {
     }
     expect(calls.full).toBe(3);
   });
+
+  it('keeps a comment holding `\\0` and a marker’s text as text of the shape (graphql 16 accepts both)', () => {
+    const { shapes, calls } = shapesWithCount();
+    const documents = [
+      // A shape, learnt at its second document; the third is judged by it.
+      '{ pi(digits: 3) { __typename } }',
+      '{ pi(digits: 4) { __typename } }',
+      '{ pi(digits: 99999999999) { __typename } }',
+      // An Int's marker text in a comment, before the Int or after the document: other shapes.
+      '{ pi(digits: #\0Int\0\n5) { __typename } }',
+      '{ pi(digits: #\0Int\0\n99999999999) { __typename } }',
+      '{ pi(digits: 6) { __typename } } #\0Int\0',
+      // `\0` in a string literal is part of the literal.
+      '{ isNull(value: "\0Int\0") { __typename } }',
+      '{ isNull(value: """\0""") { __typename } }',
+    ];
+    for (const query of documents) {
+      const { byShape, graphqlJs } = verdicts(shapes, query);
+      expect({ query, valid: byShape }).toEqual({ query, valid: graphqlJs });
+    }
+    // Every document in full but the third.
+    expect(calls.full).toBe(documents.length - 1);
+  });
 });

@@ -23,6 +23,8 @@
  * and directive limits, the introspection switch: use-operation-limits.ts) reads names and structure
  * only; the token limit is the parser's, and a literal is one token whatever its value. A new rule
  * that reads literal values must be added to the per-document checks here.
+ * test/unit/document-shapes-differential.test.ts checks every verdict by shape against that full
+ * validation (`createDocumentValidator`) on generated documents.
  */
 import {
   type DocumentNode,
@@ -102,9 +104,14 @@ function literalsOf(document: DocumentNode): Literal[] {
 }
 
 /**
- * The text with each literal replaced by a marker. `\0` cannot occur in a document that parsed
- * outside a literal (graphql-js refuses it in names, punctuation, comments and strings), so two
- * shapes are equal only when the documents are equal but for their literals.
+ * The text with each literal replaced by a marker: `\0`, the token kind, `\0`. graphql-js 16 accepts
+ * `\0` in comments and in strings (any Unicode scalar value is a SourceCharacter there), so a marker's
+ * text can also be a comment's text; two parsed documents still share a key only when they are equal
+ * but for their literals (of the same kinds, at the same places). Where their keys would first be read
+ * differently, one document has a literal and the other a comment's `\0`; up to that place the lexer
+ * has read the same tokens in both (literal tokens aside, whose values decide nothing about where the
+ * next token starts), so it is between tokens in both, and `\0` between tokens is a syntax error.
+ * A `\0` inside a string or block string is part of the literal, replaced with it.
  */
 function shapeKey(query: string, literals: readonly Literal[]): string {
   let key = '';
