@@ -168,8 +168,11 @@ describe('one process', () => {
     const send = (query: string, headers: Record<string, string>, signal?: AbortSignal) =>
       viaYoga ? gqlInYoga(g, query, { headers, signal }) : gql(g.url, query, { headers, signal });
 
-    it('a client that goes away mid-call gives its reservation back', async () => {
+    it('a client that goes away mid-call is billed the estimate of the call it abandoned, not refunded', async () => {
       const headers = { 'x-api-key': `sk-cancel-${randomUUID()}` };
+      const abandoned = () =>
+        metricValue(g.app.metrics.registry, 'gateway_abandoned_cost_usd_total', { upstream: 'null-check' });
+      const before = (await abandoned()) ?? 0;
       const abort = new AbortController();
       const hanging = send(check('hang'), headers, abort.signal).catch((error: unknown) => error);
       expect(await until(() => checks() === 1)).toBe(true);
@@ -179,13 +182,16 @@ describe('one process', () => {
       expect(refused.errors?.[0]?.extensions?.code).toBe('BUDGET_EXCEEDED');
       abort.abort();
       await hanging;
-      // The gateway noticed (the upstream call was aborted): the hanging reservation is back.
+      // The gateway noticed (the upstream call was aborted, not retried) and settled the reservation
+      // to the abandoned call's estimate (docs/contract.md, Cost: the upstream may bill it).
       const hung = scripted.upstream.requests[0];
       expect(await hung?.ended).toBe('client-closed');
+      expect(await until(async () => ((await abandoned()) ?? 0) > before)).toBe(true);
+      // Billed, not refunded: the budget still has no room for another check.
       const again = await send(check('c'), headers);
-      expect(again.errors).toBeUndefined();
-      // The upstream saw the hanging call and the two admitted ones; the refused one never.
-      expect(checks()).toBe(3);
+      expect(again.errors?.[0]?.extensions?.code).toBe('BUDGET_EXCEEDED');
+      // The upstream saw the hanging call and the one admitted; nothing else.
+      expect(checks()).toBe(2);
     });
 
     it('a failed call (500, 503) bills nothing and gives its reservation back', async () => {
