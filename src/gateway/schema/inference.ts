@@ -6,17 +6,13 @@
 
 import type { UpstreamFieldExtension } from '../operation-plan.js';
 import type { InferenceRequest, InferenceResponse } from '../upstream/types.js';
+import { type DigitsShape, digitsAnswer, digitsFields, modelFields } from './answer-fields.js';
 import { builder } from './builder.js';
 import { checkDigits, checkTemperature, rethrowAsFieldError, waiverRequired } from './errors.js';
 import { PiModel, piModelOf } from './models.js';
 import { floatOrNull, intOrNull } from './numbers.js';
-import { type Constant, classifyDigits, correctDigits, splitDigits } from './truth.js';
 
-export interface InferenceShape {
-  response: InferenceResponse;
-  constant: Constant;
-  requestedDigits: number;
-}
+export type InferenceShape = DigitsShape<InferenceResponse>;
 
 export const InferenceInput = builder.inputType('InferenceInput', {
   description: "The body of the inference endpoint (the pi-digits service's inference request).",
@@ -37,24 +33,13 @@ export const InferenceInput = builder.inputType('InferenceInput', {
 export const Inference = builder.interfaceRef<InferenceShape>('Inference').implement({
   description: 'An answer of the inference endpoint, with what the gateway checked.',
   fields: (t) => ({
-    digits: t.string({
-      description: 'The generated decimal string (upstream `digits`).',
-      resolve: (p) => p.response.digits,
-    }),
-    precision: t.int({
-      description: 'Decimal places returned (upstream `precision`, else counted in `digits`).',
-      resolve: (p) => intOrNull(p.response.precision) ?? splitDigits(p.response.digits).decimals.length,
-    }),
-    requestedDigits: t.int({
-      description: 'Decimal places asked for (`desiredDigits`). `precision` below it shows a clamp.',
-      resolve: (p) => p.requestedDigits,
-    }),
-    correctDigits: t.int({
-      description:
+    ...digitsFields(t, {
+      digits: 'The generated decimal string (upstream `digits`).',
+      precision: 'Decimal places returned (upstream `precision`, else counted in `digits`).',
+      requestedDigits: 'Decimal places asked for (`desiredDigits`). `precision` below it shows a clamp.',
+      correctDigits:
         'Leading decimal places that agree with the true constant of this member (pi or e), checked by the ' +
         'gateway; 0 when the integer part differs.',
-      resolve: (p, _args, context) =>
-        correctDigits(context.digits, p.response.digits, p.constant, context.limits.maxCompareDigits),
     }),
     chainOfThought: t.string({
       nullable: true,
@@ -76,16 +61,9 @@ export const Inference = builder.interfaceRef<InferenceShape>('Inference').imple
       description: '`cost` parsed to US dollars; null when it does not parse.',
       resolve: (p) => floatOrNull(p.response.costUsd),
     }),
-    model: t.field({
-      type: PiModel,
-      nullable: true,
-      description: 'The model variant that answered; null when not sent or not known to this schema.',
-      resolve: (p) => piModelOf(p.response.model),
-    }),
-    modelName: t.string({
-      nullable: true,
-      description: 'The model variant exactly as the service named it; null when the service did not say.',
-      resolve: (p) => p.response.model,
+    ...modelFields(t, PiModel, piModelOf, {
+      model: 'The model variant that answered; null when not sent or not known to this schema.',
+      modelName: 'The model variant exactly as the service named it; null when the service did not say.',
     }),
   }),
 });
@@ -152,17 +130,8 @@ builder.queryField('inference', (t) =>
         useChainOfThought: input.useChainOfThought ?? undefined,
         liabilityWaiverSigned: true,
       };
-      let response: InferenceResponse;
-      try {
-        response = await context.loaders.inference.load(request);
-      } catch (error) {
-        rethrowAsFieldError(error);
-      }
-      return {
-        response,
-        constant: classifyDigits(response.digits, response.constantMarker),
-        requestedDigits: desiredDigits,
-      };
+      const response = await context.loaders.inference.load(request).catch(rethrowAsFieldError);
+      return digitsAnswer(response, desiredDigits);
     },
   }),
 );

@@ -1,0 +1,146 @@
+/**
+ * Fields that several answer interfaces share (NullCheck, ConstantDigits, Inference): each is read
+ * from the upstream answer the same way everywhere, so each is built here once. The descriptions stay
+ * each interface's own (they are part of the published schema).
+ */
+import type { EnumRef, InterfaceFieldBuilder } from '@pothos/core';
+import type { GatewaySchemaTypes } from './builder.js';
+import { floatOrNull, intOrNull } from './numbers.js';
+import { type Constant, classifyDigits, correctDigits, splitDigits } from './truth.js';
+
+type Types = PothosSchemaTypes.ExtendDefaultTypes<GatewaySchemaTypes>;
+type Fields<Shape> = InterfaceFieldBuilder<Types, Shape>;
+/** NullModel or PiModel: enums whose values are the upstream model strings. */
+type ModelEnum = EnumRef<Types, string, string>;
+
+/** The measured facts of a model answer, as the upstream reported them (null: not said). */
+interface AnswerFacts {
+  confidence: number | null;
+  model: string | null;
+  inferenceTimeMs: number | null;
+  gpuCostUsd: number | null;
+}
+
+/** The texts a model answer carries beside its facts (null: not sent). */
+interface AnswerTexts {
+  sponsoredBy: string | null;
+  disclaimer: string | null;
+}
+
+const MODEL_DESCRIPTIONS = {
+  model:
+    'The model variant that answered; null when the service named a model this schema does not know (see `modelName`).',
+  modelName:
+    'The model variant exactly as the service named it (upstream `model`); null when it did not say.',
+};
+
+/** `model` (the enum value, null for a model the enum does not know) and `modelName` (the raw string). */
+export function modelFields<Shape extends { response: { model: string | null } }>(
+  t: Fields<Shape>,
+  modelEnum: ModelEnum,
+  modelOf: (model: string | null) => string | null,
+  descriptions: { model: string; modelName: string } = MODEL_DESCRIPTIONS,
+) {
+  return {
+    model: t.field({
+      type: modelEnum,
+      nullable: true,
+      description: descriptions.model,
+      resolve: (p) => modelOf(p.response.model),
+    }),
+    modelName: t.string({
+      nullable: true,
+      description: descriptions.modelName,
+      resolve: (p) => p.response.model,
+    }),
+  };
+}
+
+/** `confidence`, `model`, `modelName`, `inferenceTimeMs` and `gpuCostUsd`, in this order. */
+export function answerFactFields<Shape extends { response: AnswerFacts }>(
+  t: Fields<Shape>,
+  modelEnum: ModelEnum,
+  modelOf: (model: string | null) => string | null,
+  descriptions: { confidence: string; inferenceTimeMs: string; gpuCostUsd: string },
+) {
+  return {
+    confidence: t.float({
+      nullable: true,
+      description: descriptions.confidence,
+      resolve: (p) => floatOrNull(p.response.confidence),
+    }),
+    ...modelFields(t, modelEnum, modelOf),
+    inferenceTimeMs: t.int({
+      nullable: true,
+      description: descriptions.inferenceTimeMs,
+      resolve: (p) => intOrNull(p.response.inferenceTimeMs),
+    }),
+    gpuCostUsd: t.float({
+      nullable: true,
+      description: descriptions.gpuCostUsd,
+      resolve: (p) => floatOrNull(p.response.gpuCostUsd),
+    }),
+  };
+}
+
+/** `sponsoredBy` and `disclaimer`. */
+export function answerTextFields<Shape extends { response: AnswerTexts }>(
+  t: Fields<Shape>,
+  descriptions: { sponsoredBy: string; disclaimer: string },
+) {
+  return {
+    sponsoredBy: t.string({
+      nullable: true,
+      description: descriptions.sponsoredBy,
+      resolve: (p) => p.response.sponsoredBy,
+    }),
+    disclaimer: t.string({
+      nullable: true,
+      description: descriptions.disclaimer,
+      resolve: (p) => p.response.disclaimer,
+    }),
+  };
+}
+
+/** An upstream answer of digits (pi or inference), with the constant it is marked as, if any. */
+interface DigitsResponse {
+  digits: string;
+  precision: number | null;
+  constantMarker: 'pi' | 'e' | null;
+}
+
+/** A digits answer as the schema resolves it: which constant the digits are of, and what was asked for. */
+export interface DigitsShape<Response extends DigitsResponse = DigitsResponse> {
+  response: Response;
+  constant: Constant;
+  /** Decimal places asked for (for `pi` without `digits`: the upstream default). */
+  requestedDigits: number;
+}
+
+/** The answer with its constant: the upstream's explicit marker, else recognised from the digits. */
+export function digitsAnswer<Response extends DigitsResponse>(
+  response: Response,
+  requestedDigits: number,
+): DigitsShape<Response> {
+  return { response, constant: classifyDigits(response.digits, response.constantMarker), requestedDigits };
+}
+
+/** `digits`, `precision`, `requestedDigits` and `correctDigits` (checked by the digit engine), in this order. */
+export function digitsFields<Shape extends DigitsShape>(
+  t: Fields<Shape>,
+  descriptions: { digits: string; precision: string; requestedDigits: string; correctDigits: string },
+) {
+  return {
+    digits: t.string({ description: descriptions.digits, resolve: (p) => p.response.digits }),
+    precision: t.int({
+      description: descriptions.precision,
+      resolve: (p) => intOrNull(p.response.precision) ?? splitDigits(p.response.digits).decimals.length,
+    }),
+    requestedDigits: t.int({ description: descriptions.requestedDigits, resolve: (p) => p.requestedDigits }),
+    correctDigits: t.int({
+      description: descriptions.correctDigits,
+      resolve: (p, _args, context) =>
+        correctDigits(context.digits, p.response.digits, p.constant, context.limits.maxCompareDigits),
+    }),
+  };
+}
