@@ -4,7 +4,8 @@
  * upstream call.
  */
 
-import type { UpstreamFieldExtension } from '../operation-plan.js';
+import { numberArgument, stringArgument, type UpstreamFieldExtension } from '../operation-plan.js';
+import { inferencePricing } from '../upstream/pi-digits-client.js';
 import type { InferenceRequest, InferenceResponse } from '../upstream/types.js';
 import { type DigitsShape, digitsAnswer, digitsFields, modelFields } from './answer-fields.js';
 import { builder } from './builder.js';
@@ -101,14 +102,7 @@ builder.queryField('inference', (t) =>
         pricedBy: ['input'],
         models: (args) => {
           const input = (args.input ?? {}) as { model?: unknown; desiredDigits?: unknown };
-          return [
-            {
-              upstream: 'pi-digits',
-              kind: 'inference',
-              model: typeof input.model === 'string' ? input.model : 'pi-x-4o',
-              digits: typeof input.desiredDigits === 'number' ? input.desiredDigits : undefined,
-            },
-          ];
+          return [inferencePricing(stringArgument(input.model), numberArgument(input.desiredDigits))];
         },
       } satisfies UpstreamFieldExtension,
     },

@@ -6,7 +6,8 @@
  * `args`, and an explicit `null` in. `'value' in args` keeps the two apart all the way to the upstream.
  */
 
-import type { UpstreamFieldExtension } from '../operation-plan.js';
+import { stringArgument, type UpstreamFieldExtension } from '../operation-plan.js';
+import { checkPricing } from '../upstream/null-check-client.js';
 import type { NullCheckRequest, NullCheckResponse, PhilosophicalAnalysis } from '../upstream/types.js';
 import { answerFactFields, answerTextFields } from './answer-fields.js';
 import { builder } from './builder.js';
@@ -196,13 +197,7 @@ builder.queryField('isNull', (t) =>
       upstream: {
         calls: 1,
         pricedBy: ['model'],
-        models: (args) => [
-          {
-            upstream: 'null-check',
-            kind: 'check',
-            model: typeof args.model === 'string' ? args.model : 'null-x-4o',
-          },
-        ],
+        models: (args) => [checkPricing(stringArgument(args.model))],
       } satisfies UpstreamFieldExtension,
     },
     args: {

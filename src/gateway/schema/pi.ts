@@ -5,8 +5,8 @@
  * `correctDigits` is checked against the true constant by the digit engine, only when selected.
  */
 
-import type { UpstreamFieldExtension } from '../operation-plan.js';
-import { DEFAULT_PI_DIGITS } from '../upstream/pi-digits-client.js';
+import { numberArgument, stringArgument, type UpstreamFieldExtension } from '../operation-plan.js';
+import { DEFAULT_PI_DIGITS, piPricing } from '../upstream/pi-digits-client.js';
 import type { PiRequest, PiResponse } from '../upstream/types.js';
 import {
   answerFactFields,
@@ -86,14 +86,7 @@ builder.queryField('pi', (t) =>
       upstream: {
         calls: 1,
         pricedBy: ['model', 'digits'],
-        models: (args) => [
-          {
-            upstream: 'pi-digits',
-            kind: 'pi',
-            model: typeof args.model === 'string' ? args.model : 'pi-x-4o',
-            digits: typeof args.digits === 'number' ? args.digits : DEFAULT_PI_DIGITS,
-          },
-        ],
+        models: (args) => [piPricing(stringArgument(args.model), numberArgument(args.digits))],
       } satisfies UpstreamFieldExtension,
     },
     args: {
