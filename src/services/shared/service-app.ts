@@ -43,7 +43,7 @@ export interface ServiceAppOptions {
   apiKeys?: ApiKeysInput | undefined;
   /** Seed of the service's random generator; the same seed reproduces a run. @default 42 */
   seed?: number;
-  /** Requests per window per free caller; 0 = unlimited. @default 60 */
+  /** Requests per window per free caller (v1 and v2 endpoints together); 0 = unlimited. @default 60 */
   freeRateLimit?: number;
   /** Requests per window per pro key; 0 = unlimited. @default 600 */
   proRateLimit?: number;
