@@ -6,6 +6,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { formatDollars, roundUsd } from '../shared/currency.js';
 import type { ValidationMapper } from '../shared/error-handling.js';
+import { clusterState } from '../shared/fault-injection.js';
 import {
   type EndpointStage,
   type RetirableEndpoint,
@@ -17,7 +18,7 @@ import { ServiceError } from '../shared/service-error.js';
 import type { Tier } from '../shared/tiers.js';
 import {
   checkRouteSchema,
-  nullHealthRouteSchema,
+  nullHealthProperties,
   nullOrNotRouteSchema,
   philosophicalAnalysisSchema,
 } from './null-check-schemas.js';
@@ -92,7 +93,21 @@ export function createNullCheckService(options: NullCheckServiceOptions = {}): F
     },
     mapValidation,
     schemas: [philosophicalAnalysisSchema],
-    routes: (scope, { random, faults, injectFaults, deprecation }) => {
+    health: {
+      spec: 'Spec 2.3.',
+      properties: nullHealthProperties,
+      fields: (faults) => ({
+        null_detectable: !faults.unusable,
+        undefined_detectable: false,
+        cluster_status: clusterState(
+          faults,
+          'nominal: 2 experts (null, not-null) warm, philosophy consultant on sabbatical',
+        ),
+        philosophy_consultant: null,
+        monthly_burn: formatDollars(burn),
+      }),
+    },
+    routes: (scope, { random, injectFaults, deprecation }) => {
       /** The check both versions answer (every v1 rule and field); v2 then adds its analysis. */
       function check(request: FastifyRequest<{ Body: CheckBody }>) {
         const { value, model, temperature, strict_mode: strictMode } = request.body;
@@ -159,25 +174,6 @@ export function createNullCheckService(options: NullCheckServiceOptions = {}): F
         async (request) => {
           const { answer, model, temperature, body } = check(request);
           return { ...body, philosophical_analysis: analyse(answer, model, temperature, random) };
-        },
-      );
-
-      scope.get(
-        '/api/v1/health',
-        { schema: nullHealthRouteSchema, config: { public: true, rateLimit: false } },
-        async () => {
-          if (faults.down)
-            throw new ServiceError(503, 'SERVICE_UNAVAILABLE', 'service unavailable, retry later');
-          return {
-            status: faults.active ? 'degraded' : 'ok',
-            null_detectable: !faults.unusable,
-            undefined_detectable: false,
-            cluster_status: faults.active
-              ? 'degraded: fault injection is on (added latency and/or injected 500/503 answers)'
-              : 'nominal: 2 experts (null, not-null) warm, philosophy consultant on sabbatical',
-            philosophy_consultant: null,
-            monthly_burn: formatDollars(burn),
-          };
         },
       );
     },

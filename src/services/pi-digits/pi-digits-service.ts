@@ -15,6 +15,7 @@ import {
 } from '../../digits/digit-engine.js';
 import { formatCost, formatDollars, roundUsd } from '../shared/currency.js';
 import type { ValidationMapper } from '../shared/error-handling.js';
+import { clusterState } from '../shared/fault-injection.js';
 import {
   type EndpointStage,
   type RetirableEndpoint,
@@ -25,7 +26,7 @@ import { createServiceApp, type ServiceAppOptions } from '../shared/service-app.
 import { ServiceError } from '../shared/service-error.js';
 import type { Tier } from '../shared/tiers.js';
 import { chainOfThought } from './chain-of-thought.js';
-import { inferenceRouteSchema, piHealthRouteSchema, piRouteSchema } from './pi-digits-schemas.js';
+import { inferenceRouteSchema, piHealthProperties, piRouteSchema } from './pi-digits-schemas.js';
 import {
   applyModel,
   chooseConstant,
@@ -148,7 +149,16 @@ export function createPiDigitsService(options: PiDigitsServiceOptions = {}): Fas
     version: '1.0.0',
     fault500: { code: 'INTERNAL_ERROR', message: 'internal failure of the generation cluster' },
     mapValidation,
-    routes: (scope, { random, faults, injectFaults, seed, deprecation }) => {
+    health: {
+      spec: 'Spec 2.4.',
+      properties: piHealthProperties,
+      fields: (faults) => ({
+        pi_available: !faults.unusable,
+        gpu_cluster: clusterState(faults, 'nominal: 8 simulated GPUs warm, 0 on fire'),
+        monthly_burn_rate: formatDollars(burn),
+      }),
+    },
+    routes: (scope, { random, injectFaults, seed, deprecation }) => {
       async function trueDigits(constant: Constant, decimals: number): Promise<string> {
         const cached = engine.peek(constant, decimals);
         if (cached !== undefined) return cached;
@@ -259,23 +269,6 @@ export function createPiDigitsService(options: PiDigitsServiceOptions = {}): Fas
             inference_time_ms: answer.inference_time_ms,
             sponsored_by: random.pick(PI_SPONSORS),
             disclaimer: PI_DISCLAIMER,
-          };
-        },
-      );
-
-      scope.get(
-        '/api/v1/health',
-        { schema: piHealthRouteSchema, config: { public: true, rateLimit: false } },
-        async () => {
-          if (faults.down)
-            throw new ServiceError(503, 'SERVICE_UNAVAILABLE', 'service unavailable, retry later');
-          return {
-            status: faults.active ? 'degraded' : 'ok',
-            pi_available: !faults.unusable,
-            gpu_cluster: faults.active
-              ? 'degraded: fault injection is on (added latency and/or injected 500/503 answers)'
-              : 'nominal: 8 simulated GPUs warm, 0 on fire',
-            monthly_burn_rate: formatDollars(burn),
           };
         },
       );
