@@ -7,12 +7,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { formatDollars, roundUsd } from '../shared/currency.js';
 import type { ValidationMapper } from '../shared/error-handling.js';
 import { clusterState } from '../shared/fault-injection.js';
-import {
-  type EndpointStage,
-  type RetirableEndpoint,
-  registerRetired,
-  retirableRoute,
-} from '../shared/retirement.js';
+import { type EndpointStage, type RetirableEndpoint, registerRetirable } from '../shared/retirement.js';
 import { createServiceApp, type ServiceAppOptions } from '../shared/service-app.js';
 import { ServiceError } from '../shared/service-error.js';
 import type { Tier } from '../shared/tiers.js';
@@ -160,14 +155,12 @@ export function createNullCheckService(options: NullCheckServiceOptions = {}): F
         preHandler: injectFaults,
       };
       // No `config.rateLimit` on either route: both count in the caller's one bucket.
-      if (v1.stage === 'off') registerRetired(scope, v1);
-      else {
-        scope.post<{ Body: CheckBody }>(
-          CHECK_V1_PATH,
-          retirableRoute(v1, { ...checkOptions, schema: checkRouteSchema }),
-          async (request) => check(request).body,
-        );
-      }
+      registerRetirable<{ Body: CheckBody }>(
+        scope,
+        v1,
+        { ...checkOptions, schema: checkRouteSchema },
+        async (request) => check(request).body,
+      );
       scope.post<{ Body: CheckBody }>(
         CHECK_V2_PATH,
         { ...checkOptions, schema: nullOrNotRouteSchema },

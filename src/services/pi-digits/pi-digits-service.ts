@@ -16,12 +16,7 @@ import {
 import { formatCost, formatDollars, roundUsd } from '../shared/currency.js';
 import type { ValidationMapper } from '../shared/error-handling.js';
 import { clusterState } from '../shared/fault-injection.js';
-import {
-  type EndpointStage,
-  type RetirableEndpoint,
-  registerRetired,
-  retirableRoute,
-} from '../shared/retirement.js';
+import { type EndpointStage, type RetirableEndpoint, registerRetirable } from '../shared/retirement.js';
 import { createServiceApp, type ServiceAppOptions } from '../shared/service-app.js';
 import { ServiceError } from '../shared/service-error.js';
 import type { Tier } from '../shared/tiers.js';
@@ -215,32 +210,31 @@ export function createPiDigitsService(options: PiDigitsServiceOptions = {}): Fas
         },
         dates: deprecation,
       };
-      if (v1Pi.stage === 'off') registerRetired(scope, v1Pi);
-      else
-        scope.get<{ Querystring: PiQuery }>(
-          PI_V1_PATH,
-          retirableRoute(v1Pi, { schema: piRouteSchema(maxDigits), preHandler: injectFaults }),
-          async (request) => {
-            const tier = request.caller?.tier ?? 'free';
-            const query = request.query;
-            if (!query.sponsored && tier === 'free') {
-              throw new ServiceError(418, 'TIER_FORBIDDEN', 'the free tier requires sponsored=true');
-            }
-            const { decimals, model } = admit(tier, query.digits, query.model);
-            const answer = await generate(model, decimals, query.temperature);
-            return {
-              digits: answer.digits,
-              precision: answer.precision,
-              confidence: answer.confidence,
-              model,
-              inference_time_ms: answer.inference_time_ms,
-              gpu_cost_usd: answer.gpu_cost_usd,
-              sponsored_by: query.sponsored ? random.pick(PI_SPONSORS) : null,
-              disclaimer: PI_DISCLAIMER,
-              constant: answer.constant,
-            };
-          },
-        );
+      registerRetirable<{ Querystring: PiQuery }>(
+        scope,
+        v1Pi,
+        { schema: piRouteSchema(maxDigits), preHandler: injectFaults },
+        async (request) => {
+          const tier = request.caller?.tier ?? 'free';
+          const query = request.query;
+          if (!query.sponsored && tier === 'free') {
+            throw new ServiceError(418, 'TIER_FORBIDDEN', 'the free tier requires sponsored=true');
+          }
+          const { decimals, model } = admit(tier, query.digits, query.model);
+          const answer = await generate(model, decimals, query.temperature);
+          return {
+            digits: answer.digits,
+            precision: answer.precision,
+            confidence: answer.confidence,
+            model,
+            inference_time_ms: answer.inference_time_ms,
+            gpu_cost_usd: answer.gpu_cost_usd,
+            sponsored_by: query.sponsored ? random.pick(PI_SPONSORS) : null,
+            disclaimer: PI_DISCLAIMER,
+            constant: answer.constant,
+          };
+        },
+      );
 
       scope.post<{ Body: InferenceBody }>(
         INFERENCE_PATH,
