@@ -1,13 +1,12 @@
 /**
- * Per-operation loaders (DataLoader): identical upstream calls within one operation reach the
- * upstream once. Created lazily: an operation that selects only `health`, or fails validation, pays
- * for no DataLoader at all.
- *
- * Batching is off: the upstreams have no batch endpoint, so a batch would only add a tick of latency.
- * The per-operation cache still makes identical keys share one call; each share is counted in
+ * Per-operation loaders: identical upstream calls within one operation reach the upstream once. A
+ * loader keeps the operation's calls of one kind by key; an identical request gets the first call's
+ * promise (its answer, or its failure), and each share is counted in
  * `gateway_dedup_hits_total{source="dataloader"}`.
+ *
+ * Nothing is batched: the upstreams have no batch endpoint, so a call starts at once. A loader makes
+ * its map at its first call: an operation that selects only `health`, or fails validation, makes none.
  */
-import DataLoader from 'dataloader';
 import type { UpstreamName } from './errors.js';
 import type { Operation } from './operation.js';
 import type { UpstreamClients } from './upstream/clients.js';
@@ -25,107 +24,84 @@ import type {
 
 export type HealthPair = [HealthProbe<NullHealthBody>, HealthProbe<PiHealthBody>];
 
+/** Told of each upstream call a loader saved. */
+export type OnDedup = (upstream: UpstreamName) => void;
+
+/** What a loader calls, for one operation. */
+interface CallContext {
+  clients: UpstreamClients;
+  operation: Operation;
+  onDedup: OnDedup;
+}
+
+/** One kind of upstream call: which upstream, how a request is keyed, and the call. */
+interface CallKind<Request, Answer> {
+  upstream: UpstreamName;
+  /** Stable key: the request fields in a fixed order. */
+  key(request: Request): string;
+  call(context: CallContext, request: Request): Promise<Answer>;
+}
+
+/** The calls of one kind within one operation. */
+export class Loader<Request, Answer> {
+  #calls: Map<string, Promise<Answer>> | undefined;
+
+  constructor(
+    private readonly kind: CallKind<Request, Answer>,
+    private readonly context: CallContext,
+  ) {}
+
+  /** The answer of the identical request made earlier in this operation, else of a new call. */
+  load(request: Request): Promise<Answer> {
+    const key = this.kind.key(request);
+    this.#calls ??= new Map();
+    const shared = this.#calls.get(key);
+    if (shared !== undefined) {
+      this.context.onDedup(this.kind.upstream);
+      return shared;
+    }
+    const answer = this.kind.call(this.context, request);
+    this.#calls.set(key, answer);
+    return answer;
+  }
+}
+
+const NULL_CHECK: CallKind<NullCheckRequest, NullCheckResponse> = {
+  upstream: 'null-check',
+  key: (r) => JSON.stringify([r.hasValue, r.hasValue ? r.value : 0, r.model, r.temperature, r.strictMode]),
+  call: ({ clients, operation }, r) => clients.nullCheck.check(r, operation),
+};
+
+const PI: CallKind<PiRequest, PiResponse> = {
+  upstream: 'pi-digits',
+  key: (r) => JSON.stringify([r.digits, r.model, r.temperature, r.sponsored]),
+  call: ({ clients, operation }, r) => clients.piDigits.pi(r, operation),
+};
+
+const INFERENCE: CallKind<InferenceRequest, InferenceResponse> = {
+  upstream: 'pi-digits',
+  key: (r) =>
+    JSON.stringify([r.desiredDigits, r.model, r.temperature, r.useChainOfThought, r.liabilityWaiverSigned]),
+  call: ({ clients, operation }, r) => clients.piDigits.inference(r, operation),
+};
+
 export interface Loaders {
-  readonly nullCheck: DataLoader<NullCheckRequest, NullCheckResponse, string>;
-  readonly pi: DataLoader<PiRequest, PiResponse, string>;
-  readonly inference: DataLoader<InferenceRequest, InferenceResponse, string>;
+  readonly nullCheck: Loader<NullCheckRequest, NullCheckResponse>;
+  readonly pi: Loader<PiRequest, PiResponse>;
+  readonly inference: Loader<InferenceRequest, InferenceResponse>;
   /** Both health probes, concurrently, once per operation. Never rejects. */
   health(): Promise<HealthPair>;
 }
 
-/** Told of each upstream call a loader saved. */
-export type OnDedup = (upstream: UpstreamName) => void;
-
-/** Stable keys: the request fields in a fixed order (undefined ≠ null survives JSON.stringify). */
-export const nullCheckKey = (r: NullCheckRequest): string =>
-  JSON.stringify([r.hasValue, r.hasValue ? r.value : 0, r.model, r.temperature, r.strictMode]);
-export const piKey = (r: PiRequest): string =>
-  JSON.stringify([r.digits, r.model, r.temperature, r.sponsored]);
-export const inferenceKey = (r: InferenceRequest): string =>
-  JSON.stringify([r.desiredDigits, r.model, r.temperature, r.useChainOfThought, r.liabilityWaiverSigned]);
-
-/**
- * A DataLoader cache map that reports its hits: only the cache knows whether a key was already
- * there, and DataLoader asks it exactly once per `load()`.
- */
-class CountingMap<V> extends Map<string, V> {
-  constructor(private readonly onHit: () => void) {
-    super();
-  }
-
-  override get(key: string): V | undefined {
-    const value = super.get(key);
-    if (value !== undefined) this.onHit();
-    return value;
-  }
-}
-
-function loader<K, V>(call: (key: K) => Promise<V>, cacheKeyFn: (key: K) => string, onHit: () => void) {
-  return new DataLoader<K, V, string>(
-    // batch: false, so every batch holds one key; values come back in key order as DataLoader needs.
-    (keys) =>
-      Promise.all(
-        keys.map((key) =>
-          call(key).then(
-            (value) => value,
-            // An Error in the result array is that key's rejection.
-            (error: unknown) => (error instanceof Error ? error : new Error(String(error))),
-          ),
-        ),
-      ),
-    { batch: false, cacheKeyFn, cacheMap: new CountingMap<Promise<V>>(onHit) },
-  );
-}
-
-class OperationLoaders implements Loaders {
-  #nullCheck?: Loaders['nullCheck'];
-  #pi?: Loaders['pi'];
-  #inference?: Loaders['inference'];
-  #health?: Promise<HealthPair>;
-
-  constructor(
-    private readonly clients: UpstreamClients,
-    private readonly operation: Operation,
-    private readonly onDedup: OnDedup,
-  ) {}
-
-  get nullCheck() {
-    this.#nullCheck ??= loader(
-      (r) => this.clients.nullCheck.check(r, this.operation),
-      nullCheckKey,
-      () => this.onDedup('null-check'),
-    );
-    return this.#nullCheck;
-  }
-
-  get pi() {
-    this.#pi ??= loader(
-      (r) => this.clients.piDigits.pi(r, this.operation),
-      piKey,
-      () => this.onDedup('pi-digits'),
-    );
-    return this.#pi;
-  }
-
-  get inference() {
-    this.#inference ??= loader(
-      (r) => this.clients.piDigits.inference(r, this.operation),
-      inferenceKey,
-      () => this.onDedup('pi-digits'),
-    );
-    return this.#inference;
-  }
-
-  health(): Promise<HealthPair> {
-    this.#health ??= Promise.all([
-      this.clients.health.nullCheck(this.operation),
-      this.clients.health.piDigits(this.operation),
-    ]);
-    return this.#health;
-  }
-}
-
 /** The loaders of one operation over `clients`. */
 export function createLoaders(clients: UpstreamClients, operation: Operation, onDedup: OnDedup): Loaders {
-  return new OperationLoaders(clients, operation, onDedup);
+  const context: CallContext = { clients, operation, onDedup };
+  let health: Promise<HealthPair> | undefined;
+  return {
+    nullCheck: new Loader(NULL_CHECK, context),
+    pi: new Loader(PI, context),
+    inference: new Loader(INFERENCE, context),
+    health: () =>
+      (health ??= Promise.all([clients.health.nullCheck(operation), clients.health.piDigits(operation)])),
+  };
 }
