@@ -3,8 +3,9 @@
  * from the upstream answer the same way everywhere, so each is built here once. The descriptions stay
  * each interface's own (they are part of the published schema).
  */
-import type { EnumRef, InterfaceFieldBuilder } from '@pothos/core';
+import type { EnumRef, InterfaceFieldBuilder, InterfaceRef } from '@pothos/core';
 import type { GatewaySchemaTypes } from './builder.js';
+import { builder } from './builder.js';
 import { floatOrNull, intOrNull } from './numbers.js';
 import { type Constant, classifyDigits, correctDigits, splitDigits } from './truth.js';
 
@@ -143,4 +144,32 @@ export function digitsFields<Shape extends DigitsShape>(
         correctDigits(context.digits, p.response.digits, p.constant, context.limits.maxCompareDigits),
     }),
   };
+}
+
+/** A named type and its description. */
+interface Named {
+  name: string;
+  description: string;
+}
+
+/**
+ * The union a digits field answers with: a pi member and an e member (the interface, with no fields of
+ * their own), told apart by the answer's constant.
+ */
+export function constantUnion<Shape extends DigitsShape>(
+  digitsInterface: InterfaceRef<Types, Shape>,
+  members: { pi: Named; e: Named },
+  union: Named,
+) {
+  const member = ({ name, description }: Named) =>
+    builder
+      .objectRef<Shape>(name)
+      .implement({ description, interfaces: [digitsInterface], fields: () => ({}) });
+  const pi = member(members.pi);
+  const e = member(members.e);
+  return builder.unionType(union.name, {
+    description: union.description,
+    types: [pi, e],
+    resolveType: (p) => (p.constant === 'e' ? members.e.name : members.pi.name),
+  });
 }

@@ -7,7 +7,7 @@
 import { numberArgument, stringArgument, type UpstreamFieldExtension } from '../operation-plan.js';
 import { inferencePricing } from '../upstream/pi-digits-client.js';
 import type { InferenceRequest, InferenceResponse } from '../upstream/types.js';
-import { type DigitsShape, digitsAnswer, digitsFields, modelFields } from './answer-fields.js';
+import { constantUnion, type DigitsShape, digitsAnswer, digitsFields, modelFields } from './answer-fields.js';
 import { builder } from './builder.js';
 import { checkDigits, checkTemperature, rethrowAsFieldError, waiverRequired } from './errors.js';
 import { PiModel, piModelOf } from './models.js';
@@ -69,24 +69,21 @@ export const Inference = builder.interfaceRef<InferenceShape>('Inference').imple
   }),
 });
 
-export const PiInference = builder.objectRef<InferenceShape>('PiInference').implement({
-  description: 'Inferred digits of pi.',
-  interfaces: [Inference],
-  fields: () => ({}),
-});
-
-export const EulerInference = builder.objectRef<InferenceShape>('EulerInference').implement({
-  description:
-    'Inferred digits of e instead of pi (temperature above 0), by marker or by the digits themselves.',
-  interfaces: [Inference],
-  fields: () => ({}),
-});
-
-export const InferenceResult = builder.unionType('InferenceResult', {
-  description: 'An inference answer: PiInference, or EulerInference when the model returned e instead.',
-  types: [PiInference, EulerInference],
-  resolveType: (p) => (p.constant === 'e' ? 'EulerInference' : 'PiInference'),
-});
+export const InferenceResult = constantUnion(
+  Inference,
+  {
+    pi: { name: 'PiInference', description: 'Inferred digits of pi.' },
+    e: {
+      name: 'EulerInference',
+      description:
+        'Inferred digits of e instead of pi (temperature above 0), by marker or by the digits themselves.',
+    },
+  },
+  {
+    name: 'InferenceResult',
+    description: 'An inference answer: PiInference, or EulerInference when the model returned e instead.',
+  },
+);
 
 builder.queryField('inference', (t) =>
   t.field({

@@ -11,6 +11,7 @@ import type { PiRequest, PiResponse } from '../upstream/types.js';
 import {
   answerFactFields,
   answerTextFields,
+  constantUnion,
   type DigitsShape,
   digitsAnswer,
   digitsFields,
@@ -53,26 +54,26 @@ export const ConstantDigits = builder.interfaceRef<PiShape>('ConstantDigits').im
   }),
 });
 
-export const PiDigits = builder.objectRef<PiShape>('PiDigits').implement({
-  description: `Digits of ${constantDescription('pi')}: the service answered with pi, as asked.`,
-  interfaces: [ConstantDigits],
-  fields: () => ({}),
-});
-
-export const EulerDigits = builder.objectRef<PiShape>('EulerDigits').implement({
-  description:
-    `Digits of ${constantDescription('e')}: the service returned e instead of pi (temperature above 0), ` +
-    'by its own marker or as recognised by the gateway from the digits.',
-  interfaces: [ConstantDigits],
-  fields: () => ({}),
-});
-
-export const PiResult = builder.unionType('PiResult', {
-  description:
-    'A pi answer: PiDigits, or EulerDigits when the model returned e instead (only at temperature above 0).',
-  types: [PiDigits, EulerDigits],
-  resolveType: (p) => (p.constant === 'e' ? 'EulerDigits' : 'PiDigits'),
-});
+export const PiResult = constantUnion(
+  ConstantDigits,
+  {
+    pi: {
+      name: 'PiDigits',
+      description: `Digits of ${constantDescription('pi')}: the service answered with pi, as asked.`,
+    },
+    e: {
+      name: 'EulerDigits',
+      description:
+        `Digits of ${constantDescription('e')}: the service returned e instead of pi (temperature above 0), ` +
+        'by its own marker or as recognised by the gateway from the digits.',
+    },
+  },
+  {
+    name: 'PiResult',
+    description:
+      'A pi answer: PiDigits, or EulerDigits when the model returned e instead (only at temperature above 0).',
+  },
+);
 
 builder.queryField('pi', (t) =>
   t.field({
