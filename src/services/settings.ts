@@ -117,44 +117,40 @@ export const apiVersionSettings = settingsGroup('api versions', {
   ),
 });
 
-export const faultInjectionSettings = settingsGroup('fault injection', {
-  nullFaultLatencyMs: setting(
-    'NULL_FAULT_LATENCY_MS',
-    int(0, 600_000).default(0),
-    'Milliseconds added to every answer of the null-check reference service.',
-  ),
-  nullFault500Rate: setting(
-    'NULL_FAULT_500_RATE',
-    ratio().default(0),
-    'Share (0 to 1) of null-check checks answered 500 NULL_PARADOX.',
-  ),
-  nullFault503Rate: setting(
-    'NULL_FAULT_503_RATE',
-    ratio().default(0),
-    'Share (0 to 1) of null-check requests answered 503.',
-  ),
-  piFaultLatencyMs: setting(
-    'PI_FAULT_LATENCY_MS',
-    int(0, 600_000).default(0),
-    'Milliseconds added to every answer of the pi-digits reference service.',
-  ),
-  piFault500Rate: setting(
-    'PI_FAULT_500_RATE',
-    ratio().default(0),
-    'Share (0 to 1) of pi-digits requests answered 500.',
-  ),
-  piFault503Rate: setting(
-    'PI_FAULT_503_RATE',
-    ratio().default(0),
-    'Share (0 to 1) of pi-digits requests answered 503.',
-  ),
-});
+/**
+ * The fault injection of one reference service (`NULL_FAULT_*`, `PI_FAULT_*`): added latency, and the
+ * shares of its requests answered 500 (`answered500` says which) and 503. Both services' groups share
+ * the heading "fault injection".
+ */
+function faultInjectionSettings(env: 'NULL' | 'PI', service: string, answered500: string) {
+  return settingsGroup('fault injection', {
+    latencyMs: setting(
+      `${env}_FAULT_LATENCY_MS`,
+      int(0, 600_000).default(0),
+      `Milliseconds added to every answer of the ${service} reference service.`,
+    ),
+    rate500: setting(`${env}_FAULT_500_RATE`, ratio().default(0), `Share (0 to 1) of ${answered500}.`),
+    rate503: setting(
+      `${env}_FAULT_503_RATE`,
+      ratio().default(0),
+      `Share (0 to 1) of ${service} requests answered 503.`,
+    ),
+  });
+}
+
+export const nullFaultSettings = faultInjectionSettings(
+  'NULL',
+  'null-check',
+  'null-check checks answered 500 NULL_PARADOX',
+);
+export const piFaultSettings = faultInjectionSettings('PI', 'pi-digits', 'pi-digits requests answered 500');
 
 /** Every group the reference services read (besides the process, log and Redis groups). */
 export const servicesSettings = {
   services: referenceServiceSettings,
   apiVersions: apiVersionSettings,
-  faults: faultInjectionSettings,
+  nullFaults: nullFaultSettings,
+  piFaults: piFaultSettings,
 };
 
 /** Every group `npm run services` reads, in the order its `--help` lists them. */
@@ -178,7 +174,8 @@ export function servicesHelpText(): string {
 export interface ServicesSettingsValues {
   services: GroupValues<typeof referenceServiceSettings>;
   apiVersions: GroupValues<typeof apiVersionSettings>;
-  faults: GroupValues<typeof faultInjectionSettings>;
+  nullFaults: GroupValues<typeof nullFaultSettings>;
+  piFaults: GroupValues<typeof piFaultSettings>;
   redis: GroupValues<typeof redisSettings>;
 }
 
@@ -187,7 +184,7 @@ export interface ServicesSettingsValues {
  * embedded services always take free loopback ports, `npm run services` adds NULL_PORT / PI_PORT itself.
  */
 export function servicesOptionsFromSettings(settings: ServicesSettingsValues): ServicesOptions {
-  const { services, apiVersions, faults, redis } = settings;
+  const { services, apiVersions, nullFaults, piFaults, redis } = settings;
   return {
     apiKeys: services.apiKeys,
     seed: services.seed,
@@ -198,12 +195,12 @@ export function servicesOptionsFromSettings(settings: ServicesSettingsValues): S
     piOverLimit: services.piOverLimit,
     piEnterpriseMaxDigits: services.piEnterpriseMaxDigits,
     piMaxDigits: services.piMaxDigits,
-    nullFaultLatencyMs: faults.nullFaultLatencyMs,
-    nullFault500Rate: faults.nullFault500Rate,
-    nullFault503Rate: faults.nullFault503Rate,
-    piFaultLatencyMs: faults.piFaultLatencyMs,
-    piFault500Rate: faults.piFault500Rate,
-    piFault503Rate: faults.piFault503Rate,
+    nullFaultLatencyMs: nullFaults.latencyMs,
+    nullFault500Rate: nullFaults.rate500,
+    nullFault503Rate: nullFaults.rate503,
+    piFaultLatencyMs: piFaults.latencyMs,
+    piFault500Rate: piFaults.rate500,
+    piFault503Rate: piFaults.rate503,
     nullV1: apiVersions.nullV1,
     piV1Pi: apiVersions.piV1Pi,
     v1DeprecatedSince: apiVersions.v1DeprecatedSince,
