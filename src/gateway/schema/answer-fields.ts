@@ -1,11 +1,11 @@
 /**
- * Fields that several answer interfaces share (NullCheck, ConstantDigits, Inference): each is read
- * from the upstream answer the same way everywhere, so each is built here once. The descriptions stay
- * each interface's own (they are part of the published schema).
+ * What the answer types share: the fields several interfaces carry (NullCheck, ConstantDigits,
+ * Inference), each read from the upstream answer the same way everywhere, and the pi/e union of the
+ * two digits interfaces. Built here once; descriptions and names stay each type's own (they are part
+ * of the published schema).
  */
 import type { EnumRef, InterfaceFieldBuilder, InterfaceRef } from '@pothos/core';
-import type { GatewaySchemaTypes } from './builder.js';
-import { builder } from './builder.js';
+import { builder, type GatewaySchemaTypes } from './builder.js';
 import { floatOrNull, intOrNull } from './numbers.js';
 import { type Constant, classifyDigits, correctDigits, splitDigits } from './truth.js';
 
