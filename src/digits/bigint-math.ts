@@ -157,3 +157,18 @@ export function truncateWithGuard(
   if (guardValue < margin || guardValue > 10n ** BigInt(guard) - 1n - margin) return undefined;
   return decimals === 0 ? scaled.slice(0, 1) : `${scaled[0]}.${scaled.slice(1, 1 + decimals)}`;
 }
+
+/**
+ * A constant truncated (not rounded) to `decimals` decimal places, from `scaled(n)`: floor(c * 10^n)
+ * as a decimal string, within 16 units of its last place. 12 guard digits first, 20 more each time
+ * they are too close to a digit boundary (see `truncateWithGuard`).
+ */
+export function truncatedConstant(decimals: number, scaled: (digits: number) => string): string {
+  if (!Number.isSafeInteger(decimals) || decimals < 0) {
+    throw new RangeError(`decimals must be a non-negative integer, got ${decimals}`);
+  }
+  for (let guard = 12; ; guard += 20) {
+    const result = truncateWithGuard(scaled(decimals + guard), decimals, guard, 16);
+    if (result !== undefined) return result;
+  }
+}

@@ -9,7 +9,7 @@ import {
   bitsForDigits,
   fractionDigits,
   reciprocalFixed,
-  truncateWithGuard,
+  truncatedConstant,
 } from './bigint-math.js';
 
 function split(a: number, b: number): [bigint, bigint] {
@@ -48,11 +48,5 @@ function scaledE(scale: number): string {
 
 /** e truncated (not rounded) to `decimals` decimal places: computeE(3) === '2.718'. */
 export function computeE(decimals: number): string {
-  if (!Number.isSafeInteger(decimals) || decimals < 0) {
-    throw new RangeError(`decimals must be a non-negative integer, got ${decimals}`);
-  }
-  for (let guard = 12; ; guard += 20) {
-    const result = truncateWithGuard(scaledE(decimals + guard), decimals, guard, 16);
-    if (result !== undefined) return result;
-  }
+  return truncatedConstant(decimals, scaledE);
 }

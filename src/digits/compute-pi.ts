@@ -15,7 +15,7 @@ import {
   fractionDigits,
   invSqrtFixed,
   reciprocalFixed,
-  truncateWithGuard,
+  truncatedConstant,
 } from './bigint-math.js';
 
 const DIGITS_PER_TERM = Math.log10(640320 ** 3 / (24 * 6 * 2 * 6));
@@ -60,11 +60,5 @@ function scaledPi(scale: number): string {
 
 /** Pi truncated (not rounded) to `decimals` decimal places: computePi(2) === '3.14'. */
 export function computePi(decimals: number): string {
-  if (!Number.isSafeInteger(decimals) || decimals < 0) {
-    throw new RangeError(`decimals must be a non-negative integer, got ${decimals}`);
-  }
-  for (let guard = 12; ; guard += 20) {
-    const result = truncateWithGuard(scaledPi(decimals + guard), decimals, guard, 16);
-    if (result !== undefined) return result;
-  }
+  return truncatedConstant(decimals, scaledPi);
 }

@@ -1,11 +1,13 @@
 /**
  * Per-operation loaders (DataLoader): identical upstream calls within one operation reach the
- * upstream once. Created lazily: an operation that selects only `health`, or fails validation, pays
- * for no DataLoader at all.
+ * upstream once. One DataLoader per call kind, made at the kind's first call: an operation that
+ * selects only `health`, or fails validation, makes none.
  *
- * Batching is off: the upstreams have no batch endpoint, so a batch would only add a tick of latency.
- * The per-operation cache still makes identical keys share one call; each share is counted in
- * `gateway_dedup_hits_total{source="dataloader"}`.
+ * The upstreams have no batch endpoint: a batch of keys is as many calls, started together, their
+ * answers (or failures) returned in key order, as DataLoader asks. DataLoader's per-operation cache
+ * makes an identical key share the first call; each share is counted in
+ * `gateway_dedup_hits_total{source="dataloader"}` (the cache map counts its hits: only it knows
+ * whether a key was there, and DataLoader asks it once per `load()`).
  */
 import DataLoader from 'dataloader';
 import type { UpstreamName } from './errors.js';
@@ -25,29 +27,25 @@ import type {
 
 export type HealthPair = [HealthProbe<NullHealthBody>, HealthProbe<PiHealthBody>];
 
-export interface Loaders {
-  readonly nullCheck: DataLoader<NullCheckRequest, NullCheckResponse, string>;
-  readonly pi: DataLoader<PiRequest, PiResponse, string>;
-  readonly inference: DataLoader<InferenceRequest, InferenceResponse, string>;
-  /** Both health probes, concurrently, once per operation. Never rejects. */
-  health(): Promise<HealthPair>;
-}
-
 /** Told of each upstream call a loader saved. */
 export type OnDedup = (upstream: UpstreamName) => void;
 
-/** Stable keys: the request fields in a fixed order (undefined ≠ null survives JSON.stringify). */
-export const nullCheckKey = (r: NullCheckRequest): string =>
-  JSON.stringify([r.hasValue, r.hasValue ? r.value : 0, r.model, r.temperature, r.strictMode]);
-export const piKey = (r: PiRequest): string =>
-  JSON.stringify([r.digits, r.model, r.temperature, r.sponsored]);
-export const inferenceKey = (r: InferenceRequest): string =>
-  JSON.stringify([r.desiredDigits, r.model, r.temperature, r.useChainOfThought, r.liabilityWaiverSigned]);
+/** What a loader calls, for one operation. */
+interface CallContext {
+  clients: UpstreamClients;
+  operation: Operation;
+  onDedup: OnDedup;
+}
 
-/**
- * A DataLoader cache map that reports its hits: only the cache knows whether a key was already
- * there, and DataLoader asks it exactly once per `load()`.
- */
+/** One kind of upstream call: which upstream, how a request is keyed, and the call. */
+interface CallKind<Request, Answer> {
+  upstream: UpstreamName;
+  /** Stable key: the request fields in a fixed order. */
+  key(request: Request): string;
+  call(context: CallContext, request: Request): Promise<Answer>;
+}
+
+/** A DataLoader cache map that reports its hits. */
 class CountingMap<V> extends Map<string, V> {
   constructor(private readonly onHit: () => void) {
     super();
@@ -60,72 +58,76 @@ class CountingMap<V> extends Map<string, V> {
   }
 }
 
-function loader<K, V>(call: (key: K) => Promise<V>, cacheKeyFn: (key: K) => string, onHit: () => void) {
-  return new DataLoader<K, V, string>(
-    // batch: false, so every batch holds one key; values come back in key order as DataLoader needs.
-    (keys) =>
-      Promise.all(
-        keys.map((key) =>
-          call(key).then(
-            (value) => value,
-            // An Error in the result array is that key's rejection.
-            (error: unknown) => (error instanceof Error ? error : new Error(String(error))),
-          ),
-        ),
-      ),
-    { batch: false, cacheKeyFn, cacheMap: new CountingMap<Promise<V>>(onHit) },
-  );
+/** What a loader does: load a request's answer (DataLoader's `load`). */
+export interface Loader<Request, Answer> {
+  load(request: Request): Promise<Answer>;
 }
 
-class OperationLoaders implements Loaders {
-  #nullCheck?: Loaders['nullCheck'];
-  #pi?: Loaders['pi'];
-  #inference?: Loaders['inference'];
-  #health?: Promise<HealthPair>;
+/** The calls of one kind within one operation, made when first needed. */
+function loaderOf<Request, Answer>(
+  kind: CallKind<Request, Answer>,
+  context: CallContext,
+): Loader<Request, Answer> {
+  let loader: DataLoader<Request, Answer, string> | undefined;
+  return {
+    load(request) {
+      loader ??= new DataLoader<Request, Answer, string>(
+        (requests) =>
+          Promise.all(
+            requests.map((r) =>
+              kind.call(context, r).then(
+                (answer) => answer,
+                // An Error in the result array is that key's rejection.
+                (error: unknown) => (error instanceof Error ? error : new Error(String(error))),
+              ),
+            ),
+          ),
+        {
+          cacheKeyFn: kind.key,
+          cacheMap: new CountingMap<Promise<Answer>>(() => context.onDedup(kind.upstream)),
+        },
+      );
+      return loader.load(request);
+    },
+  };
+}
 
-  constructor(
-    private readonly clients: UpstreamClients,
-    private readonly operation: Operation,
-    private readonly onDedup: OnDedup,
-  ) {}
+const NULL_CHECK: CallKind<NullCheckRequest, NullCheckResponse> = {
+  upstream: 'null-check',
+  key: (r) => JSON.stringify([r.hasValue, r.hasValue ? r.value : 0, r.model, r.temperature, r.strictMode]),
+  call: ({ clients, operation }, r) => clients.nullCheck.check(r, operation),
+};
 
-  get nullCheck() {
-    this.#nullCheck ??= loader(
-      (r) => this.clients.nullCheck.check(r, this.operation),
-      nullCheckKey,
-      () => this.onDedup('null-check'),
-    );
-    return this.#nullCheck;
-  }
+const PI: CallKind<PiRequest, PiResponse> = {
+  upstream: 'pi-digits',
+  key: (r) => JSON.stringify([r.digits, r.model, r.temperature, r.sponsored]),
+  call: ({ clients, operation }, r) => clients.piDigits.pi(r, operation),
+};
 
-  get pi() {
-    this.#pi ??= loader(
-      (r) => this.clients.piDigits.pi(r, this.operation),
-      piKey,
-      () => this.onDedup('pi-digits'),
-    );
-    return this.#pi;
-  }
+const INFERENCE: CallKind<InferenceRequest, InferenceResponse> = {
+  upstream: 'pi-digits',
+  key: (r) =>
+    JSON.stringify([r.desiredDigits, r.model, r.temperature, r.useChainOfThought, r.liabilityWaiverSigned]),
+  call: ({ clients, operation }, r) => clients.piDigits.inference(r, operation),
+};
 
-  get inference() {
-    this.#inference ??= loader(
-      (r) => this.clients.piDigits.inference(r, this.operation),
-      inferenceKey,
-      () => this.onDedup('pi-digits'),
-    );
-    return this.#inference;
-  }
-
-  health(): Promise<HealthPair> {
-    this.#health ??= Promise.all([
-      this.clients.health.nullCheck(this.operation),
-      this.clients.health.piDigits(this.operation),
-    ]);
-    return this.#health;
-  }
+export interface Loaders {
+  readonly nullCheck: Loader<NullCheckRequest, NullCheckResponse>;
+  readonly pi: Loader<PiRequest, PiResponse>;
+  readonly inference: Loader<InferenceRequest, InferenceResponse>;
+  /** Both health probes, concurrently, once per operation. Never rejects. */
+  health(): Promise<HealthPair>;
 }
 
 /** The loaders of one operation over `clients`. */
 export function createLoaders(clients: UpstreamClients, operation: Operation, onDedup: OnDedup): Loaders {
-  return new OperationLoaders(clients, operation, onDedup);
+  const context: CallContext = { clients, operation, onDedup };
+  let health: Promise<HealthPair> | undefined;
+  return {
+    nullCheck: loaderOf(NULL_CHECK, context),
+    pi: loaderOf(PI, context),
+    inference: loaderOf(INFERENCE, context),
+    health: () =>
+      (health ??= Promise.all([clients.health.nullCheck(operation), clients.health.piDigits(operation)])),
+  };
 }

@@ -32,6 +32,13 @@ export interface ModelCall {
   digits?: number | undefined;
 }
 
+/** A coerced argument as `models` reads it: the value when it is a string, else undefined (omitted, null). */
+export const stringArgument = (value: unknown): string | undefined =>
+  typeof value === 'string' ? value : undefined;
+/** A coerced argument as `models` reads it: the value when it is a number, else undefined (omitted, null). */
+export const numberArgument = (value: unknown): number | undefined =>
+  typeof value === 'number' ? value : undefined;
+
 /** The `upstream` extension of a root field (Pothos `extensions: { upstream: ... }`). */
 export interface UpstreamFieldExtension {
   /** Upstream calls one distinct use of the field makes (health: one per upstream). */

@@ -6,59 +6,53 @@ import { DEFAULT_MAX_DIGITS } from '../digits/digit-engine.js';
 import { bool, httpUrl, int, setting, settingsGroup } from '../shared/settings.js';
 
 export const serverSettings = settingsGroup('gateway', {
-  port: setting('PORT', int(0, 65535).default(4000), '4000', 'Port the gateway listens on.'),
+  port: setting('PORT', int(0, 65535).default(4000), 'Port the gateway listens on.'),
   graphiql: setting(
     'GRAPHIQL',
     bool().default(true),
-    'true',
     'Serve GraphiQL (self-hosted, no CDN) on a browser GET of /graphql. When off, a browser gets a short page saying so.',
   ),
   introspection: setting(
     'INTROSPECTION',
     bool().default(true),
-    'true',
     'Answer schema introspection (__schema, __type). GraphiQL and tools that read the schema from the endpoint need it (not Apollo Client possibleTypes: codegen writes them, generated/client/possible-types.ts).',
   ),
   corsOrigins: setting(
     'CORS_ORIGINS',
     z.string().optional(),
-    '(none: same-origin only)',
     'Comma-separated list of browser origins allowed by CORS, or * for any origin (credentials are never allowed with *).',
+    '(none: same-origin only)',
   ),
   workers: setting(
     'WORKERS',
     int(1, 256).default(1),
-    '1',
     'Gateway processes (node:cluster) sharing the port. Embedded reference services run once, in the primary.',
   ),
   httpFastPath: setting(
     'HTTP_FAST_PATH',
     bool().default(true),
-    'true',
     "Serve plain JSON POSTs of known operations on the gateway's fast path (same answers, less CPU); false sends every request through Yoga's own handler.",
   ),
   trustedDocuments: setting(
     'TRUSTED_DOCUMENTS',
     z.string().optional(),
-    '(none)',
     'A trusted-documents manifest: JSON { "<sha256 hex of the document>": "<document>" }, the GraphQL Code Generator client preset\'s persisted-documents.json. Every entry is checked at start (hash, parse, validation); a bad one stops the start.',
+    '(none)',
   ),
   trustedDocumentsMode: setting(
     'TRUSTED_DOCUMENTS_MODE',
     z.enum(['off', 'log', 'enforce']).optional(),
-    'log with a manifest, off without',
     'off: any operation runs. log: any operation runs; those not in the manifest are counted (gateway_untrusted_operations_total) and logged once per document. enforce: only manifest documents run (by documentId or identical text), anything else is PERSISTED_QUERY_NOT_IN_LIST and calls nothing; needs TRUSTED_DOCUMENTS.',
+    'log with a manifest, off without',
   ),
   apq: setting(
     'APQ',
     bool().default(true),
-    'true',
     'Automatic persisted queries: a hash sent with its text registers the document once it has parsed and passed validation (off and log modes). false: nothing registers; a hash alone is PERSISTED_QUERY_NOT_FOUND.',
   ),
   compressionMinBytes: setting(
     'COMPRESSION_MIN_BYTES',
     int(0, 1_073_741_824).default(1024),
-    '1024',
     'Answers of at least this many bytes are compressed when the client accepts it (Accept-Encoding: zstd, br or gzip), with Vary: Accept-Encoding; smaller ones are sent as they are.',
   ),
 });
@@ -67,14 +61,14 @@ export const upstreamSettings = settingsGroup('upstreams', {
   nullBaseUrl: setting(
     'NULL_BASE_URL',
     httpUrl().optional(),
-    '(unset: embedded reference service)',
     'Base URL of the null-check service, without /api/v1. Unset: the reference service is started in-process on a free loopback port.',
+    '(unset: embedded reference service)',
   ),
   piBaseUrl: setting(
     'PI_BASE_URL',
     httpUrl().optional(),
-    '(unset: embedded reference service)',
     'Base URL of the pi-digits service, without /api/v1. Unset: the reference service is started in-process on a free loopback port.',
+    '(unset: embedded reference service)',
   ),
   authHeader: setting(
     'UPSTREAM_AUTH_HEADER',
@@ -82,43 +76,36 @@ export const upstreamSettings = settingsGroup('upstreams', {
       .string()
       .regex(/^[A-Za-z0-9-]+$/, 'must be an HTTP header name')
       .default('authorization'),
-    'authorization',
     'Header that carries the caller API key to the upstreams. "authorization" sends "Bearer <key>"; any other header sends the bare key.',
   ),
   timeoutMs: setting(
     'UPSTREAM_TIMEOUT_MS',
     int(1, 600_000).default(5000),
-    '5000',
     'How long the gateway waits for one upstream answer (headers and body) before the field fails with UPSTREAM_TIMEOUT.',
   ),
   connections: setting(
     'UPSTREAM_CONNECTIONS',
     int(1, 10_000).default(64),
-    '64',
     'Keep-alive connections per upstream.',
   ),
   healthTimeoutMs: setting(
     'HEALTH_TIMEOUT_MS',
     int(1, 60_000).default(1000),
-    '1000',
     'Timeout of each upstream health call made by the health query and /ready.',
   ),
   nullApiVersion: setting(
     'NULL_API_VERSION',
     z.enum(['auto', 'v1', 'v2']).default('auto'),
-    'auto',
     'API of the null-check service: v1 (POST /api/v1/check), v2 (POST /api/v2/null-or-not, with a philosophical analysis), or auto: v2 when the service lists it in its /openapi.json, and a switch at run time when an endpoint answers 404 or 410, with no client-visible error.',
   ),
   piApiVersion: setting(
     'PI_API_VERSION',
     z.enum(['auto', 'v1', 'v2']).default('auto'),
-    'auto',
     'API of the pi-digits service for the pi query: v1 (GET /api/v1/pi), v2 (POST /api/v1/inference, needs PI_WAIVER_ACCEPTED), or auto: v1 while it is served, v2 once it answers 404 or 410.',
   ),
   piWaiverAccepted: setting(
     'PI_WAIVER_ACCEPTED',
     bool().default(false),
-    'false',
     "The operator accepts the pi-digits service's liability waiver on behalf of pi callers, so that pi can be served by the v2 inference endpoint (correctDigits keeps every answer honest). Without it, pi over v2 fails with WAIVER_REQUIRED and no upstream call.",
   ),
 });
@@ -127,25 +114,21 @@ export const resilienceSettings = settingsGroup('resilience', {
   breakerThreshold: setting(
     'BREAKER_THRESHOLD',
     int(0, 10_000).default(5),
-    '5',
     "Consecutive upstream failures (5xx, timeouts, refused connections; not 4xx) that open an upstream's circuit. 0 turns the breaker off.",
   ),
   breakerHalfOpenAfterMs: setting(
     'BREAKER_HALF_OPEN_AFTER_MS',
     int(1, 3_600_000).default(5000),
-    '5000',
     'How long an open circuit stays open before a health probe of the upstream may close it.',
   ),
   retryMaxAttempts: setting(
     'RETRY_MAX_ATTEMPTS',
     int(1, 10).default(3),
-    '3',
     'Attempts per idempotent upstream call (1 = no retry). Retries only on 503, 429, connection errors; 500 at most once more.',
   ),
   operationDeadlineMs: setting(
     'OPERATION_DEADLINE_MS',
     int(1, 600_000).default(15_000),
-    '15000',
     'Overall deadline of one GraphQL operation, retries and backoff included.',
   ),
 });
@@ -154,51 +137,36 @@ export const limitSettings = settingsGroup('limits', {
   maxRequestBodyBytes: setting(
     'MAX_REQUEST_BODY_BYTES',
     int(1024, 100 * 1024 * 1024).default(1024 * 1024),
-    '1048576',
     'Largest accepted request body in bytes; larger gets HTTP 413.',
   ),
   maxUpstreamCalls: setting(
     'MAX_UPSTREAM_CALLS',
     int(1, 1000).default(20),
-    '20',
     'Most distinct upstream calls one operation (or one batch, all its operations together) may make; an operation over it is refused with BAD_USER_INPUT before any upstream call.',
   ),
   batchLimit: setting(
     'BATCH_LIMIT',
     int(0, 1000).default(0),
-    '0 (off)',
     'Batching: 0 refuses a JSON array of operations in one POST (400 BAD_REQUEST), as Yoga and Apollo Server do by default; n > 0 accepts arrays of at most n operations (more: 413 BAD_REQUEST), answered with an array. Each operation is checked and billed as if it came alone; X-Max-Cost-Usd and MAX_UPSTREAM_CALLS count the batch as a whole.',
+    { note: 'off' },
   ),
-  maxDepth: setting('MAX_DEPTH', int(1, 100).default(10), '10', 'Deepest selection set nesting accepted.'),
-  maxAliases: setting('MAX_ALIASES', int(1, 1000).default(30), '30', 'Most aliases in one operation.'),
-  maxTokens: setting(
-    'MAX_TOKENS',
-    int(10, 100_000).default(2000),
-    '2000',
-    'Most tokens in one GraphQL document.',
-  ),
-  maxDirectives: setting(
-    'MAX_DIRECTIVES',
-    int(1, 1000).default(20),
-    '20',
-    'Most directives in one operation.',
-  ),
+  maxDepth: setting('MAX_DEPTH', int(1, 100).default(10), 'Deepest selection set nesting accepted.'),
+  maxAliases: setting('MAX_ALIASES', int(1, 1000).default(30), 'Most aliases in one operation.'),
+  maxTokens: setting('MAX_TOKENS', int(10, 100_000).default(2000), 'Most tokens in one GraphQL document.'),
+  maxDirectives: setting('MAX_DIRECTIVES', int(1, 1000).default(20), 'Most directives in one operation.'),
   maxJsonDepth: setting(
     'MAX_JSON_DEPTH',
     int(1, 1000).default(64),
-    '64',
     'Deepest nesting of the JSON value given to isNull.',
   ),
   maxJsonBytes: setting(
     'MAX_JSON_BYTES',
     int(2, 10 * 1024 * 1024).default(64 * 1024),
-    '65536',
     'Largest JSON value given to isNull, in bytes as JSON text.',
   ),
   maxDigits: setting(
     'MAX_DIGITS',
     int(0, 10_000_000).default(DEFAULT_MAX_DIGITS),
-    String(DEFAULT_MAX_DIGITS),
     'Most digits pi or inference may ask for; above it the field fails with BAD_USER_INPUT without calling the upstream.',
   ),
 });
@@ -207,19 +175,16 @@ export const cacheSettings = settingsGroup('cache', {
   responseCache: setting(
     'RESPONSE_CACHE',
     bool().default(false),
-    'false',
     'Reuse deterministic answers (temperature 0 of null-x-4o, null-x-opus and pi-x-4o) per API key within the TTL. Off by default: the gateway cannot know that a real upstream model is deterministic. Identical calls in flight at the same moment share one upstream call either way.',
   ),
   responseCacheTtlMs: setting(
     'RESPONSE_CACHE_TTL_MS',
     int(0, 86_400_000).default(60_000),
-    '60000',
     'How long a cached answer is reused, in milliseconds.',
   ),
   responseCacheMaxEntries: setting(
     'RESPONSE_CACHE_MAX_ENTRIES',
     int(1, 10_000_000).default(10_000),
-    '10000',
     'Answers the response cache keeps in memory (least recently used first out).',
   ),
 });
@@ -228,8 +193,8 @@ export const costSettings = settingsGroup('cost', {
   costBudgetUsdPerHour: setting(
     'COST_BUDGET_USD_PER_HOUR',
     z.coerce.number().positive().finite().max(1_000_000).optional(),
-    '(unset: no budget)',
     'Most US dollars one API key (or the free tier as a whole) may spend through the gateway in any sliding hour. Each operation reserves its estimate before calling anything and settles to what the upstreams report; one whose estimate does not fit in what is left fails with BUDGET_EXCEEDED and retryAfterSeconds. Shared by every replica with REDIS_URL.',
+    '(unset: no budget)',
   ),
 });
 
@@ -237,13 +202,11 @@ export const observabilitySettings = settingsGroup('observability', {
   sponsorLogIntervalMs: setting(
     'SPONSOR_LOG_INTERVAL_MS',
     int(0, 86_400_000).default(60_000),
-    '60000',
     'Each distinct sponsor message of the upstreams is logged at most once per interval, in milliseconds; 0 logs every one.',
   ),
   tracing: setting(
     'OTEL_TRACING',
     bool().default(false),
-    'false',
     'OpenTelemetry spans for each operation and upstream call (needs an SDK registered by the host, e.g. via --import).',
   ),
 });

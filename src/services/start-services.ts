@@ -7,34 +7,36 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { DigitEngine } from '../digits/digit-engine.js';
 import { createNullCheckService } from './null-check/null-check-service.js';
 import { createPiDigitsService } from './pi-digits/pi-digits-service.js';
-import type { ApiKeysInput } from './shared/api-keys.js';
 import { createRateLimitRedis, type RateLimitRedis } from './shared/rate-limit-redis.js';
 import type { EndpointStage } from './shared/retirement.js';
+import type { ServiceAppOptions } from './shared/service-app.js';
 
 /** How long a start waits for Redis, so that the first requests already count in the shared buckets. */
 const REDIS_START_WAIT_MS = 2000;
 
-export interface ServicesOptions {
+/** The options both services take with the same value (documented on ServiceAppOptions). */
+type SharedOptions = Pick<
+  ServiceAppOptions,
+  | 'apiKeys'
+  | 'seed'
+  | 'freeRateLimit'
+  | 'enterpriseRateLimit'
+  | 'rateLimitWindowMs'
+  | 'bodyLimit'
+  | 'logRequests'
+  | 'trustProxy'
+  | 'redisKeyPrefix'
+>;
+
+export interface ServicesOptions extends SharedOptions {
   /** Address both services bind to. @default '127.0.0.1' */
   host?: string;
   /** Port of the null-check service; 0 picks a free one. @default 0 */
   nullPort?: number;
   /** Port of the pi-digits service; 0 picks a free one. @default 0 */
   piPort?: number;
-  /** Accepted API keys (`key:tier,...`, a Map or an object). @default demo keys `demo-pro`, `demo-enterprise` */
-  apiKeys?: ApiKeysInput | undefined;
-  /** Seed of both services' random generators. @default 42 */
-  seed?: number;
-  /** Requests per minute per free caller (each service counted separately, its v1 and v2 together); 0 = unlimited. @default 60 */
-  freeRateLimit?: number;
-  /** Requests per minute per pro key on the null-check service (pi-digits: unlimited, its table); 0 = unlimited. @default 600 */
+  /** Requests per window per pro key on the null-check service (pi-digits: unlimited, its table); 0 = unlimited. @default 600 */
   proRateLimit?: number;
-  /** Requests per minute per enterprise key; 0 = unlimited. @default 0 */
-  enterpriseRateLimit?: number;
-  /** Rate-limit window in ms (tests shorten it). @default 60000 */
-  rateLimitWindowMs?: number;
-  /** Largest request body in bytes (413 beyond). @default 1048576 */
-  bodyLimit?: number;
   /** Null-check strict_mode for pro too (the limits table's reading). @default false */
   strictModePro?: boolean;
   /** Pi: over the tier's digit limit, 'reject' (418) or 'clamp'. @default 'reject' */
@@ -59,10 +61,6 @@ export interface ServicesOptions {
   piFault503Rate?: number;
   /** A pino logger; each service logs through a child with `service` set. @default none (silent) */
   logger?: FastifyBaseLogger;
-  /** One log line per request (needs `logger`). @default false */
-  logRequests?: boolean;
-  /** Trust X-Forwarded-For for the client address of free callers. @default false */
-  trustProxy?: boolean | string | string[];
   /** Null-check POST /api/v1/check: 'on', 'deprecated' (with Deprecation/Sunset/Link headers) or 'off' (410). @default 'on' */
   nullV1?: EndpointStage;
   /** Pi-digits GET /api/v1/pi: 'on', 'deprecated' (with Deprecation/Sunset/Link headers) or 'off' (410). @default 'on' */
@@ -76,8 +74,6 @@ export interface ServicesOptions {
    * services, closed with them. @default none: limits in memory, per process
    */
   redisUrl?: string | undefined;
-  /** Prefix of every Redis key. @default 'null-pi:' */
-  redisKeyPrefix?: string;
   /** Longest wait for one Redis command before a request is counted in memory instead. @default 25 */
   redisTimeoutMs?: number;
   /** Longest pause between two Redis reconnection attempts (tests shorten it). @default 2000 */

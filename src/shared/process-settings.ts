@@ -9,19 +9,17 @@ export const processSettings = settingsGroup('process', {
   nodeEnv: setting(
     'NODE_ENV',
     z.enum(['development', 'production', 'test']).default('development'),
-    'development',
     'production: JSON log lines (unless LOG_FORMAT says otherwise), and the gateway hides GraphQL field suggestions. GraphiQL and introspection stay on in every environment.',
   ),
   host: setting(
     'HOST',
     z.string().min(1).default('::'),
-    ':: (all interfaces, IPv4 and IPv6)',
     'Address to bind to; 127.0.0.1 keeps the process to this machine. Falls back to 0.0.0.0 where IPv6 is off.',
+    { note: 'all interfaces, IPv4 and IPv6' },
   ),
   shutdownTimeoutMs: setting(
     'SHUTDOWN_TIMEOUT_MS',
     int(0, 600_000).default(10_000),
-    '10000',
     'On SIGTERM or SIGINT, how long accepted requests may take to finish; the process exits at the latest a few seconds after it, whatever happens.',
   ),
 });
@@ -30,14 +28,13 @@ export const logSettings = settingsGroup('logs', {
   logLevel: setting(
     'LOG_LEVEL',
     z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-    'info',
     'Lowest level written: fatal, error, warn, info, debug, trace, or silent for none. From debug on, pretty lines show everything in full (every upstream call, error stacks, long texts).',
   ),
   logFormat: setting(
     'LOG_FORMAT',
     z.enum(['json', 'pretty']).optional(),
-    'json in production or when not a terminal, pretty on a terminal',
     'json: one JSON object per line. pretty: one short readable line per event, coloured only on a terminal.',
+    'json in production or when not a terminal, pretty on a terminal',
   ),
 });
 
@@ -48,8 +45,8 @@ export const redisSettings = settingsGroup('redis', {
       .string()
       .regex(/^rediss?:\/\/\S+$/, 'must be a redis:// or rediss:// URL')
       .optional(),
-    '(unset: state kept in memory, per process)',
     'Redis 6+ shared by every replica: the gateway keeps its response cache, in-flight call sharing and hourly cost budgets there, the reference services their rate limits. Redis going away never fails a request: each process falls back to memory until it is back.',
+    '(unset: state kept in memory, per process)',
   ),
   redisKeyPrefix: setting(
     'REDIS_KEY_PREFIX',
@@ -57,13 +54,11 @@ export const redisSettings = settingsGroup('redis', {
       .string()
       .regex(/^[A-Za-z0-9:._-]{1,64}$/, 'must be 1 to 64 of A-Z a-z 0-9 : . _ -')
       .default('null-pi:'),
-    'null-pi:',
     'Prefix of every Redis key the project writes, so several deployments can share one Redis.',
   ),
   redisTimeoutMs: setting(
     'REDIS_TIMEOUT_MS',
     int(1, 10_000).default(25),
-    '25',
     'Longest wait for one Redis command before the process uses its in-memory state instead.',
   ),
 });

@@ -19,13 +19,34 @@ export interface Setting<T extends z.ZodType = z.ZodType> {
   help: string;
 }
 
+/**
+ * How `--help` shows the default beyond what the schema says. A setting without a default value (its
+ * schema lets it be unset) says in words what unset means; one with a default may add a note to it.
+ */
+type DefaultShown<T extends z.ZodType> =
+  undefined extends z.output<T> ? [defaultText: string] : [shown?: { note: string }];
+
+/**
+ * A setting. Its default is shown as the schema has it (what an unset variable becomes), with the
+ * note if one is given (`0 (off)`); a setting without a default value gives the text to show.
+ */
 export function setting<T extends z.ZodType>(
   env: string,
   schema: T,
-  defaultText: string,
   help: string,
+  ...[shown]: DefaultShown<T>
 ): Setting<T> {
+  const defaultText = typeof shown === 'string' ? shown : defaultTextOf(env, schema, shown?.note);
   return { env, schema, defaultText, help };
+}
+
+function defaultTextOf(env: string, schema: z.ZodType, note: string | undefined): string {
+  const parsed = schema.safeParse(undefined);
+  const value: unknown = parsed.success ? parsed.data : undefined;
+  if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
+    throw new Error(`setting ${env}: its default is not a plain value, so give the text --help shows`);
+  }
+  return note === undefined ? String(value) : `${value} (${note})`;
 }
 
 /** The settings of one component, under one heading in `--help` and the README. */

@@ -3,7 +3,9 @@ import { z } from 'zod';
 import { appSettings, ConfigError, helpText, loadConfig } from '../../src/config.js';
 import { servicesCliSettings, servicesHelpText } from '../../src/services/settings.js';
 import {
+  bool,
   helpText as groupsHelpText,
+  int,
   type SettingsGroup,
   setting,
   settingsGroup,
@@ -137,8 +139,8 @@ describe('--help of both CLIs', () => {
   });
 
   it('the check finds a repeated heading and help that leans on documents', () => {
-    const one = setting('ONE', z.string().optional(), '(unset)', 'Pi service: reject (the error table).');
-    const two = setting('TWO', z.string().optional(), '(unset)', 'As the spec example says.');
+    const one = setting('ONE', z.string().optional(), 'Pi service: reject (the error table).', '(unset)');
+    const two = setting('TWO', z.string().optional(), 'As the spec example says.', '(unset)');
     const groups = { a: settingsGroup('cache', { one }), b: settingsGroup('limits', { two }) };
     const repeated = `${groupsHelpText(groups, [])}\nCACHE\n`;
     expect(helpProblems(repeated, groups)).toEqual([
@@ -148,10 +150,18 @@ describe('--help of both CLIs', () => {
     ]);
   });
 
+  it('shows the default the schema gives an unset variable (with its note); words only without one', () => {
+    expect(setting('A', int(0, 10).default(3), 'Help.').defaultText).toBe('3');
+    expect(setting('B', bool().default(false), 'Help.').defaultText).toBe('false');
+    expect(setting('C', int(0, 10).default(0), 'Help.', { note: 'off' }).defaultText).toBe('0 (off)');
+    expect(setting('D', z.string().optional(), 'Help.', '(unset: none)').defaultText).toBe('(unset: none)');
+    expect(() => setting('E', z.date().default(new Date(0)), 'Help.')).toThrow(/E: .*not a plain value/);
+  });
+
   it("prints groups whose titles differ only in case under one heading ('cache' and 'Cache')", () => {
     const groups = {
-      a: settingsGroup('cache', { one: setting('ONE', z.string().optional(), '-', 'The first setting.') }),
-      b: settingsGroup('Cache', { two: setting('TWO', z.string().optional(), '-', 'The second setting.') }),
+      a: settingsGroup('cache', { one: setting('ONE', z.string().optional(), 'The first setting.', '-') }),
+      b: settingsGroup('Cache', { two: setting('TWO', z.string().optional(), 'The second setting.', '-') }),
     };
     expect(helpProblems(groupsHelpText(groups, []), groups)).toEqual([]);
   });

@@ -48,26 +48,6 @@ export const ANONYMOUS_OPERATION = '(anonymous)';
 export const OTHER_OPERATION = '(other)';
 const MAX_LABEL_LENGTH = 100;
 
-interface Tally<L extends string> {
-  labels: Record<L, string>;
-  n: number;
-  duration: Histogram.Internal<string>;
-}
-
-/** A counter whose values come from `tallies` at each scrape. */
-function tallyCounter<L extends string>(
-  config: { name: string; help: string; labelNames: readonly L[]; registers: Registry[] },
-  tallies: Map<string, Tally<L>>,
-): Counter<L> {
-  return new Counter<L>({
-    ...config,
-    collect() {
-      this.reset();
-      for (const tally of tallies.values()) this.inc(tally.labels as Partial<Record<L, string>>, tally.n);
-    },
-  });
-}
-
 /** A bounded set of label values chosen by others (clients' operation names, upstreams' model names). */
 function boundedLabel(max: number, empty: string): (value: string | null) => string {
   const known = new Set<string>();
@@ -131,40 +111,34 @@ export function createGatewayMetrics(options: GatewayMetricsOptions = {}): Gatew
   const operationLabel = boundedLabel(options.maxOperationNames ?? 200, ANONYMOUS_OPERATION);
   const modelLabel = boundedLabel(50, 'unknown');
 
-  const operationTallies = new Map<string, Tally<'operation' | 'type' | 'outcome'>>();
-  tallyCounter(
+  const operationsOf = talliedCounter(
     {
       name: 'gateway_operations_total',
       help: 'GraphQL operations by operation name, type and outcome (ok, partial, error, invalid, cancelled).',
       labelNames: ['operation', 'type', 'outcome'] as const,
       registers,
     },
-    operationTallies,
+    {
+      name: 'gateway_operation_duration_seconds',
+      help: 'GraphQL operation latency from parameters parsed to result ready, by operation name, type and outcome.',
+      labelNames: ['operation', 'type', 'outcome'] as const,
+      buckets: OPERATION_BUCKETS,
+    },
   );
-  const operationDuration = new Histogram({
-    name: 'gateway_operation_duration_seconds',
-    help: 'GraphQL operation latency from parameters parsed to result ready, by operation name, type and outcome.',
-    labelNames: ['operation', 'type', 'outcome'] as const,
-    buckets: OPERATION_BUCKETS,
-    registers,
-  });
-  const upstreamTallies = new Map<string, Tally<'upstream' | 'endpoint' | 'status' | 'outcome'>>();
-  tallyCounter(
+  const upstreamRequestsOf = talliedCounter(
     {
       name: 'gateway_upstream_requests_total',
       help: 'HTTP requests (attempts, retries included) to the upstream services by upstream, endpoint, status and outcome.',
       labelNames: ['upstream', 'endpoint', 'status', 'outcome'] as const,
       registers,
     },
-    upstreamTallies,
+    {
+      name: 'gateway_upstream_request_duration_seconds',
+      help: 'Latency of HTTP requests to the upstream services by upstream and endpoint.',
+      labelNames: ['upstream', 'endpoint'] as const,
+      buckets: UPSTREAM_BUCKETS,
+    },
   );
-  const upstreamDuration = new Histogram({
-    name: 'gateway_upstream_request_duration_seconds',
-    help: 'Latency of HTTP requests to the upstream services by upstream and endpoint.',
-    labelNames: ['upstream', 'endpoint'] as const,
-    buckets: UPSTREAM_BUCKETS,
-    registers,
-  });
   const gpuCostOf = talliedCounter({
     name: 'gateway_gpu_cost_usd_total',
     help: 'US dollars the upstreams reported for the answers the gateway received (gpu_cost_usd, or the inference cost), by upstream and model. Cache hits and shared calls add nothing.',
@@ -275,32 +249,13 @@ export function createGatewayMetrics(options: GatewayMetricsOptions = {}): Gatew
     registry,
     contentType: registry.contentType,
     recordOperation(name, type, outcome, durationMs) {
-      const label = operationLabel(name);
-      const key = `${label}\n${type}\n${outcome}`;
-      let tally = operationTallies.get(key);
-      if (tally === undefined) {
-        tally = {
-          labels: { operation: label, type, outcome },
-          n: 0,
-          duration: operationDuration.labels(label, type, outcome),
-        };
-        operationTallies.set(key, tally);
-      }
+      const tally = operationsOf(operationLabel(name), type, outcome);
       tally.n++;
       tally.duration.observe(durationMs / 1000);
     },
     recordUpstreamCall(upstream, endpoint, statusCode, outcome, durationMs) {
       const status = statusCode === null ? 'none' : String(statusCode);
-      const key = `${upstream}\n${endpoint}\n${status}\n${outcome}`;
-      let tally = upstreamTallies.get(key);
-      if (tally === undefined) {
-        tally = {
-          labels: { upstream, endpoint, status, outcome },
-          n: 0,
-          duration: upstreamDuration.labels(upstream, endpoint),
-        };
-        upstreamTallies.set(key, tally);
-      }
+      const tally = upstreamRequestsOf(upstream, endpoint, status, outcome);
       tally.n++;
       tally.duration.observe(durationMs / 1000);
     },
@@ -346,40 +301,83 @@ export function createGatewayMetrics(options: GatewayMetricsOptions = {}): Gatew
   };
 }
 
-/**
- * A counter of one or two labels bumped on the hot path (every upstream answer, every estimate): a
- * plain number per label set, found through two Map lookups of the label values themselves (no key
- * string built, no hashing by prom-client), read into the counter at each scrape. A label set made
- * here is exported from the start, at 0.
- */
-function talliedCounter<L extends string>(config: {
+interface CounterConfig<L extends string> {
   name: string;
   help: string;
-  labelNames: readonly [L] | readonly [L, L];
+  /** One to four labels. */
+  labelNames: readonly L[];
   registers: Registry[];
-}): (a: string, b?: string) => { n: number } {
-  const [first, second] = config.labelNames;
-  const tallies = new Map<string, Map<string, { labels: Partial<Record<L, string>>; n: number }>>();
+}
+
+/** A latency histogram beside a tallied counter, over the first of the counter's labels. */
+interface HistogramConfig<L extends string> {
+  name: string;
+  help: string;
+  labelNames: readonly L[];
+  buckets: number[];
+}
+
+interface Tally<L extends string> {
+  labels: Partial<Record<L, string>>;
+  n: number;
+}
+
+interface TimedTally<L extends string> extends Tally<L> {
+  /** The histogram's child of this label set (observe seconds). */
+  readonly duration: Histogram.Internal<string>;
+}
+
+type TallyOf<T> = (a: string, b?: string, c?: string, d?: string) => T;
+
+/** The map under `key` in `map`, made empty the first time. */
+function branch<V>(map: Map<string, Map<string, V>>, key: string): Map<string, V> {
+  let next = map.get(key);
+  if (next === undefined) {
+    next = new Map();
+    map.set(key, next);
+  }
+  return next;
+}
+
+/**
+ * A counter bumped on the hot path (every operation, upstream attempt, upstream answer, estimate): a
+ * plain number per label set, found through one Map lookup per label value (no key string built, no
+ * hashing by prom-client), read into the counter at each scrape. A label set made here is exported
+ * from the start, at 0. With `histogram`, each label set also holds its child of that histogram, so
+ * an event's latency is observed without prom-client looking the labels up either.
+ */
+function talliedCounter<L extends string>(config: CounterConfig<L>): TallyOf<Tally<L>>;
+function talliedCounter<L extends string>(
+  config: CounterConfig<L>,
+  histogram: HistogramConfig<L>,
+): TallyOf<TimedTally<L>>;
+function talliedCounter<L extends string>(
+  config: CounterConfig<L>,
+  histogram?: HistogramConfig<L>,
+): TallyOf<Tally<L> | TimedTally<L>> {
+  const names = config.labelNames;
+  const tallies = new Map<string, Map<string, Map<string, Map<string, Tally<L> | TimedTally<L>>>>>();
   new Counter<L>({
     ...config,
     collect() {
       this.reset();
-      for (const byB of tallies.values()) for (const tally of byB.values()) this.inc(tally.labels, tally.n);
+      for (const byB of tallies.values())
+        for (const byC of byB.values())
+          for (const byD of byC.values()) for (const tally of byD.values()) this.inc(tally.labels, tally.n);
     },
   });
-  return (a, b = '') => {
-    let byB = tallies.get(a);
-    if (byB === undefined) {
-      byB = new Map();
-      tallies.set(a, byB);
-    }
-    let tally = byB.get(b);
+  const durations =
+    histogram === undefined ? undefined : new Histogram<L>({ ...histogram, registers: config.registers });
+  return (a, b = '', c = '', d = '') => {
+    const byD = branch(branch(branch(tallies, a), b), c);
+    let tally = byD.get(d);
     if (tally === undefined) {
+      const values = [a, b, c, d];
       const labels: Partial<Record<L, string>> = {};
-      labels[first] = a;
-      if (second !== undefined) labels[second] = b;
-      tally = { labels, n: 0 };
-      byB.set(b, tally);
+      for (const [i, name] of names.entries()) labels[name] = values[i];
+      const duration = durations?.labels(...values.slice(0, histogram?.labelNames.length));
+      tally = duration === undefined ? { labels, n: 0 } : { labels, n: 0, duration };
+      byD.set(d, tally);
     }
     return tally;
   };

@@ -4,19 +4,16 @@
  * upstream call.
  */
 
-import type { UpstreamFieldExtension } from '../operation-plan.js';
+import { numberArgument, stringArgument, type UpstreamFieldExtension } from '../operation-plan.js';
+import { inferencePricing } from '../upstream/pi-digits-client.js';
 import type { InferenceRequest, InferenceResponse } from '../upstream/types.js';
+import { constantUnion, type DigitsShape, digitsAnswer, digitsFields, modelFields } from './answer-fields.js';
 import { builder } from './builder.js';
 import { checkDigits, checkTemperature, rethrowAsFieldError, waiverRequired } from './errors.js';
 import { PiModel, piModelOf } from './models.js';
 import { floatOrNull, intOrNull } from './numbers.js';
-import { type Constant, classifyDigits, correctDigits, splitDigits } from './truth.js';
 
-export interface InferenceShape {
-  response: InferenceResponse;
-  constant: Constant;
-  requestedDigits: number;
-}
+export type InferenceShape = DigitsShape<InferenceResponse>;
 
 export const InferenceInput = builder.inputType('InferenceInput', {
   description: "The body of the inference endpoint (the pi-digits service's inference request).",
@@ -37,24 +34,13 @@ export const InferenceInput = builder.inputType('InferenceInput', {
 export const Inference = builder.interfaceRef<InferenceShape>('Inference').implement({
   description: 'An answer of the inference endpoint, with what the gateway checked.',
   fields: (t) => ({
-    digits: t.string({
-      description: 'The generated decimal string (upstream `digits`).',
-      resolve: (p) => p.response.digits,
-    }),
-    precision: t.int({
-      description: 'Decimal places returned (upstream `precision`, else counted in `digits`).',
-      resolve: (p) => intOrNull(p.response.precision) ?? splitDigits(p.response.digits).decimals.length,
-    }),
-    requestedDigits: t.int({
-      description: 'Decimal places asked for (`desiredDigits`). `precision` below it shows a clamp.',
-      resolve: (p) => p.requestedDigits,
-    }),
-    correctDigits: t.int({
-      description:
+    ...digitsFields(t, {
+      digits: 'The generated decimal string (upstream `digits`).',
+      precision: 'Decimal places returned (upstream `precision`, else counted in `digits`).',
+      requestedDigits: 'Decimal places asked for (`desiredDigits`). `precision` below it shows a clamp.',
+      correctDigits:
         'Leading decimal places that agree with the true constant of this member (pi or e), checked by the ' +
         'gateway; 0 when the integer part differs.',
-      resolve: (p, _args, context) =>
-        correctDigits(context.digits, p.response.digits, p.constant, context.limits.maxCompareDigits),
     }),
     chainOfThought: t.string({
       nullable: true,
@@ -76,38 +62,28 @@ export const Inference = builder.interfaceRef<InferenceShape>('Inference').imple
       description: '`cost` parsed to US dollars; null when it does not parse.',
       resolve: (p) => floatOrNull(p.response.costUsd),
     }),
-    model: t.field({
-      type: PiModel,
-      nullable: true,
-      description: 'The model variant that answered; null when not sent or not known to this schema.',
-      resolve: (p) => piModelOf(p.response.model),
-    }),
-    modelName: t.string({
-      nullable: true,
-      description: 'The model variant exactly as the service named it; null when the service did not say.',
-      resolve: (p) => p.response.model,
+    ...modelFields(t, PiModel, piModelOf, {
+      model: 'The model variant that answered; null when not sent or not known to this schema.',
+      modelName: 'The model variant exactly as the service named it; null when the service did not say.',
     }),
   }),
 });
 
-export const PiInference = builder.objectRef<InferenceShape>('PiInference').implement({
-  description: 'Inferred digits of pi.',
-  interfaces: [Inference],
-  fields: () => ({}),
-});
-
-export const EulerInference = builder.objectRef<InferenceShape>('EulerInference').implement({
-  description:
-    'Inferred digits of e instead of pi (temperature above 0), by marker or by the digits themselves.',
-  interfaces: [Inference],
-  fields: () => ({}),
-});
-
-export const InferenceResult = builder.unionType('InferenceResult', {
-  description: 'An inference answer: PiInference, or EulerInference when the model returned e instead.',
-  types: [PiInference, EulerInference],
-  resolveType: (p) => (p.constant === 'e' ? 'EulerInference' : 'PiInference'),
-});
+export const InferenceResult = constantUnion(
+  Inference,
+  {
+    pi: { name: 'PiInference', description: 'Inferred digits of pi.' },
+    e: {
+      name: 'EulerInference',
+      description:
+        'Inferred digits of e instead of pi (temperature above 0), by marker or by the digits themselves.',
+    },
+  },
+  {
+    name: 'InferenceResult',
+    description: 'An inference answer: PiInference, or EulerInference when the model returned e instead.',
+  },
+);
 
 builder.queryField('inference', (t) =>
   t.field({
@@ -123,14 +99,7 @@ builder.queryField('inference', (t) =>
         pricedBy: ['input'],
         models: (args) => {
           const input = (args.input ?? {}) as { model?: unknown; desiredDigits?: unknown };
-          return [
-            {
-              upstream: 'pi-digits',
-              kind: 'inference',
-              model: typeof input.model === 'string' ? input.model : 'pi-x-4o',
-              digits: typeof input.desiredDigits === 'number' ? input.desiredDigits : undefined,
-            },
-          ];
+          return [inferencePricing(stringArgument(input.model), numberArgument(input.desiredDigits))];
         },
       } satisfies UpstreamFieldExtension,
     },
@@ -152,17 +121,8 @@ builder.queryField('inference', (t) =>
         useChainOfThought: input.useChainOfThought ?? undefined,
         liabilityWaiverSigned: true,
       };
-      let response: InferenceResponse;
-      try {
-        response = await context.loaders.inference.load(request);
-      } catch (error) {
-        rethrowAsFieldError(error);
-      }
-      return {
-        response,
-        constant: classifyDigits(response.digits, response.constantMarker),
-        requestedDigits: desiredDigits,
-      };
+      const response = await context.loaders.inference.load(request).catch(rethrowAsFieldError);
+      return digitsAnswer(response, desiredDigits);
     },
   }),
 );

@@ -6,8 +6,10 @@
  * `args`, and an explicit `null` in. `'value' in args` keeps the two apart all the way to the upstream.
  */
 
-import type { UpstreamFieldExtension } from '../operation-plan.js';
+import { stringArgument, type UpstreamFieldExtension } from '../operation-plan.js';
+import { checkPricing } from '../upstream/null-check-client.js';
 import type { NullCheckRequest, NullCheckResponse, PhilosophicalAnalysis } from '../upstream/types.js';
+import { answerFactFields, answerTextFields } from './answer-fields.js';
 import { builder } from './builder.js';
 import { badUserInput, checkTemperature, rethrowAsFieldError } from './errors.js';
 import { JsonScalar } from './json-scalar.js';
@@ -70,51 +72,22 @@ export const PhilosophicalAnalysisRef = builder
 export const NullCheck = builder.interfaceRef<NullCheckShape>('NullCheck').implement({
   description: 'What every null-check answer carries: the verdict metadata of the service, and the truth.',
   fields: (t) => ({
-    confidence: t.float({
-      nullable: true,
-      description: "The model's confidence in its answer, between 0 and 1 (upstream `confidence`).",
-      resolve: (p) => floatOrNull(p.response.confidence),
-    }),
-    model: t.field({
-      type: NullModel,
-      nullable: true,
-      description:
-        'The model variant that answered; null when the service named a model this schema does not know (see `modelName`).',
-      resolve: (p) => nullModelOf(p.response.model),
-    }),
-    modelName: t.string({
-      nullable: true,
-      description:
-        'The model variant exactly as the service named it (upstream `model`); null when it did not say.',
-      resolve: (p) => p.response.model,
-    }),
-    inferenceTimeMs: t.int({
-      nullable: true,
-      description:
+    ...answerFactFields(t, NullModel, nullModelOf, {
+      confidence: "The model's confidence in its answer, between 0 and 1 (upstream `confidence`).",
+      inferenceTimeMs:
         'Inference time in milliseconds, as reported by the service (upstream `inference_time_ms`).',
-      resolve: (p) => intOrNull(p.response.inferenceTimeMs),
-    }),
-    gpuCostUsd: t.float({
-      nullable: true,
-      description: 'Cost of this check in US dollars (upstream `gpu_cost_usd`).',
-      resolve: (p) => floatOrNull(p.response.gpuCostUsd),
+      gpuCostUsd: 'Cost of this check in US dollars (upstream `gpu_cost_usd`).',
     }),
     expertsConsulted: t.int({
       nullable: true,
       description: 'Number of internal experts the service consulted (upstream `experts_consulted`).',
       resolve: (p) => intOrNull(p.response.expertsConsulted),
     }),
-    sponsoredBy: t.string({
-      nullable: true,
-      description:
+    ...answerTextFields(t, {
+      sponsoredBy:
         'Sponsor message (upstream `sponsored_by`). The terms of service require it to be logged or displayed.',
-      resolve: (p) => p.response.sponsoredBy,
-    }),
-    disclaimer: t.string({
-      nullable: true,
-      description:
+      disclaimer:
         'Fixed text of the service: results may differ from strict equality (upstream `disclaimer`).',
-      resolve: (p) => p.response.disclaimer,
     }),
     philosophicalAnalysis: t.field({
       type: PhilosophicalAnalysisRef,
@@ -224,13 +197,7 @@ builder.queryField('isNull', (t) =>
       upstream: {
         calls: 1,
         pricedBy: ['model'],
-        models: (args) => [
-          {
-            upstream: 'null-check',
-            kind: 'check',
-            model: typeof args.model === 'string' ? args.model : 'null-x-4o',
-          },
-        ],
+        models: (args) => [checkPricing(stringArgument(args.model))],
       } satisfies UpstreamFieldExtension,
     },
     args: {
@@ -261,12 +228,7 @@ builder.queryField('isNull', (t) =>
         temperature,
         strictMode: args.strictMode ?? undefined,
       };
-      let response: NullCheckResponse;
-      try {
-        response = await context.loaders.nullCheck.load(request);
-      } catch (error) {
-        rethrowAsFieldError(error);
-      }
+      const response = await context.loaders.nullCheck.load(request).catch(rethrowAsFieldError);
       return { response, actuallyNull: given && value === null };
     },
   }),

@@ -15,7 +15,7 @@ export const HARD_MAX_JSON_DEPTH = 1000;
 
 /** A parsed JSON argument with its measurements. */
 export class JsonArgument {
-  /** The value as JSON text (also a stable dataloader key). */
+  /** The value as JSON text (also a stable loader key). */
   readonly json: string;
   /** Serialized size in UTF-8 bytes. */
   readonly bytes: number;

@@ -69,6 +69,15 @@ return 1`;
 
 type Buckets = Map<number, number>;
 
+/** Writes `usd` (signed) to the bucket `start` of a budget key, as the Redis operation named. */
+type Write = (
+  budgetKey: string,
+  start: number,
+  usd: number,
+  now: number,
+  operation: 'budget_add' | 'budget_adjust',
+) => void;
+
 const sorted = (buckets: Buckets): BudgetBucket[] => [...buckets].sort((a, b) => a[0] - b[0]);
 const bucketOf = (now: number) => Math.floor(now / BUCKET_MS) * BUCKET_MS;
 
@@ -110,13 +119,7 @@ export function createBudgetStore(link: RedisLink | undefined, maxKeys: number):
   };
 
   /** Sends one signed amount to Redis; owed again when the write fails. */
-  const send = (
-    budgetKey: string,
-    start: number,
-    usd: number,
-    now: number,
-    operation: 'budget_add' | 'budget_adjust',
-  ) => {
+  const send: Write = (budgetKey, start, usd, now, operation) => {
     if (link === undefined || addScript === undefined) return;
     const key = redisKey(link.keyPrefix, 'budget', budgetKey);
     void link
@@ -140,13 +143,7 @@ export function createBudgetStore(link: RedisLink | undefined, maxKeys: number):
   };
 
   /** Sends now when Redis is usable (after what was owed), owes it otherwise. */
-  const share = (
-    budgetKey: string,
-    start: number,
-    usd: number,
-    now: number,
-    operation: 'budget_add' | 'budget_adjust',
-  ) => {
+  const share: Write = (budgetKey, start, usd, now, operation) => {
     if (link === undefined) return;
     if (!link.usable()) {
       owe(budgetKey, start, usd);

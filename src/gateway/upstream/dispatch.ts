@@ -111,3 +111,33 @@ export function compose(transport: Dispatch, ...interceptors: Interceptor[]): Di
   for (let i = interceptors.length - 1; i >= 0; i--) dispatch = (interceptors[i] as Interceptor)(dispatch);
   return dispatch;
 }
+
+/** A model call (check, pi, inference) as a client makes it. */
+export interface ModelCallRequest<T> {
+  forms: { v1: HttpForm<T>; v2?: HttpForm<T> | undefined };
+  /** Set only for deterministic calls: identical ones are then shared (and may be cached). */
+  shareKey?: string | undefined;
+  /** Which answers of a call with a share key the response cache may keep. */
+  cacheable?: ((value: T) => boolean) | undefined;
+  operation: Operation | undefined;
+  /** What the call asks for, as the cost estimate prices it (and which upstream it goes to). */
+  pricing: ModelCall;
+}
+
+/**
+ * The answer's value of one model call, sent in its v1 form: the API-versions layer picks the form
+ * that serves it. A call without a share key is neither shared nor cached.
+ */
+export async function callModel<T>(dispatch: Dispatch, call: ModelCallRequest<T>): Promise<T> {
+  const { forms, shareKey, pricing } = call;
+  const answer = await dispatch({
+    upstream: pricing.upstream,
+    forms,
+    form: forms.v1,
+    shareKey,
+    cacheable: shareKey === undefined ? undefined : call.cacheable,
+    operation: call.operation,
+    pricing,
+  });
+  return answer.value;
+}

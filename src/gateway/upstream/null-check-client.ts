@@ -10,12 +10,16 @@
  * share one upstream call and, with RESPONSE_CACHE, plain boolean answers are reused.
  */
 import type { Operation } from '../operation.js';
-import type { AnswerFacts, Dispatch, HttpForm } from './dispatch.js';
+import type { ModelCall } from '../operation-plan.js';
+import { type AnswerFacts, callModel, type Dispatch, type HttpForm } from './dispatch.js';
 import { parseNullCheckResponse, parseNullCheckV2Response } from './response-schemas.js';
 import { errorFromFailure } from './status-mapping.js';
 import type { NullCheckRequest, NullCheckResponse } from './types.js';
 
-const DETERMINISTIC_MODELS = new Set([undefined, 'null-x-4o', 'null-x-opus']);
+/** The service's default model (its documented default). */
+export const DEFAULT_NULL_MODEL = 'null-x-4o';
+
+const DETERMINISTIC_MODELS = new Set([undefined, DEFAULT_NULL_MODEL, 'null-x-opus']);
 
 /** The v2 endpoint: where the service's /openapi.json lists it, calls start there (`auto`). */
 export const NULL_CHECK_V2 = { method: 'post', path: '/api/v2/null-or-not' } as const;
@@ -42,6 +46,11 @@ export function nullCheckShareKey(request: NullCheckRequest): string | undefined
   if (temperature !== undefined && temperature !== 0) return undefined;
   // Omitted model/temperature/strictMode stay apart from explicit ones (never normalized to defaults).
   return `check\n${JSON.stringify([request.value, request.model ?? null, temperature ?? null, request.strictMode ?? null])}`;
+}
+
+/** A check as the cost estimate prices it: by its model (the service default when omitted). */
+export function checkPricing(model: string | undefined): ModelCall {
+  return { upstream: 'null-check', kind: 'check', model: model ?? DEFAULT_NULL_MODEL };
 }
 
 const keepBoolean = (answer: NullCheckResponse) => answer.answer.kind === 'boolean';
@@ -84,17 +93,13 @@ export function createNullCheckClient(dispatch: Dispatch): NullCheckClient {
         path: NULL_CHECK_V2.path,
         decode: parseNullCheckV2Response,
       };
-      const shareKey = nullCheckShareKey(request);
-      const answer = await dispatch({
-        upstream: 'null-check',
+      return callModel(dispatch, {
         forms: { v1, v2 },
-        form: v1,
-        shareKey,
-        cacheable: shareKey === undefined ? undefined : keepBoolean,
+        shareKey: nullCheckShareKey(request),
+        cacheable: keepBoolean,
         operation,
-        pricing: { upstream: 'null-check', kind: 'check', model: request.model ?? 'null-x-4o' },
+        pricing: checkPricing(request.model),
       });
-      return answer.value;
     },
   };
 }

@@ -13,7 +13,8 @@
  */
 import type { UpstreamCallError } from '../errors.js';
 import type { Operation } from '../operation.js';
-import type { AnswerFacts, ApiVersion, Dispatch, HttpForm } from './dispatch.js';
+import type { ModelCall } from '../operation-plan.js';
+import { type AnswerFacts, type ApiVersion, callModel, type Dispatch, type HttpForm } from './dispatch.js';
 import { parseInferenceResponse, parsePiFromInference, parsePiResponse } from './response-schemas.js';
 import { errorFromFailure } from './status-mapping.js';
 import type { InferenceRequest, InferenceResponse, PiRequest, PiResponse } from './types.js';
@@ -21,7 +22,10 @@ import type { InferenceRequest, InferenceResponse, PiRequest, PiResponse } from 
 /** The service's default `digits` (its documented default). */
 export const DEFAULT_PI_DIGITS = 3;
 
-const DETERMINISTIC_MODELS = new Set([undefined, 'pi-x-4o']);
+/** The service's default model (its documented default). */
+export const DEFAULT_PI_MODEL = 'pi-x-4o';
+
+const DETERMINISTIC_MODELS = new Set([undefined, DEFAULT_PI_MODEL]);
 
 /** Why pi over v2 fails without PI_WAIVER_ACCEPTED (WAIVER_REQUIRED, no upstream call). */
 export const PI_WAIVER_MESSAGE =
@@ -76,6 +80,21 @@ export function piShareKey(request: PiRequest): string | undefined {
   return `pi\n${request.digits ?? ''}\n${request.model ?? ''}\n${temperature ?? ''}\n${request.sponsored ?? ''}`;
 }
 
+/** A pi call as the cost estimate prices it: by model and digits (the service defaults when omitted). */
+export function piPricing(model: string | undefined, digits: number | undefined): ModelCall {
+  return {
+    upstream: 'pi-digits',
+    kind: 'pi',
+    model: model ?? DEFAULT_PI_MODEL,
+    digits: digits ?? DEFAULT_PI_DIGITS,
+  };
+}
+
+/** An inference call as the cost estimate prices it: by model (the service default when omitted) and digits. */
+export function inferencePricing(model: string | undefined, digits: number | undefined): ModelCall {
+  return { upstream: 'pi-digits', kind: 'inference', model: model ?? DEFAULT_PI_MODEL, digits };
+}
+
 const keepAll = () => true;
 
 export function createPiDigitsClient(dispatch: Dispatch): PiDigitsClient {
@@ -108,22 +127,13 @@ export function createPiDigitsClient(dispatch: Dispatch): PiDigitsClient {
         facts: piFacts,
         hints: { waiverSigned: true },
       };
-      const shareKey = piShareKey(request);
-      const answer = await dispatch({
-        upstream: 'pi-digits',
+      return callModel(dispatch, {
         forms: { v1, v2 },
-        form: v1,
-        shareKey,
-        cacheable: shareKey === undefined ? undefined : keepAll,
+        shareKey: piShareKey(request),
+        cacheable: keepAll,
         operation,
-        pricing: {
-          upstream: 'pi-digits',
-          kind: 'pi',
-          model: request.model ?? 'pi-x-4o',
-          digits: request.digits ?? DEFAULT_PI_DIGITS,
-        },
+        pricing: piPricing(request.model, request.digits),
       });
-      return answer.value;
     },
 
     async inference(request, operation) {
@@ -144,19 +154,11 @@ export function createPiDigitsClient(dispatch: Dispatch): PiDigitsClient {
         facts: inferenceFacts,
         hints: { waiverSigned: request.liabilityWaiverSigned },
       };
-      const answer = await dispatch({
-        upstream: 'pi-digits',
+      return callModel(dispatch, {
         forms: { v1: form },
-        form,
         operation,
-        pricing: {
-          upstream: 'pi-digits',
-          kind: 'inference',
-          model: request.model ?? 'pi-x-4o',
-          digits: request.desiredDigits,
-        },
+        pricing: inferencePricing(request.model, request.desiredDigits),
       });
-      return answer.value;
     },
   };
 }

@@ -362,26 +362,25 @@ export function parsePiFromInference(json: unknown): PiResponse {
   return { ...piResponseOf(data, body), costUsd: parseUsd(data.cost) };
 }
 
+type CamelCase<S extends string> = S extends `${infer Head}_${infer Tail}`
+  ? `${Head}${Capitalize<CamelCase<Tail>>}`
+  : S;
+
+/** `data` with its snake_case keys in camelCase, the seam's spelling (`null_detectable` → `nullDetectable`). */
+function camelKeys<T extends object>(data: T): { [K in keyof T as CamelCase<K & string>]: T[K] } {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(data)) {
+    out[key.replace(/_([a-z])/g, (_, letter: string) => letter.toUpperCase())] = value;
+  }
+  return out as { [K in keyof T as CamelCase<K & string>]: T[K] };
+}
+
 /** Validates a null-check GET /api/v1/health body. */
 export function parseNullHealth(json: unknown): NullHealthBody {
-  const data = check(nullHealthSchema, asObject(json));
-  return {
-    status: data.status,
-    nullDetectable: data.null_detectable,
-    undefinedDetectable: data.undefined_detectable,
-    clusterStatus: data.cluster_status,
-    philosophyConsultant: data.philosophy_consultant,
-    monthlyBurn: data.monthly_burn,
-  };
+  return camelKeys(check(nullHealthSchema, asObject(json)));
 }
 
 /** Validates a pi-digits GET /api/v1/health body. */
 export function parsePiHealth(json: unknown): PiHealthBody {
-  const data = check(piHealthSchema, asObject(json));
-  return {
-    status: data.status,
-    piAvailable: data.pi_available,
-    gpuCluster: data.gpu_cluster,
-    monthlyBurnRate: data.monthly_burn_rate,
-  };
+  return camelKeys(check(piHealthSchema, asObject(json)));
 }

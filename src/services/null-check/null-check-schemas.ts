@@ -157,40 +157,14 @@ export const nullOrNotRouteSchema = {
   },
 };
 
-export const nullHealthRouteSchema = {
-  summary: 'Service health',
-  operationId: 'health',
-  tags: ['health'],
-  security: [],
-  response: {
-    200: {
-      description: 'Spec 2.3.',
-      type: 'object',
-      required: [
-        'status',
-        'null_detectable',
-        'undefined_detectable',
-        'cluster_status',
-        'philosophy_consultant',
-        'monthly_burn',
-      ],
-      properties: {
-        status: {
-          type: 'string',
-          enum: ['ok', 'degraded'],
-          description: 'degraded while fault injection is on.',
-        },
-        null_detectable: { type: 'boolean' },
-        undefined_detectable: {
-          type: 'boolean',
-          description:
-            'Always false: JSON has no undefined; a missing value is refused before the model sees it.',
-        },
-        cluster_status: { type: 'string' },
-        philosophy_consultant: { type: ['string', 'null'], description: 'Carried as null.' },
-        monthly_burn: { type: 'string', examples: ['$1,234,567.89'] },
-      },
-    },
-    ...errorResponses({ 503: 'SERVICE_UNAVAILABLE: fault injection answers every request with 503.' }),
+/** The null-check health body's own fields (spec 2.3). */
+export const nullHealthProperties = {
+  null_detectable: { type: 'boolean' },
+  undefined_detectable: {
+    type: 'boolean',
+    description: 'Always false: JSON has no undefined; a missing value is refused before the model sees it.',
   },
+  cluster_status: { type: 'string' },
+  philosophy_consultant: { type: ['string', 'null'], description: 'Carried as null.' },
+  monthly_burn: { type: 'string', examples: ['$1,234,567.89'] },
 };

@@ -6,18 +6,14 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { formatDollars, roundUsd } from '../shared/currency.js';
 import type { ValidationMapper } from '../shared/error-handling.js';
-import {
-  type EndpointStage,
-  type RetirableEndpoint,
-  registerRetired,
-  retirableRoute,
-} from '../shared/retirement.js';
+import { clusterState } from '../shared/fault-injection.js';
+import { type EndpointStage, type RetirableEndpoint, registerRetirable } from '../shared/retirement.js';
 import { createServiceApp, type ServiceAppOptions } from '../shared/service-app.js';
 import { ServiceError } from '../shared/service-error.js';
 import type { Tier } from '../shared/tiers.js';
 import {
   checkRouteSchema,
-  nullHealthRouteSchema,
+  nullHealthProperties,
   nullOrNotRouteSchema,
   philosophicalAnalysisSchema,
 } from './null-check-schemas.js';
@@ -92,7 +88,21 @@ export function createNullCheckService(options: NullCheckServiceOptions = {}): F
     },
     mapValidation,
     schemas: [philosophicalAnalysisSchema],
-    routes: (scope, { random, faults, injectFaults, deprecation }) => {
+    health: {
+      spec: 'Spec 2.3.',
+      properties: nullHealthProperties,
+      fields: (faults) => ({
+        null_detectable: !faults.unusable,
+        undefined_detectable: false,
+        cluster_status: clusterState(
+          faults,
+          'nominal: 2 experts (null, not-null) warm, philosophy consultant on sabbatical',
+        ),
+        philosophy_consultant: null,
+        monthly_burn: formatDollars(burn),
+      }),
+    },
+    routes: (scope, { random, injectFaults, deprecation }) => {
       /** The check both versions answer (every v1 rule and field); v2 then adds its analysis. */
       function check(request: FastifyRequest<{ Body: CheckBody }>) {
         const { value, model, temperature, strict_mode: strictMode } = request.body;
@@ -145,39 +155,18 @@ export function createNullCheckService(options: NullCheckServiceOptions = {}): F
         preHandler: injectFaults,
       };
       // No `config.rateLimit` on either route: both count in the caller's one bucket.
-      if (v1.stage === 'off') registerRetired(scope, v1);
-      else {
-        scope.post<{ Body: CheckBody }>(
-          CHECK_V1_PATH,
-          retirableRoute(v1, { ...checkOptions, schema: checkRouteSchema }),
-          async (request) => check(request).body,
-        );
-      }
+      registerRetirable<{ Body: CheckBody }>(
+        scope,
+        v1,
+        { ...checkOptions, schema: checkRouteSchema },
+        async (request) => check(request).body,
+      );
       scope.post<{ Body: CheckBody }>(
         CHECK_V2_PATH,
         { ...checkOptions, schema: nullOrNotRouteSchema },
         async (request) => {
           const { answer, model, temperature, body } = check(request);
           return { ...body, philosophical_analysis: analyse(answer, model, temperature, random) };
-        },
-      );
-
-      scope.get(
-        '/api/v1/health',
-        { schema: nullHealthRouteSchema, config: { public: true, rateLimit: false } },
-        async () => {
-          if (faults.down)
-            throw new ServiceError(503, 'SERVICE_UNAVAILABLE', 'service unavailable, retry later');
-          return {
-            status: faults.active ? 'degraded' : 'ok',
-            null_detectable: !faults.unusable,
-            undefined_detectable: false,
-            cluster_status: faults.active
-              ? 'degraded: fault injection is on (added latency and/or injected 500/503 answers)'
-              : 'nominal: 2 experts (null, not-null) warm, philosophy consultant on sabbatical',
-            philosophy_consultant: null,
-            monthly_burn: formatDollars(burn),
-          };
         },
       );
     },

@@ -183,27 +183,9 @@ export function inferenceRouteSchema(maxDigits: number) {
   };
 }
 
-export const piHealthRouteSchema = {
-  summary: 'Service health',
-  operationId: 'health',
-  tags: ['health'],
-  security: [],
-  response: {
-    200: {
-      description: 'Spec 2.4.',
-      type: 'object',
-      required: ['status', 'pi_available', 'gpu_cluster', 'monthly_burn_rate'],
-      properties: {
-        status: {
-          type: 'string',
-          enum: ['ok', 'degraded'],
-          description: 'degraded while fault injection is on.',
-        },
-        pi_available: { type: 'boolean' },
-        gpu_cluster: { type: 'string' },
-        monthly_burn_rate: { type: 'string', examples: ['$2,718,281.83'] },
-      },
-    },
-    ...errorResponses({ 503: 'SERVICE_UNAVAILABLE: fault injection answers every request with 503.' }),
-  },
+/** The pi-digits health body's own fields (spec 2.4). */
+export const piHealthProperties = {
+  pi_available: { type: 'boolean' },
+  gpu_cluster: { type: 'string' },
+  monthly_burn_rate: { type: 'string', examples: ['$2,718,281.83'] },
 };

@@ -15,17 +15,13 @@ import {
 } from '../../digits/digit-engine.js';
 import { formatCost, formatDollars, roundUsd } from '../shared/currency.js';
 import type { ValidationMapper } from '../shared/error-handling.js';
-import {
-  type EndpointStage,
-  type RetirableEndpoint,
-  registerRetired,
-  retirableRoute,
-} from '../shared/retirement.js';
+import { clusterState } from '../shared/fault-injection.js';
+import { type EndpointStage, type RetirableEndpoint, registerRetirable } from '../shared/retirement.js';
 import { createServiceApp, type ServiceAppOptions } from '../shared/service-app.js';
 import { ServiceError } from '../shared/service-error.js';
 import type { Tier } from '../shared/tiers.js';
 import { chainOfThought } from './chain-of-thought.js';
-import { inferenceRouteSchema, piHealthRouteSchema, piRouteSchema } from './pi-digits-schemas.js';
+import { inferenceRouteSchema, piHealthProperties, piRouteSchema } from './pi-digits-schemas.js';
 import {
   applyModel,
   chooseConstant,
@@ -148,7 +144,16 @@ export function createPiDigitsService(options: PiDigitsServiceOptions = {}): Fas
     version: '1.0.0',
     fault500: { code: 'INTERNAL_ERROR', message: 'internal failure of the generation cluster' },
     mapValidation,
-    routes: (scope, { random, faults, injectFaults, seed, deprecation }) => {
+    health: {
+      spec: 'Spec 2.4.',
+      properties: piHealthProperties,
+      fields: (faults) => ({
+        pi_available: !faults.unusable,
+        gpu_cluster: clusterState(faults, 'nominal: 8 simulated GPUs warm, 0 on fire'),
+        monthly_burn_rate: formatDollars(burn),
+      }),
+    },
+    routes: (scope, { random, injectFaults, seed, deprecation }) => {
       async function trueDigits(constant: Constant, decimals: number): Promise<string> {
         const cached = engine.peek(constant, decimals);
         if (cached !== undefined) return cached;
@@ -205,32 +210,31 @@ export function createPiDigitsService(options: PiDigitsServiceOptions = {}): Fas
         },
         dates: deprecation,
       };
-      if (v1Pi.stage === 'off') registerRetired(scope, v1Pi);
-      else
-        scope.get<{ Querystring: PiQuery }>(
-          PI_V1_PATH,
-          retirableRoute(v1Pi, { schema: piRouteSchema(maxDigits), preHandler: injectFaults }),
-          async (request) => {
-            const tier = request.caller?.tier ?? 'free';
-            const query = request.query;
-            if (!query.sponsored && tier === 'free') {
-              throw new ServiceError(418, 'TIER_FORBIDDEN', 'the free tier requires sponsored=true');
-            }
-            const { decimals, model } = admit(tier, query.digits, query.model);
-            const answer = await generate(model, decimals, query.temperature);
-            return {
-              digits: answer.digits,
-              precision: answer.precision,
-              confidence: answer.confidence,
-              model,
-              inference_time_ms: answer.inference_time_ms,
-              gpu_cost_usd: answer.gpu_cost_usd,
-              sponsored_by: query.sponsored ? random.pick(PI_SPONSORS) : null,
-              disclaimer: PI_DISCLAIMER,
-              constant: answer.constant,
-            };
-          },
-        );
+      registerRetirable<{ Querystring: PiQuery }>(
+        scope,
+        v1Pi,
+        { schema: piRouteSchema(maxDigits), preHandler: injectFaults },
+        async (request) => {
+          const tier = request.caller?.tier ?? 'free';
+          const query = request.query;
+          if (!query.sponsored && tier === 'free') {
+            throw new ServiceError(418, 'TIER_FORBIDDEN', 'the free tier requires sponsored=true');
+          }
+          const { decimals, model } = admit(tier, query.digits, query.model);
+          const answer = await generate(model, decimals, query.temperature);
+          return {
+            digits: answer.digits,
+            precision: answer.precision,
+            confidence: answer.confidence,
+            model,
+            inference_time_ms: answer.inference_time_ms,
+            gpu_cost_usd: answer.gpu_cost_usd,
+            sponsored_by: query.sponsored ? random.pick(PI_SPONSORS) : null,
+            disclaimer: PI_DISCLAIMER,
+            constant: answer.constant,
+          };
+        },
+      );
 
       scope.post<{ Body: InferenceBody }>(
         INFERENCE_PATH,
@@ -259,23 +263,6 @@ export function createPiDigitsService(options: PiDigitsServiceOptions = {}): Fas
             inference_time_ms: answer.inference_time_ms,
             sponsored_by: random.pick(PI_SPONSORS),
             disclaimer: PI_DISCLAIMER,
-          };
-        },
-      );
-
-      scope.get(
-        '/api/v1/health',
-        { schema: piHealthRouteSchema, config: { public: true, rateLimit: false } },
-        async () => {
-          if (faults.down)
-            throw new ServiceError(503, 'SERVICE_UNAVAILABLE', 'service unavailable, retry later');
-          return {
-            status: faults.active ? 'degraded' : 'ok',
-            pi_available: !faults.unusable,
-            gpu_cluster: faults.active
-              ? 'degraded: fault injection is on (added latency and/or injected 500/503 answers)'
-              : 'nominal: 8 simulated GPUs warm, 0 on fire',
-            monthly_burn_rate: formatDollars(burn),
           };
         },
       );

@@ -59,3 +59,10 @@ function clampRate(rate: number | undefined): number {
   if (rate === undefined || Number.isNaN(rate)) return 0;
   return Math.min(1, Math.max(0, rate));
 }
+
+/** A health body's free-text cluster state: `nominal`, or what fault injection is doing. */
+export function clusterState(faults: FaultInjector, nominal: string): string {
+  return faults.active
+    ? 'degraded: fault injection is on (added latency and/or injected 500/503 answers)'
+    : nominal;
+}

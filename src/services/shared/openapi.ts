@@ -89,3 +89,32 @@ export function errorResponses(statuses: Record<number, string | true>): Record<
   }
   return out;
 }
+
+/**
+ * The route schema of GET /api/v1/health: `status` plus the service's own fields, every one required.
+ * `spec` is the response's description (the spec section the body follows).
+ */
+export function healthRouteSchema(spec: string, properties: Record<string, object>) {
+  return {
+    summary: 'Service health',
+    operationId: 'health',
+    tags: ['health'],
+    security: [],
+    response: {
+      200: {
+        description: spec,
+        type: 'object',
+        required: ['status', ...Object.keys(properties)],
+        properties: {
+          status: {
+            type: 'string',
+            enum: ['ok', 'degraded'],
+            description: 'degraded while fault injection is on.',
+          },
+          ...properties,
+        },
+      },
+      ...errorResponses({ 503: 'SERVICE_UNAVAILABLE: fault injection answers every request with 503.' }),
+    },
+  };
+}

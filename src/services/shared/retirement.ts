@@ -9,7 +9,14 @@
  *   parsing: there is nothing left to authorise or parse), still with the `Link` header, and the
  *   OpenAPI document no longer lists it.
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type {
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  RouteGenericInterface,
+  RouteHandlerMethod,
+  RouteShorthandOptions,
+} from 'fastify';
 import { errorBody } from './service-error.js';
 
 export const ENDPOINT_STAGES = ['on', 'deprecated', 'off'] as const;
@@ -108,10 +115,7 @@ function documentedHeaders(endpoint: RetirableEndpoint): Record<string, object> 
  * and documents the headers, and an onSend hook adds them to every answer of the route (errors
  * included). Do not call for `off` (see {@link registerRetired}).
  */
-export function retirableRoute<O extends { schema: DocumentedSchema }>(
-  endpoint: RetirableEndpoint,
-  options: O,
-): O {
+function retirableRoute<O extends { schema: DocumentedSchema }>(endpoint: RetirableEndpoint, options: O): O {
   if (endpoint.stage !== 'deprecated') return options;
   const headers = deprecationHeaders(endpoint);
   const docs = documentedHeaders(endpoint);
@@ -138,7 +142,7 @@ export function retirableRoute<O extends { schema: DocumentedSchema }>(
 }
 
 /** `off`: registers the 410 stand-in of the endpoint (absent from the OpenAPI document). */
-export function registerRetired(scope: FastifyInstance, endpoint: RetirableEndpoint): void {
+function registerRetired(scope: FastifyInstance, endpoint: RetirableEndpoint): void {
   const { method, path, successor } = endpoint;
   const body = errorBody(
     410,
@@ -158,4 +162,24 @@ export function registerRetired(scope: FastifyInstance, endpoint: RetirableEndpo
     },
     handler: async (_request, reply) => reply,
   });
+}
+
+/**
+ * Registers the endpoint as its stage says: served with `options` and `handler` (`on`), the same with
+ * the deprecation headers (`deprecated`), or its 410 stand-in (`off`).
+ */
+export function registerRetirable<Route extends RouteGenericInterface>(
+  scope: FastifyInstance,
+  endpoint: RetirableEndpoint,
+  options: RouteShorthandOptions & { schema: DocumentedSchema },
+  handler: RouteHandlerMethod<FastifyInstance['server'], FastifyRequest['raw'], FastifyReply['raw'], Route>,
+): void {
+  if (endpoint.stage === 'off') registerRetired(scope, endpoint);
+  else
+    scope.route<Route>({
+      method: endpoint.method,
+      url: endpoint.path,
+      ...retirableRoute(endpoint, options),
+      handler,
+    });
 }

@@ -17,7 +17,7 @@ import Fastify, {
 import { type ApiKeysInput, type Caller, createCallerResolver } from './api-keys.js';
 import { installErrorHandling, type ValidationMapper } from './error-handling.js';
 import { createFaultInjector, type FaultInjector } from './fault-injection.js';
-import { ERROR_BODY_SCHEMA, SECURITY_SCHEMES } from './openapi.js';
+import { ERROR_BODY_SCHEMA, healthRouteSchema, SECURITY_SCHEMES } from './openapi.js';
 import { registerRateLimit } from './rate-limit.js';
 import type { RateLimitRedis } from './rate-limit-redis.js';
 import { type DeprecationDates, deprecationDates } from './retirement.js';
@@ -43,7 +43,7 @@ export interface ServiceAppOptions {
   apiKeys?: ApiKeysInput | undefined;
   /** Seed of the service's random generator; the same seed reproduces a run. @default 42 */
   seed?: number;
-  /** Requests per window per free caller; 0 = unlimited. @default 60 */
+  /** Requests per window per free caller (v1 and v2 endpoints together); 0 = unlimited. @default 60 */
   freeRateLimit?: number;
   /** Requests per window per pro key; 0 = unlimited. @default 600 */
   proRateLimit?: number;
@@ -107,6 +107,16 @@ export interface ServiceDefinition {
   /** Shared schemas (with an `$id`) the routes reference; they become OpenAPI components. */
   schemas?: readonly object[];
   routes: (scope: FastifyInstance, context: ServiceContext) => void;
+  /**
+   * GET /api/v1/health (public, no rate limit), added after the routes: the spec section its body
+   * follows, the JSON schemas of the service's own fields, and their values. The skeleton adds
+   * `status` (`degraded` while fault injection is on) and answers 503 while faults take the service down.
+   */
+  health: {
+    spec: string;
+    properties: Record<string, object>;
+    fields: (faults: FaultInjector) => Record<string, unknown>;
+  };
 }
 
 /** What fastify expects back from a validator compiler (not exported by name). */
@@ -138,6 +148,8 @@ function finiteQuery(validate: QueryValidator): QueryValidator {
   };
   return wrapped;
 }
+
+const unavailable = () => new ServiceError(503, 'SERVICE_UNAVAILABLE', 'service unavailable, retry later');
 
 /** The default body limit (1 MiB), documented in the README. */
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -232,15 +244,26 @@ export function createServiceApp(options: ServiceAppOptions, definition: Service
     deprecation: deprecationDates(options.deprecatedSince, options.sunsetDays),
     injectFaults: async () => {
       const status = faults.roll();
-      if (status === 503)
-        throw new ServiceError(503, 'SERVICE_UNAVAILABLE', 'service unavailable, retry later');
+      if (status === 503) throw unavailable();
       if (status === 500) throw new ServiceError(500, definition.fault500.code, definition.fault500.message);
     },
   };
+  const { health } = definition;
 
   let document: unknown;
   app.register(async (scope) => {
     definition.routes(scope, context);
+    scope.get(
+      '/api/v1/health',
+      {
+        schema: healthRouteSchema(health.spec, health.properties),
+        config: { public: true, rateLimit: false },
+      },
+      async () => {
+        if (faults.down) throw unavailable();
+        return { status: faults.active ? 'degraded' : 'ok', ...health.fields(faults) };
+      },
+    );
     scope.get(
       '/openapi.json',
       {

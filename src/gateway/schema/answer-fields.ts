@@ -1,0 +1,175 @@
+/**
+ * What the answer types share: the fields several interfaces carry (NullCheck, ConstantDigits,
+ * Inference), each read from the upstream answer the same way everywhere, and the pi/e union of the
+ * two digits interfaces. Built here once; descriptions and names stay each type's own (they are part
+ * of the published schema).
+ */
+import type { EnumRef, InterfaceFieldBuilder, InterfaceRef } from '@pothos/core';
+import { builder, type GatewaySchemaTypes } from './builder.js';
+import { floatOrNull, intOrNull } from './numbers.js';
+import { type Constant, classifyDigits, correctDigits, splitDigits } from './truth.js';
+
+type Types = PothosSchemaTypes.ExtendDefaultTypes<GatewaySchemaTypes>;
+type Fields<Shape> = InterfaceFieldBuilder<Types, Shape>;
+/** NullModel or PiModel: enums whose values are the upstream model strings. */
+type ModelEnum = EnumRef<Types, string, string>;
+
+/** The measured facts of a model answer, as the upstream reported them (null: not said). */
+interface AnswerFacts {
+  confidence: number | null;
+  model: string | null;
+  inferenceTimeMs: number | null;
+  gpuCostUsd: number | null;
+}
+
+/** The texts a model answer carries beside its facts (null: not sent). */
+interface AnswerTexts {
+  sponsoredBy: string | null;
+  disclaimer: string | null;
+}
+
+const MODEL_DESCRIPTIONS = {
+  model:
+    'The model variant that answered; null when the service named a model this schema does not know (see `modelName`).',
+  modelName:
+    'The model variant exactly as the service named it (upstream `model`); null when it did not say.',
+};
+
+/** `model` (the enum value, null for a model the enum does not know) and `modelName` (the raw string). */
+export function modelFields<Shape extends { response: { model: string | null } }>(
+  t: Fields<Shape>,
+  modelEnum: ModelEnum,
+  modelOf: (model: string | null) => string | null,
+  descriptions: { model: string; modelName: string } = MODEL_DESCRIPTIONS,
+) {
+  return {
+    model: t.field({
+      type: modelEnum,
+      nullable: true,
+      description: descriptions.model,
+      resolve: (p) => modelOf(p.response.model),
+    }),
+    modelName: t.string({
+      nullable: true,
+      description: descriptions.modelName,
+      resolve: (p) => p.response.model,
+    }),
+  };
+}
+
+/** `confidence`, `model`, `modelName`, `inferenceTimeMs` and `gpuCostUsd`, in this order. */
+export function answerFactFields<Shape extends { response: AnswerFacts }>(
+  t: Fields<Shape>,
+  modelEnum: ModelEnum,
+  modelOf: (model: string | null) => string | null,
+  descriptions: { confidence: string; inferenceTimeMs: string; gpuCostUsd: string },
+) {
+  return {
+    confidence: t.float({
+      nullable: true,
+      description: descriptions.confidence,
+      resolve: (p) => floatOrNull(p.response.confidence),
+    }),
+    ...modelFields(t, modelEnum, modelOf),
+    inferenceTimeMs: t.int({
+      nullable: true,
+      description: descriptions.inferenceTimeMs,
+      resolve: (p) => intOrNull(p.response.inferenceTimeMs),
+    }),
+    gpuCostUsd: t.float({
+      nullable: true,
+      description: descriptions.gpuCostUsd,
+      resolve: (p) => floatOrNull(p.response.gpuCostUsd),
+    }),
+  };
+}
+
+/** `sponsoredBy` and `disclaimer`. */
+export function answerTextFields<Shape extends { response: AnswerTexts }>(
+  t: Fields<Shape>,
+  descriptions: { sponsoredBy: string; disclaimer: string },
+) {
+  return {
+    sponsoredBy: t.string({
+      nullable: true,
+      description: descriptions.sponsoredBy,
+      resolve: (p) => p.response.sponsoredBy,
+    }),
+    disclaimer: t.string({
+      nullable: true,
+      description: descriptions.disclaimer,
+      resolve: (p) => p.response.disclaimer,
+    }),
+  };
+}
+
+/** An upstream answer of digits (pi or inference), with the constant it is marked as, if any. */
+interface DigitsResponse {
+  digits: string;
+  precision: number | null;
+  constantMarker: 'pi' | 'e' | null;
+}
+
+/** A digits answer as the schema resolves it: which constant the digits are of, and what was asked for. */
+export interface DigitsShape<Response extends DigitsResponse = DigitsResponse> {
+  response: Response;
+  constant: Constant;
+  /** Decimal places asked for (for `pi` without `digits`: the upstream default). */
+  requestedDigits: number;
+}
+
+/** The answer with its constant: the upstream's explicit marker, else recognised from the digits. */
+export function digitsAnswer<Response extends DigitsResponse>(
+  response: Response,
+  requestedDigits: number,
+): DigitsShape<Response> {
+  return { response, constant: classifyDigits(response.digits, response.constantMarker), requestedDigits };
+}
+
+/** `digits`, `precision`, `requestedDigits` and `correctDigits` (checked by the digit engine), in this order. */
+export function digitsFields<Shape extends DigitsShape>(
+  t: Fields<Shape>,
+  descriptions: { digits: string; precision: string; requestedDigits: string; correctDigits: string },
+) {
+  return {
+    digits: t.string({ description: descriptions.digits, resolve: (p) => p.response.digits }),
+    precision: t.int({
+      description: descriptions.precision,
+      resolve: (p) => intOrNull(p.response.precision) ?? splitDigits(p.response.digits).decimals.length,
+    }),
+    requestedDigits: t.int({ description: descriptions.requestedDigits, resolve: (p) => p.requestedDigits }),
+    correctDigits: t.int({
+      description: descriptions.correctDigits,
+      resolve: (p, _args, context) =>
+        correctDigits(context.digits, p.response.digits, p.constant, context.limits.maxCompareDigits),
+    }),
+  };
+}
+
+/** A named type and its description. */
+interface Named {
+  name: string;
+  description: string;
+}
+
+/**
+ * The union a digits field answers with: a pi member and an e member (the interface, with no fields of
+ * their own), told apart by the answer's constant.
+ */
+export function constantUnion<Shape extends DigitsShape>(
+  digitsInterface: InterfaceRef<Types, Shape>,
+  members: { pi: Named; e: Named },
+  union: Named,
+) {
+  const member = ({ name, description }: Named) =>
+    builder
+      .objectRef<Shape>(name)
+      .implement({ description, interfaces: [digitsInterface], fields: () => ({}) });
+  const pi = member(members.pi);
+  const e = member(members.e);
+  return builder.unionType(union.name, {
+    description: union.description,
+    types: [pi, e],
+    resolveType: (p) => (p.constant === 'e' ? members.e.name : members.pi.name),
+  });
+}
