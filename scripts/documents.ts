@@ -24,9 +24,9 @@ import {
 } from 'graphql';
 import { loadConfig } from '../src/config.js';
 import { listPrice } from '../src/gateway/cost/price-table.js';
-import { modelCalls, planOperation } from '../src/gateway/operation-plan.js';
+import { modelCalls, planOperation } from '../src/gateway/request/operation-plan.js';
 import { schema } from '../src/gateway/schema/index.js';
-import { loadManifest } from '../src/gateway/trusted-documents.js';
+import { loadManifest } from '../src/gateway/request/trusted-documents.js';
 
 /** At most this many combinations of variable values are priced per operation. */
 const MAX_COMBINATIONS = 4096;

@@ -9,30 +9,30 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { AppConfig } from '../config.js';
 import { DEFAULT_MAX_DIGITS, type DigitEngine, sharedDigitEngine } from '../digits/digit-engine.js';
-import { createCompression } from './compression.js';
-import { createContextFactory } from './context.js';
+import { createCompression } from './delivery/compression.js';
+import { createContextFactory } from './schema/context.js';
 import { createCostBudget } from './cost/cost-budget.js';
 import { type CostControl, createCostControl } from './cost/cost-control.js';
 import { createCostModel } from './cost/cost-model.js';
 import { startEmbeddedServices, type UpstreamUrls } from './embedded-services.js';
-import { createFastPath, type FastPath } from './fast-path/fast-path.js';
-import { createPreparedOperations } from './fast-path/prepared-operations.js';
+import { createFastPath, type FastPath } from './http/fast-path/fast-path.js';
+import { createPreparedOperations } from './http/fast-path/prepared-operations.js';
 import { createGatewayMetrics, type GatewayMetrics } from './observability/metrics.js';
 import { createOperationReporter } from './observability/operation-report.js';
 import { createSponsorLog } from './observability/sponsor-log.js';
 import { createTracer, type Tracer, type TracingOptions } from './observability/tracing.js';
 import { createUpstreamObserver } from './observability/upstream-observer.js';
 import { yogaLogger } from './observability/yoga-logger.js';
-import { createPlanner } from './operation-plan.js';
+import { createPlanner } from './request/operation-plan.js';
 import { createDocumentValidator } from './plugins/use-operation-limits.js';
 import { createExecutor } from './request/executor.js';
 import { createRequestPipeline } from './request/pipeline.js';
 import { schema } from './schema/index.js';
-import { createGatewayServer, type GatewayServer } from './server.js';
+import { createGatewayServer, type GatewayServer } from './http/server.js';
 import { createSharedState, type SharedState } from './shared-state/index.js';
-import { createTrustedDocuments, loadManifest, trustedMode } from './trusted-documents.js';
+import { createTrustedDocuments, loadManifest, trustedMode } from './request/trusted-documents.js';
 import { createUpstreamClients, type UpstreamClients } from './upstream/clients.js';
-import { createGatewayYoga, type GatewayYoga } from './yoga.js';
+import { createGatewayYoga, type GatewayYoga } from './http/yoga.js';
 
 export interface AppOptions {
   /** Where logs go (main.ts makes it from the `logs` settings). */

@@ -1,12 +1,12 @@
 /**
  * `npm run bench:compression`: what compressing an answer costs, per encoding at the levels the
- * gateway uses (src/gateway/compression.ts), on the answers that need it: `pi` with 100,000 and
+ * gateway uses (src/gateway/delivery/compression.ts), on the answers that need it: `pi` with 100,000 and
  * 1,000,000 digits, as the gateway serialises them. CPU time of this process (user + system, the
  * thread pool included) per compressed megabyte of input, and the compressed sizes.
  */
 
 import { createDigitEngine } from '../../src/digits/digit-engine.js';
-import { createCompression, SUPPORTED_ENCODINGS } from '../../src/gateway/compression.js';
+import { createCompression, SUPPORTED_ENCODINGS } from '../../src/gateway/delivery/compression.js';
 
 const compression = createCompression();
 const engine = createDigitEngine({ useWorker: false });

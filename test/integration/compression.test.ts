@@ -7,7 +7,7 @@
 import zlib from 'node:zlib';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SUPPORTED_ENCODINGS } from '../../src/gateway/compression.js';
+import { SUPPORTED_ENCODINGS } from '../../src/gateway/delivery/compression.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
 
 const HAS_ZSTD = SUPPORTED_ENCODINGS.includes('zstd');

@@ -15,7 +15,7 @@ import { persistedExchange } from '@urql/exchange-persisted';
 import { validate } from 'graphql';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { schema } from '../../src/gateway/schema/index.js';
-import { loadManifest } from '../../src/gateway/trusted-documents.js';
+import { loadManifest } from '../../src/gateway/request/trusted-documents.js';
 import type { TestGateway } from '../support/gateway.js';
 import { capturedLogger, LEVEL } from '../support/logs.js';
 import { useScriptedGateways } from '../support/scripted-gateways.js';

@@ -16,8 +16,8 @@ import {
 import { createCostControl } from '../../src/gateway/cost/cost-control.js';
 import { createCostModel } from '../../src/gateway/cost/cost-model.js';
 import { listPrice } from '../../src/gateway/cost/price-table.js';
-import { Operation } from '../../src/gateway/operation.js';
-import { type ModelCall, planOperation } from '../../src/gateway/operation-plan.js';
+import { Operation } from '../../src/gateway/request/operation.js';
+import { type ModelCall, planOperation } from '../../src/gateway/request/operation-plan.js';
 import { MAX_COST_CAP_USD, maxCostOf } from '../../src/gateway/request/facts.js';
 import { schema } from '../../src/gateway/schema/index.js';
 import { createBudgetStore } from '../../src/gateway/shared-state/budget-store.js';

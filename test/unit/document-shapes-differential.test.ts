@@ -46,7 +46,7 @@ import {
 } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { createDocumentShapes } from '../../src/gateway/fast-path/document-shapes.js';
+import { createDocumentShapes } from '../../src/gateway/http/fast-path/document-shapes.js';
 import { createDocumentValidator } from '../../src/gateway/plugins/use-operation-limits.js';
 import { schema } from '../../src/gateway/schema/index.js';
 

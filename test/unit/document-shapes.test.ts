@@ -4,7 +4,7 @@
  */
 import { parse, validate } from 'graphql';
 import { describe, expect, it } from 'vitest';
-import { createDocumentShapes } from '../../src/gateway/fast-path/document-shapes.js';
+import { createDocumentShapes } from '../../src/gateway/http/fast-path/document-shapes.js';
 import { schema } from '../../src/gateway/schema/index.js';
 
 function shapesWithCount() {

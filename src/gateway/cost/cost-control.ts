@@ -18,8 +18,8 @@ import type { GraphQLError } from 'graphql';
 import { isPromise } from '../../shared/is-promise.js';
 import { roundUsd } from '../../shared/usd.js';
 import { gatewayError, type UpstreamName } from '../errors.js';
-import type { CostAdmission, CostEstimate, Operation } from '../operation.js';
-import { type ModelCall, modelCalls, type OperationPlan } from '../operation-plan.js';
+import type { CostAdmission, CostEstimate, Operation } from '../request/operation.js';
+import { type ModelCall, modelCalls, type OperationPlan } from '../request/operation-plan.js';
 import type { BudgetHold, BudgetReservation, CostBudget } from './cost-budget.js';
 import type { CostModel } from './cost-model.js';
 

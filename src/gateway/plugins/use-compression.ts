@@ -9,7 +9,7 @@
  * spaces, has no size threshold and no `Vary`, and offers gzip and deflate only (CompressionStream).
  */
 import type { Plugin } from 'graphql-yoga';
-import type { Compression } from '../compression.js';
+import type { Compression } from '../delivery/compression.js';
 
 export interface CompressionPluginOptions {
   compression: Compression;

@@ -23,11 +23,11 @@
 import type { ExecutionResult } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { isPromise } from '../../shared/is-promise.js';
-import type { Operation } from '../operation.js';
+import type { Operation } from '../request/operation.js';
 import { usesIncrementalDelivery } from '../request/executor.js';
 import { requestFactsOf, requestIdOf } from '../request/facts.js';
 import type { IncrementalPart, RequestPipeline, RequestState } from '../request/pipeline.js';
-import type { DocumentRequest } from '../trusted-documents.js';
+import type { DocumentRequest } from '../request/trusted-documents.js';
 
 export interface RequestPipelinePluginOptions {
   pipeline: RequestPipeline;

@@ -1,7 +1,7 @@
 /**
  * The request pipeline: the ordered steps of one GraphQL request over HTTP, each policy written once,
  * run by both lanes. Yoga's lane calls them from one plugin's hooks (plugins/use-request-pipeline.ts);
- * the fast path (fast-path/fast-path.ts) runs the same list directly on node:http. A lane decides only
+ * the fast path (http/fast-path/fast-path.ts) runs the same list directly on node:http. A lane decides only
  * how bytes travel (which parser read the body, how the answer is written, how a client that left is
  * noticed).
  *
@@ -24,13 +24,13 @@
 import type { DocumentNode, ExecutionResult, GraphQLError } from 'graphql';
 import { maskError, processRegularResult, type YogaLogger } from 'graphql-yoga';
 import { isPromise } from '../../shared/is-promise.js';
-import type { GatewayContext } from '../context.js';
+import type { GatewayContext } from '../schema/context.js';
 import type { CostControl } from '../cost/cost-control.js';
 import { gatewayError } from '../errors.js';
 import type { OperationReporter } from '../observability/operation-report.js';
-import { Operation, type OperationBatch } from '../operation.js';
-import type { OperationPlan } from '../operation-plan.js';
-import type { DocumentRequest, Resolved, TrustedDocuments } from '../trusted-documents.js';
+import { Operation, type OperationBatch } from './operation.js';
+import type { OperationPlan } from './operation-plan.js';
+import type { DocumentRequest, Resolved, TrustedDocuments } from './trusted-documents.js';
 import type { Execution, Executor } from './executor.js';
 import type { RequestFacts } from './facts.js';
 import { httpStatusOf } from './http-status.js';

@@ -5,7 +5,7 @@
  * hot path of each request (a benchmark compares the gateway with a raw proxy).
  */
 import SchemaBuilder from '@pothos/core';
-import type { GatewayContext } from '../context.js';
+import type { GatewayContext } from './context.js';
 import type { JsonArgument } from './json-value.js';
 
 export interface GatewaySchemaTypes {

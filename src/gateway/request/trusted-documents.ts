@@ -29,9 +29,9 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { type DocumentNode, type GraphQLError, Kind, parse } from 'graphql';
 import type { Logger } from 'pino';
-import { isPromise } from '../shared/is-promise.js';
-import { gatewayError } from './errors.js';
-import type { AnswerStore } from './shared-state/types.js';
+import { isPromise } from '../../shared/is-promise.js';
+import { gatewayError } from '../errors.js';
+import type { AnswerStore } from '../shared-state/types.js';
 
 export type TrustedDocumentsMode = 'off' | 'log' | 'enforce';
 

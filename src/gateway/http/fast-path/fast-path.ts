@@ -16,14 +16,14 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ExecutionResult } from 'graphql';
 import type { YogaLogger } from 'graphql-yoga';
-import { isPromise } from '../../shared/is-promise.js';
-import type { Compression } from '../compression.js';
-import type { Operation } from '../operation.js';
-import type { PipelineContext } from '../plugins/use-request-pipeline.js';
-import { requestFactsOf } from '../request/facts.js';
-import type { JsonMediaType } from '../request/media-type.js';
-import { MASKED_MESSAGE, type RequestPipeline, type RequestState } from '../request/pipeline.js';
-import type { Resolved } from '../trusted-documents.js';
+import { isPromise } from '../../../shared/is-promise.js';
+import type { Compression } from '../../delivery/compression.js';
+import type { Operation } from '../../request/operation.js';
+import type { PipelineContext } from '../../plugins/use-request-pipeline.js';
+import { requestFactsOf } from '../../request/facts.js';
+import type { JsonMediaType } from '../../request/media-type.js';
+import { MASKED_MESSAGE, type RequestPipeline, type RequestState } from '../../request/pipeline.js';
+import type { Resolved } from '../../request/trusted-documents.js';
 import { type GatewayYoga, GRAPHQL_ENDPOINT } from '../yoga.js';
 import type { PreparedOperation, PreparedOperations } from './prepared-operations.js';
 

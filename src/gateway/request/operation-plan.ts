@@ -20,7 +20,7 @@ import {
   type SelectionSetNode,
   type ValueNode,
 } from 'graphql';
-import type { UpstreamName } from './errors.js';
+import type { UpstreamName } from '../errors.js';
 
 /** One upstream call a root field makes, for the cost estimate. */
 export interface ModelCall {

@@ -19,27 +19,27 @@
 import type { GraphQLSchema } from 'graphql';
 import { createYoga, maskError, type YogaServerInstance } from 'graphql-yoga';
 import type { Logger } from 'pino';
-import type { GroupValues } from '../shared/settings.js';
-import type { Compression } from './compression.js';
-import type { GatewayContext } from './context.js';
-import { corsOptions } from './cors-options.js';
-import type { GatewayMetrics } from './observability/metrics.js';
-import { yogaLogger } from './observability/yoga-logger.js';
-import type { Operation } from './operation.js';
-import { useCompression } from './plugins/use-compression.js';
-import { useCsrfPrevention } from './plugins/use-csrf-prevention.js';
-import { useSelfHostedGraphiQL } from './plugins/use-graphiql.js';
-import { useGraphiQLOff } from './plugins/use-graphiql-off.js';
-import { useMetricsEndpoint } from './plugins/use-metrics-endpoint.js';
-import { validationPlugins } from './plugins/use-operation-limits.js';
-import { type ReadinessPluginOptions, useReadiness } from './plugins/use-readiness.js';
-import { useRequestPipeline } from './plugins/use-request-pipeline.js';
-import { useRequestShapeErrors } from './plugins/use-request-shape-errors.js';
-import { MASKED_MESSAGE, type RequestPipeline } from './request/pipeline.js';
-import type { limitSettings, serverSettings } from './settings.js';
-import type { TrustedDocuments } from './trusted-documents.js';
+import type { GroupValues } from '../../shared/settings.js';
+import type { Compression } from '../delivery/compression.js';
+import type { GatewayContext } from '../schema/context.js';
+import { corsOptions } from '../delivery/cors-options.js';
+import type { GatewayMetrics } from '../observability/metrics.js';
+import { yogaLogger } from '../observability/yoga-logger.js';
+import type { Operation } from '../request/operation.js';
+import { useCompression } from '../plugins/use-compression.js';
+import { useCsrfPrevention } from '../plugins/use-csrf-prevention.js';
+import { useSelfHostedGraphiQL } from '../plugins/use-graphiql.js';
+import { useGraphiQLOff } from '../plugins/use-graphiql-off.js';
+import { useMetricsEndpoint } from '../plugins/use-metrics-endpoint.js';
+import { validationPlugins } from '../plugins/use-operation-limits.js';
+import { type ReadinessPluginOptions, useReadiness } from '../plugins/use-readiness.js';
+import { useRequestPipeline } from '../plugins/use-request-pipeline.js';
+import { useRequestShapeErrors } from '../plugins/use-request-shape-errors.js';
+import { MASKED_MESSAGE, type RequestPipeline } from '../request/pipeline.js';
+import type { limitSettings, serverSettings } from '../settings.js';
+import type { TrustedDocuments } from '../request/trusted-documents.js';
 
-export { MASKED_MESSAGE } from './request/pipeline.js';
+export { MASKED_MESSAGE } from '../request/pipeline.js';
 
 /** The GraphQL endpoint (docs/contract.md, Schema). */
 export const GRAPHQL_ENDPOINT = '/graphql';

@@ -10,9 +10,9 @@
  * whether a key was there, and DataLoader asks it once per `load()`).
  */
 import DataLoader from 'dataloader';
-import type { UpstreamName } from './errors.js';
-import type { Operation } from './operation.js';
-import type { UpstreamClients } from './upstream/clients.js';
+import type { UpstreamName } from '../errors.js';
+import type { Operation } from '../request/operation.js';
+import type { UpstreamClients } from '../upstream/clients.js';
 import type {
   HealthProbe,
   InferenceRequest,
@@ -23,7 +23,7 @@ import type {
   PiHealthBody,
   PiRequest,
   PiResponse,
-} from './upstream/types.js';
+} from '../upstream/types.js';
 
 export type HealthPair = [HealthProbe<NullHealthBody>, HealthProbe<PiHealthBody>];
 

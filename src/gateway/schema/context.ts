@@ -6,10 +6,10 @@
  * A plain object of own properties: Yoga merges it into its own context with Object.assign, which
  * would drop prototype getters (and call getters eagerly); the lazy parts live on `loaders`.
  */
-import type { DigitEngine } from '../digits/digit-engine.js';
+import type { DigitEngine } from '../../digits/digit-engine.js';
 import { createLoaders, type Loaders, type OnDedup } from './loaders.js';
-import type { Operation } from './operation.js';
-import type { UpstreamClients } from './upstream/clients.js';
+import type { Operation } from '../request/operation.js';
+import type { UpstreamClients } from '../upstream/clients.js';
 
 /** Limits the resolvers check before any upstream call. */
 export interface SchemaLimits {

@@ -17,8 +17,8 @@
  * (upstream/attempt-signal.ts); a listener set costs an object only when something watches.
  */
 import type { GraphQLError } from 'graphql';
-import type { UpstreamName } from './errors.js';
-import type { Span } from './observability/tracing.js';
+import type { UpstreamName } from '../errors.js';
+import type { Span } from '../observability/tracing.js';
 
 /** What one operation's upstream calls looked like, for its log line. */
 export interface UpstreamCallRecord {
