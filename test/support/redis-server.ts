@@ -70,8 +70,12 @@ export interface RedisServer {
   restart(): Promise<void>;
 }
 
-/** Starts `redis-server` on a free loopback port, in memory only (no RDB, no AOF). */
-export async function startRedisServer(): Promise<RedisServer> {
+/**
+ * Starts `redis-server` on a free loopback port, in memory only (no RDB, no AOF). `args`: more
+ * command-line settings, e.g. `['--maxmemory', '8mb', '--maxmemory-policy', 'allkeys-lru']` for a
+ * Redis configured as a cache.
+ */
+export async function startRedisServer(options: { args?: string[] } = {}): Promise<RedisServer> {
   const port = await freePort();
   let child: ChildProcess | undefined;
 
@@ -89,6 +93,7 @@ export async function startRedisServer(): Promise<RedisServer> {
         'no',
         '--protected-mode',
         'yes',
+        ...(options.args ?? []),
       ],
       { stdio: 'ignore' },
     );

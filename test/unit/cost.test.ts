@@ -230,6 +230,7 @@ describe('hourly budget: reserve and settle over the memory store, with a clock 
   const reserved = (verdict: BudgetReservation | Promise<BudgetReservation>) => {
     if (verdict instanceof Promise) throw new Error('the memory store answers synchronously');
     if (!verdict.ok) throw new Error(`refused: ${JSON.stringify(verdict)}`);
+    if (verdict.hold === undefined) throw new Error('no budget applies');
     return verdict.hold;
   };
 
@@ -297,21 +298,21 @@ describe('hourly budget: reserve and settle over the memory store, with a clock 
     const seen: string[] = [];
     const memory = createBudgetStore(undefined, 100);
     const recording: BudgetStore = {
-      add(key, usd, at) {
+      add(key, windows, usd, at) {
         seen.push(key);
-        memory.add(key, usd, at);
+        memory.add(key, windows, usd, at);
       },
-      reserve(key, usd, limit, at) {
+      reserve(key, windows, usd, at) {
         seen.push(key);
-        return memory.reserve(key, usd, limit, at);
+        return memory.reserve(key, windows, usd, at);
       },
-      adjust(key, start, usd, at) {
+      settle(key, windows, at, reserved, spent, time) {
         seen.push(key);
-        memory.adjust(key, start, usd, at);
+        memory.settle(key, windows, at, reserved, spent, time);
       },
-      window(key, at) {
+      read(key, windows, at) {
         seen.push(key);
-        return memory.window(key, at);
+        return memory.read(key, windows, at);
       },
     };
     const secret = 'sk-live-SECRET-0123456789';
