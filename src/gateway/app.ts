@@ -126,6 +126,7 @@ export async function createApp(config: AppConfig, options: AppOptions): Promise
       maxJsonBytes: config.limits.maxJsonBytes,
     },
     onDedup: (upstream) => metrics.recordDedupHit(upstream, 'dataloader'),
+    budgetStatus: costControl.budgetStatus,
   });
   const executor = createExecutor({ schema });
   metrics.setExecutionsSource(() => executor.counts);
