@@ -15,6 +15,8 @@ import { budgetKeyOf } from '../../src/gateway/cost/cost-budget.js';
 import { redisKey } from '../../src/gateway/shared-state/redis-keys.js';
 import type { TestGateway } from '../support/gateway.js';
 import { type GqlResult, gql } from '../support/graphql-client.js';
+import { capturedLogger } from '../support/logs.js';
+import { metricValue } from '../support/metric-values.js';
 import { type RedisServer, requireRedisServer, startRedisServer } from '../support/redis-server.js';
 import { useScriptedGateways } from '../support/scripted-gateways.js';
 import { nullBody } from '../support/upstream-bodies.js';
@@ -244,5 +246,88 @@ describe('callers without a key, and keys no scope covers', () => {
     const answer = await gql(b.url, BUDGET, headers);
     expect(answer.errors).toBeUndefined();
     expect(answer.data).toEqual({ budget: null });
+  });
+});
+
+describe("one clock: Redis'", () => {
+  it('a replica whose clock is two hours behind still counts in the same window: what it booked is not forgotten by the other', async () => {
+    const env = {
+      API_KEYS: 'sk-clock:pro',
+      COST_BUDGETS: JSON.stringify({ 'tier:pro': { '1h': 0.008 } }),
+      REDIS_URL: redis.url,
+      REDIS_KEY_PREFIX: `clock-${randomUUID().slice(0, 8)}:`,
+      REDIS_TIMEOUT_MS: '2000',
+    };
+    const [behind, right] = await Promise.all([
+      scripted.gateway(env, { now: () => Date.now() - 2 * HOUR }),
+      scripted.gateway(env),
+    ]);
+    expect(await until(() => [behind, right].every((g) => g.app.sharedState.status() === 'redis'))).toBe(
+      true,
+    );
+    for (const g of [behind, right])
+      expect((await gql(g.url, check(`clock-warm-${g.url}`), as('sk-warm-up'))).errors).toBeUndefined();
+    // Two checks through the replica that is behind: the hour is spent, by Redis' clock.
+    for (let i = 0; i < 2; i++)
+      expect((await gql(behind.url, check(`clock-${i}`), as('sk-clock'))).errors).toBeUndefined();
+    await budgetOnceSettled(right, 'sk-clock', [0.008]);
+    for (const g of [right, behind]) {
+      const extensions = refusal(await gql(g.url, check('clock-over'), as('sk-clock')));
+      // Within the hour by Redis' clock, not two hours off.
+      expect(extensions.retryAfterSeconds).toBeGreaterThan(3500);
+      expect(extensions.retryAfterSeconds).toBeLessThanOrEqual(3600);
+    }
+  });
+});
+
+describe('the warning ratio', () => {
+  it('one warn line per key and window (the key as its sha256, never in clear) and gateway_budget_warnings_total', async () => {
+    const log = capturedLogger('info');
+    const env = {
+      COST_BUDGETS: JSON.stringify({ default: { '1h': 0.01, '24h': 1 } }),
+      COST_BUDGET_WARNING_RATIO: '0.8',
+      REDIS_URL: redis.url,
+      REDIS_KEY_PREFIX: `warn-${randomUUID().slice(0, 8)}:`,
+      REDIS_TIMEOUT_MS: '2000',
+    };
+    const [c, d] = await Promise.all([
+      scripted.gateway(env, { logger: log.logger }),
+      scripted.gateway(env, { logger: log.logger }),
+    ]);
+    expect(await until(() => [c, d].every((g) => g.app.sharedState.status() === 'redis'))).toBe(true);
+    const key = 'sk-warn-SECRET-42';
+    // The table's 0.0042 reserved through C, settled to 0.004; then 0.0042 through D: 0.0082, past
+    // 0.8 × 0.01. The crossing is decided in Redis, once, whichever replica made it.
+    expect((await gql(c.url, check('warn-0'), as(key))).errors).toBeUndefined();
+    expect((await gql(d.url, check('warn-1'), as(key))).errors).toBeUndefined();
+    const warned = async (window: string) =>
+      ((await metricValue(c.app.metrics.registry, 'gateway_budget_warnings_total', {
+        scope: 'default',
+        window,
+      })) ?? 0) +
+      ((await metricValue(d.app.metrics.registry, 'gateway_budget_warnings_total', {
+        scope: 'default',
+        window,
+      })) ?? 0);
+    expect(await warned('1h')).toBe(1);
+    expect(await warned('24h')).toBe(0);
+    const lines = log.lines.filter(
+      (line) => line.msg === 'cost budget warning: a key passed its warning ratio in a window',
+    );
+    expect(lines).toEqual([
+      expect.objectContaining({
+        level: 40,
+        budgetKey: `key:${sha(key)}`,
+        scope: 'default',
+        window: '1h',
+        limitUsd: 0.01,
+      }),
+    ]);
+    // Refused from here (0.008 + 0.004 > 0.01): no second line.
+    expect((await gql(c.url, check('warn-2'), as(key))).errors?.[0]?.extensions?.code).toBe(
+      'BUDGET_EXCEEDED',
+    );
+    expect(await warned('1h')).toBe(1);
+    expect(log.text()).not.toContain('SECRET');
   });
 });

@@ -82,6 +82,44 @@ describe('shared state in Redis, two replicas', () => {
     expect(b.documents.size).toBe(1);
   });
 
+  it('counts an owner’s new APQ documents across replicas: past the bound, Redis stores no more of them', async () => {
+    const ownerA = createSharedState({
+      redisUrl: server.url,
+      keyPrefix: prefix,
+      timeoutMs: 1000,
+      logger: silent,
+      documentsPerOwner: 2,
+    });
+    const ownerB = createSharedState({
+      redisUrl: server.url,
+      keyPrefix: prefix,
+      timeoutMs: 1000,
+      logger: silent,
+      documentsPerOwner: 2,
+    });
+    try {
+      expect(await until(() => ownerA.status() === 'redis' && ownerB.status() === 'redis')).toBe(true);
+      const hashes = ['1', '2', '3'].map((d) => d.repeat(64));
+      // Each write is in Redis before the next (a claim on the same connection answers after it).
+      ownerA.documents.set(hashes[0] as string, '{ one }', 60_000, undefined, 'client-9');
+      await ownerA.flights.claim('owner-sync-1', 1000);
+      ownerB.documents.set(hashes[1] as string, '{ two }', 60_000, undefined, 'client-9');
+      await ownerB.flights.claim('owner-sync-2', 1000);
+      // Through A again: A has counted one of this owner's documents, Redis two.
+      ownerA.documents.set(hashes[2] as string, '{ three }', 60_000, undefined, 'client-9');
+      await ownerA.flights.claim('owner-sync-3', 1000);
+      const stored = await Promise.all(hashes.map((h) => raw.exists(redisKey(prefix, 'documents', h))));
+      expect(stored).toEqual([1, 1, 0]);
+      // The owner's counter lives a day, under a digest.
+      const counters = await raw.keys(`${prefix}owner:*`);
+      expect(counters).toHaveLength(1);
+      expect(await raw.pttl(counters[0] as string)).toBeGreaterThan(23 * HOUR);
+    } finally {
+      await ownerA.close();
+      await ownerB.close();
+    }
+  });
+
   it('answers undefined for a key no replica set', async () => {
     expect(await b.cache.get('never-set')).toBeUndefined();
   });

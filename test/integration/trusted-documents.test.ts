@@ -18,6 +18,7 @@ import { schema } from '../../src/gateway/schema/index.js';
 import { loadManifest } from '../../src/gateway/trusted-documents.js';
 import type { TestGateway } from '../support/gateway.js';
 import { capturedLogger, LEVEL } from '../support/logs.js';
+import { metricValue } from '../support/metric-values.js';
 import { useScriptedGateways } from '../support/scripted-gateways.js';
 import { nullBody } from '../support/upstream-bodies.js';
 
@@ -227,6 +228,32 @@ describe('automatic persisted queries (off mode), with the real client libraries
       expect(alone.body.errors?.[0]?.extensions?.code).toBe('PERSISTED_QUERY_NOT_FOUND');
     },
   );
+
+  it('APQ_MAX_DOCUMENT_BYTES: a larger document runs but is not registered; one within it is', async () => {
+    const bounded = await gateway({ APQ_MAX_DOCUMENT_BYTES: '100' });
+    const large = `query Large { isNull(value: 13) { __typename } } # ${'x'.repeat(100)}`;
+    const small = 'query Small { isNull(value: 14) { __typename } }';
+    for (const [query, registered] of [
+      [large, false],
+      [small, true],
+    ] as const) {
+      const hash = sha256(query);
+      const run = await post(bounded.url, {
+        query,
+        extensions: { persistedQuery: { version: 1, sha256Hash: hash } },
+      });
+      expect(run.body.data).toEqual({ isNull: { __typename: 'NullVerdict' } });
+      const alone = await post(bounded.url, {
+        extensions: { persistedQuery: { version: 1, sha256Hash: hash } },
+      });
+      expect(alone.status, query.slice(0, 11)).toBe(registered ? 200 : 404);
+    }
+    expect(
+      await metricValue(bounded.app.metrics.registry, 'gateway_apq_documents_dropped_total', {
+        reason: 'size',
+      }),
+    ).toBe(1);
+  });
 
   it('APQ=false: a hash with its text runs but registers nothing; a hash alone stays unknown', async () => {
     const off = await gateway({ APQ: 'false' });

@@ -88,6 +88,39 @@ describe('shared state in memory (no REDIS_URL)', () => {
     expect(state.cache.get('a')).toBeUndefined();
   });
 
+  it('bounds APQ documents: larger than documentMaxBytes, or past documentsPerOwner new ones per owner per day, are not stored', () => {
+    let time = 1_000_000;
+    const state = createSharedState({
+      logger: silent,
+      now: () => time,
+      documentMaxBytes: 100,
+      documentsPerOwner: 2,
+    });
+    state.documents.set('big', 'é'.repeat(51), 60_000); // 102 bytes of UTF-8
+    expect(state.documents.get('big')).toBeUndefined();
+    state.documents.set('fits', 'x'.repeat(100), 60_000);
+    expect(state.documents.get('fits')).toBe('x'.repeat(100));
+    // Per owner: two new documents a day; registering one again does not count.
+    for (const id of ['a', 'b', 'a', 'c'])
+      state.documents.set(id, `{ ${id} }`, 60_000, undefined, 'client-1');
+    expect([state.documents.get('a'), state.documents.get('b'), state.documents.get('c')]).toEqual([
+      '{ a }',
+      '{ b }',
+      undefined,
+    ]);
+    state.documents.set('d', '{ d }', 60_000, undefined, 'client-2');
+    expect(state.documents.get('d')).toBe('{ d }');
+    // A day later the owner may register again. Without an owner only the size counts.
+    time += 24 * HOUR;
+    state.documents.set('c', '{ c }', 60_000, undefined, 'client-1');
+    expect(state.documents.get('c')).toBe('{ c }');
+    for (let i = 0; i < 5; i++) state.documents.set(`anon-${i}`, '{ x }', 60_000);
+    expect(state.documents.get('anon-4')).toBe('{ x }');
+    // The response cache has no such bound.
+    state.cache.set('answer', 'y'.repeat(1000), 60_000);
+    expect(state.cache.get('answer')).toBe('y'.repeat(1000));
+  });
+
   it('always leads a flight, and a follower gets nothing (in-process sharing is elsewhere)', async () => {
     const { state } = memoryState();
     expect(await state.flights.claim('f', 1000)).toBe('lead');
