@@ -66,7 +66,7 @@ export const serverSettings = settingsGroup('gateway', {
     'APQ_MAX_DOCUMENTS_PER_CLIENT',
     int(1, 10_000_000).default(1000),
     '1000',
-    'Most new APQ documents one client may register in 24 hours (across replicas with Redis), where the registration names its client; later ones still run but are not stored.',
+    'Most new APQ documents one client may register in 24 hours (across replicas with Redis); later ones still run but are not stored. Applies where the registration names its client.',
   ),
   compressionMinBytes: setting(
     'COMPRESSION_MIN_BYTES',
