@@ -9,6 +9,8 @@ import { createSharedState, type SharedState } from '../src/gateway/shared-state
 import { startRedisServer } from '../test/support/redis-server.js';
 
 const logger = pino({ level: 'warn' });
+/** One sliding hour in minute buckets (the COST_BUDGET_USD_PER_HOUR shape). */
+const HOUR_WINDOW = [{ ms: 3_600_000, bucketMs: 60_000, limitUsd: 1, warnUsd: -1 }];
 
 async function measure(label: string, runs: number, call: (i: number) => unknown): Promise<void> {
   for (let i = 0; i < Math.min(runs, 2000); i++) await call(i); // warm-up
@@ -103,10 +105,12 @@ async function main() {
     'redis mode: budget add (fire and forget)',
     N,
     32,
-    () => a.budgets.add('key', 0.001, now),
+    () => a.budgets.add('key', HOUR_WINDOW, 0.001, now),
     flushA,
   );
-  await measure('redis mode: budget window (HGETALL)', N, () => a.budgets.window('key', now));
+  await measure('redis mode: budget read (Lua: TIME, HGETALL)', N, () =>
+    a.budgets.read('key', HOUR_WINDOW, now),
+  );
   b.cache.clear();
   await inFlight('redis mode: cache get via Redis, 64 in flight', N, 64, async (i) => get(b, `k${i}`));
   await inFlight('redis mode: flight claim, 64 in flight', N, 64, (i) => a.flights.claim(`g${i}`, 10_000));

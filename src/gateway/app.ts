@@ -7,32 +7,35 @@
  */
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
+import { Counter } from 'prom-client';
 import type { AppConfig } from '../config.js';
 import { DEFAULT_MAX_DIGITS, type DigitEngine, sharedDigitEngine } from '../digits/digit-engine.js';
-import { createCompression } from './delivery/compression.js';
-import { createContextFactory } from './schema/context.js';
+import { apiKeyMap } from '../services/shared/api-keys.js';
+import { type BudgetPolicy, budgetPolicy } from './cost/budget-policy.js';
 import { createCostBudget } from './cost/cost-budget.js';
 import { type CostControl, createCostControl } from './cost/cost-control.js';
 import { createCostModel } from './cost/cost-model.js';
+import { createCompression } from './delivery/compression.js';
 import { startEmbeddedServices, type UpstreamUrls } from './embedded-services.js';
 import { createFastPath, type FastPath } from './http/fast-path/fast-path.js';
 import { createPreparedOperations } from './http/fast-path/prepared-operations.js';
+import { createGatewayServer, type GatewayServer } from './http/server.js';
+import { createGatewayYoga, type GatewayYoga } from './http/yoga.js';
 import { createGatewayMetrics, type GatewayMetrics } from './observability/metrics.js';
 import { createOperationReporter } from './observability/operation-report.js';
 import { createSponsorLog } from './observability/sponsor-log.js';
 import { createTracer, type Tracer, type TracingOptions } from './observability/tracing.js';
 import { createUpstreamObserver } from './observability/upstream-observer.js';
 import { yogaLogger } from './observability/yoga-logger.js';
-import { createPlanner } from './request/operation-plan.js';
 import { createDocumentValidator } from './plugins/use-operation-limits.js';
 import { createExecutor } from './request/executor.js';
+import { createPlanner } from './request/operation-plan.js';
 import { createRequestPipeline } from './request/pipeline.js';
-import { schema } from './schema/index.js';
-import { createGatewayServer, type GatewayServer } from './http/server.js';
-import { createSharedState, type SharedState } from './shared-state/index.js';
 import { createTrustedDocuments, loadManifest, trustedMode } from './request/trusted-documents.js';
+import { createContextFactory } from './schema/context.js';
+import { schema } from './schema/index.js';
+import { createSharedState, evictionMessage, type SharedState } from './shared-state/index.js';
 import { createUpstreamClients, type UpstreamClients } from './upstream/clients.js';
-import { createGatewayYoga, type GatewayYoga } from './http/yoga.js';
 
 export interface AppOptions {
   /** Where logs go (main.ts makes it from the `logs` settings). */
@@ -45,7 +48,7 @@ export interface AppOptions {
   defaultMetrics?: boolean;
   /** Where the tracer comes from when OTEL_TRACING is on. @default the host SDK's global provider */
   tracerProvider?: TracingOptions['tracerProvider'];
-  /** Clock of the hourly cost budgets (tests move it). @default Date.now */
+  /** Clock of the cost budgets in memory (tests move it; with Redis, Redis' clock). @default Date.now */
   now?: () => number;
   /** Backoff of upstream retries, in ms (tests shorten it). @default { baseMs: 50, capMs: 1000 } */
   backoff?: { baseMs: number; capMs: number };
@@ -77,19 +80,13 @@ export async function createApp(config: AppConfig, options: AppOptions): Promise
     registry: options.registry,
     defaultMetrics: options.defaultMetrics,
   });
-  const sharedState = createSharedState({
-    redisUrl: config.redis.redisUrl,
-    keyPrefix: config.redis.redisKeyPrefix,
-    timeoutMs: config.redis.redisTimeoutMs,
-    logger,
-    registry: metrics.registry,
-    localMaxEntries: config.cache.responseCacheMaxEntries,
-  });
+  const budgets = budgetPolicyOf(config);
+  const sharedState = await sharedStateOf(config, budgets, logger, metrics.registry);
   const tracer = createTracer({
     enabled: config.observability.tracing,
     tracerProvider: options.tracerProvider,
   });
-  const costControl = costControlOf(config, sharedState, metrics, options.now);
+  const costControl = costControlOf(budgets, sharedState, metrics, logger, options.now);
   const clients = upstreamClientsOf(config, services.upstreams, {
     logger,
     metrics,
@@ -129,6 +126,7 @@ export async function createApp(config: AppConfig, options: AppOptions): Promise
       maxJsonBytes: config.limits.maxJsonBytes,
     },
     onDedup: (upstream) => metrics.recordDedupHit(upstream, 'dataloader'),
+    budgetStatus: costControl.budgetStatus,
   });
   const executor = createExecutor({ schema });
   metrics.setExecutionsSource(() => executor.counts);
@@ -199,20 +197,97 @@ export async function createApp(config: AppConfig, options: AppOptions): Promise
   };
 }
 
-/** X-Max-Cost-Usd and the hourly budget (COST_BUDGET_USD_PER_HOUR), counted in the metrics. */
-function costControlOf(
+/**
+ * The budgets in force (COST_BUDGETS, COST_BUDGET_USD_PER_HOUR; tiers from API_KEYS), undefined for
+ * none. Throws one line when the two settings conflict.
+ */
+function budgetPolicyOf(config: AppConfig): BudgetPolicy | undefined {
+  return budgetPolicy({
+    budgets: config.cost.costBudgets,
+    usdPerHour: config.cost.costBudgetUsdPerHour,
+    warningRatio: config.cost.costBudgetWarningRatio,
+    tiers: apiKeyMap(config.services.apiKeys),
+  });
+}
+
+/** How long the start waits for the budgets' Redis to answer its eviction check. */
+const BUDGET_REDIS_CHECK_MS = 2_500;
+
+/**
+ * The shared state: budgets on REDIS_URL, the cache, APQ documents and single flight on
+ * REDIS_CACHE_URL (default REDIS_URL). With budgets on a Redis that may evict them, the start fails
+ * with one line; when that Redis does not answer in time or does not say, the start goes on (the
+ * check runs again once it connects, an error line if it evicts).
+ */
+async function sharedStateOf(
   config: AppConfig,
+  budgets: BudgetPolicy | undefined,
+  logger: Logger,
+  registry: Registry,
+): Promise<SharedState> {
+  const { redisUrl } = config.redis;
+  const sharedState = createSharedState({
+    redisUrl,
+    cacheRedisUrl: config.cache.redisCacheUrl,
+    keyPrefix: config.redis.redisKeyPrefix,
+    timeoutMs: config.redis.redisTimeoutMs,
+    logger,
+    registry,
+    localMaxEntries: config.cache.responseCacheMaxEntries,
+    documentMaxBytes: config.server.apqMaxDocumentBytes,
+    documentsPerOwner: config.server.apqMaxDocumentsPerClient,
+    budgets: budgets !== undefined,
+  });
+  if (budgets === undefined || redisUrl === undefined) return sharedState;
+  const check = await sharedState.checkBudgetRedis(BUDGET_REDIS_CHECK_MS);
+  if (check.verdict === 'evicting') {
+    await sharedState.close();
+    throw new Error(evictionMessage(redisUrl, check.memory));
+  }
+  if (check.verdict === 'unknown')
+    logger.warn(
+      'could not read the eviction policy of REDIS_URL (INFO memory refused?): the cost budgets live there; make sure its maxmemory-policy is noeviction',
+    );
+  return sharedState;
+}
+
+/** X-Max-Cost-Usd and the cost budgets, counted in the metrics; warnings logged once per key and window. */
+function costControlOf(
+  budgets: BudgetPolicy | undefined,
   sharedState: SharedState,
   metrics: GatewayMetrics,
+  logger: Logger,
   now: (() => number) | undefined,
 ): CostControl {
-  const usdPerHour = config.cost.costBudgetUsdPerHour;
+  const warnings = new Counter({
+    name: 'gateway_budget_warnings_total',
+    help: 'A key’s spend and reservations in a budget window reached COST_BUDGET_WARNING_RATIO of its limit (once per key and window per window length), by scope (default, anonymous, tier:<tier>, key) and window.',
+    labelNames: ['scope', 'window'] as const,
+    registers: [metrics.registry],
+  });
   return createCostControl({
     model: createCostModel(),
     budget:
-      usdPerHour === undefined
+      budgets === undefined
         ? undefined
-        : createCostBudget({ store: sharedState.budgets, usdPerHour, now }),
+        : createCostBudget({
+            store: sharedState.budgets,
+            policy: budgets,
+            now,
+            onWarning: ({ caller, window, totalUsd }) => {
+              warnings.labels(caller.scope.kind, window.label).inc();
+              logger.warn(
+                {
+                  budgetKey: caller.id,
+                  scope: caller.scope.kind,
+                  window: window.label,
+                  limitUsd: window.limitUsd,
+                  spentUsd: Math.round(totalUsd * 1e8) / 1e8,
+                },
+                'cost budget warning: a key passed its warning ratio in a window',
+              );
+            },
+          }),
     onRefusal: (reason) => metrics.recordBudgetRefusal(reason),
     onEstimate: (upstream, model, usd) => metrics.recordEstimatedCost(upstream, model, usd),
     onAbandoned: (upstream, model, usd) => metrics.recordAbandonedCall(upstream, model, usd),
@@ -249,7 +324,8 @@ function upstreamClientsOf(
     metrics,
     logger,
     cache: responseCache ? { store: sharedState.cache, ttlMs: config.cache.responseCacheTtlMs } : undefined,
-    flights: config.redis.redisUrl === undefined ? undefined : sharedState.flights,
+    flights:
+      (config.cache.redisCacheUrl ?? config.redis.redisUrl) === undefined ? undefined : sharedState.flights,
     backoff: parts.backoff,
   });
 }

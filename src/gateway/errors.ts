@@ -43,7 +43,7 @@ export const ERROR_CODES = {
   },
   BUDGET_EXCEEDED: {
     field: false,
-    when: "the estimate is over X-Max-Cost-Usd (for a batch: the batch's), or does not fit in what is left of the API key's COST_BUDGET_USD_PER_HOUR (retryAfterSeconds)",
+    when: "the estimate is over X-Max-Cost-Usd (for a batch: the batch's), or does not fit in what is left of a window of the API key's budget, COST_BUDGETS or COST_BUDGET_USD_PER_HOUR (retryAfterSeconds and budgetWindow of the window that refused)",
   },
   // Request-level errors: no data at all.
   GRAPHQL_PARSE_FAILED: { field: false, when: 'the document is not valid GraphQL (HTTP 400)' },

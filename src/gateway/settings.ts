@@ -3,7 +3,8 @@
  */
 import { z } from 'zod';
 import { DEFAULT_MAX_DIGITS } from '../digits/digit-engine.js';
-import { bool, httpUrl, int, setting, settingsGroup } from '../shared/settings.js';
+import { bool, httpUrl, int, ratio, setting, settingsGroup } from '../shared/settings.js';
+import { parseBudgets } from './cost/budget-policy.js';
 
 export const serverSettings = settingsGroup('gateway', {
   port: setting('PORT', int(0, 65535).default(4000), 'Port the gateway listens on.'),
@@ -49,6 +50,16 @@ export const serverSettings = settingsGroup('gateway', {
     'APQ',
     bool().default(true),
     'Automatic persisted queries: a hash sent with its text registers the document once it has parsed and passed validation (off and log modes). false: nothing registers; a hash alone is PERSISTED_QUERY_NOT_FOUND.',
+  ),
+  apqMaxDocumentBytes: setting(
+    'APQ_MAX_DOCUMENT_BYTES',
+    int(0, 100 * 1024 * 1024).default(65_536),
+    'Largest APQ document registered, in bytes: a larger one still runs when sent with its text, but is not stored (its hash alone stays PERSISTED_QUERY_NOT_FOUND).',
+  ),
+  apqMaxDocumentsPerClient: setting(
+    'APQ_MAX_DOCUMENTS_PER_CLIENT',
+    int(1, 10_000_000).default(1000),
+    'Most new APQ documents one client may register in 24 hours (across replicas with Redis); later ones still run but are not stored. A client is its API key (by its sha256), or its address without a key.',
   ),
   compressionMinBytes: setting(
     'COMPRESSION_MIN_BYTES',
@@ -187,14 +198,45 @@ export const cacheSettings = settingsGroup('cache', {
     int(1, 10_000_000).default(10_000),
     'Answers the response cache keeps in memory (least recently used first out).',
   ),
+  redisCacheUrl: setting(
+    'REDIS_CACHE_URL',
+    z
+      .string()
+      .regex(/^rediss?:\/\/\S+$/, 'must be a redis:// or rediss:// URL')
+      .optional(),
+    'Redis of the response cache, APQ documents and in-flight call sharing, when they should not share REDIS_URL with the cost budgets: it may evict (allkeys-lru), while the budgets’ Redis must not.',
+    '(unset: REDIS_URL)',
+  ),
 });
 
 export const costSettings = settingsGroup('cost', {
   costBudgetUsdPerHour: setting(
     'COST_BUDGET_USD_PER_HOUR',
     z.coerce.number().positive().finite().max(1_000_000).optional(),
-    'Most US dollars one API key (or the free tier as a whole) may spend through the gateway in any sliding hour. Each operation reserves its estimate before calling anything and settles to what the upstreams report; one whose estimate does not fit in what is left fails with BUDGET_EXCEEDED and retryAfterSeconds. Shared by every replica with REDIS_URL.',
+    'Most US dollars one API key (or callers without a key, together) may spend through the gateway in any sliding hour: the shorthand for COST_BUDGETS={"default":{"1h":x}}. Each operation reserves its estimate before calling anything and settles to what the upstreams report; one whose estimate does not fit in what is left fails with BUDGET_EXCEEDED and retryAfterSeconds. Shared by every replica with REDIS_URL.',
     '(unset: no budget)',
+  ),
+  costBudgets: setting(
+    'COST_BUDGETS',
+    z
+      .string()
+      .optional()
+      .transform((value, context) => {
+        if (value === undefined) return undefined;
+        try {
+          return parseBudgets(value);
+        } catch (error) {
+          context.addIssue({ code: 'custom', message: (error as Error).message });
+          return z.NEVER;
+        }
+      }),
+    'Budgets per scope over several sliding windows, JSON or @<file>: {"default":{"1h":0.05,"24h":0.5},"anonymous":{"1h":0.01},"tier:pro":{"1h":1},"key:<sha256 hex of the key>":{"30d":100}}. Windows <n>m, <n>h or <n>d. The most specific scope applies (key, tier from API_KEYS, anonymous for callers without a key, default); an operation must fit every window of it. Checked at start; keys are never printed.',
+    '(unset: COST_BUDGET_USD_PER_HOUR alone)',
+  ),
+  costBudgetWarningRatio: setting(
+    'COST_BUDGET_WARNING_RATIO',
+    ratio().default(0.8),
+    'When a key’s spend and reservations in a budget window reach this share of its limit: one warning line per key and window (at most once per window length) and gateway_budget_warnings_total. 0 turns it off.',
   ),
 });
 

@@ -225,13 +225,19 @@ describe('two replicas on one redis-server', () => {
     return pair;
   }
 
-  /** The key's spend and reservations in Redis: the sum of its hash's buckets. */
+  /**
+   * The key's spend and reservations in Redis: the sum of the buckets of its hour's hash (one hash per
+   * key and window; fields `s<start>` spend, `r<start>` reservations).
+   */
   async function inRedis(prefix: string, apiKey: string): Promise<number> {
     const client = new Redis(redis.url, { lazyConnect: true, maxRetriesPerRequest: 0 });
     try {
       await client.connect();
-      const buckets = await client.hgetall(redisKey(prefix, 'budget', budgetKeyOf(apiKey)));
-      return Object.values(buckets).reduce((sum, usd) => sum + Number(usd), 0);
+      const fields = await client.hgetall(redisKey(prefix, 'budget', `${budgetKeyOf(apiKey)}\n3600000`));
+      return Object.entries(fields).reduce(
+        (sum, [name, usd]) => (/^[sr]/.test(name) ? sum + Number(usd) : sum),
+        0,
+      );
     } finally {
       client.disconnect();
     }

@@ -13,6 +13,8 @@ import { LATE, until, within } from '../support/waits.js';
 
 requireRedisServer('shared-state-redis-failure');
 const DOWN = 'redis unavailable; using in-memory state';
+/** A sliding hour in minute buckets (the shape of COST_BUDGET_USD_PER_HOUR). */
+const HOUR_1 = [{ ms: 3_600_000, bucketMs: 60_000, limitUsd: 100, warnUsd: -1 }];
 const BACK = 'redis back; sharing state again';
 /**
  * What tells a stalled call from an answered one. Every call is bounded by the 25 ms command timeout
@@ -25,14 +27,14 @@ const STALL_MS = 10_000;
 async function everyCall(state: SharedState, key: string) {
   const now = Date.now();
   state.cache.set(key, { at: now }, 5000);
-  state.budgets.add(key, 0.01, now);
+  state.budgets.add(key, HOUR_1, 0.01, now);
   state.flights.settle(`${key}-settled`, 1, 1000);
   return Promise.all([
     within(state.cache.get(key), STALL_MS),
     within(state.cache.get(`${key}-missing`), STALL_MS),
     within(state.flights.claim(key, 5000), STALL_MS),
     within(state.flights.await(`${key}-other`, 200), STALL_MS),
-    within(state.budgets.window(key, now), STALL_MS),
+    within(state.budgets.read(key, HOUR_1, now), STALL_MS),
   ]);
 }
 
@@ -89,10 +91,11 @@ describe('shared state when Redis fails', () => {
     expect(a.state.cache.get('local')).toBe('v');
     expect(await a.state.flights.claim('held', 60_000)).toBe('lead');
     const spentAt = Date.now();
-    a.state.budgets.add('outage-spend', 2, spentAt);
-    expect(a.state.budgets.window('outage-spend', spentAt)).toEqual([
-      [Math.floor(spentAt / 60_000) * 60_000, 2],
-    ]);
+    a.state.budgets.add('outage-spend', HOUR_1, 2, spentAt);
+    expect(a.state.budgets.read('outage-spend', HOUR_1, spentAt)).toEqual({
+      at: spentAt,
+      windows: [[[Math.floor(spentAt / 60_000) * 60_000, 2, 0]]],
+    });
     expect(await metricValue(a.registry, 'gateway_redis_up')).toBe(0);
 
     // Several failed reconnections later, still one warning per replica.
@@ -114,8 +117,8 @@ describe('shared state when Redis fails', () => {
     expect(await a.state.flights.claim('again', 5000)).toBe('lead'); // A's SET is in before this reply
     expect(await b.state.cache.get('again')).toEqual({ shared: true });
     // Spend A saw during the outage still counts in A's window, merged with Redis' (empty) one.
-    const window = await a.state.budgets.window('outage-spend', spentAt);
-    expect(window).toEqual([[Math.floor(spentAt / 60_000) * 60_000, 2]]);
+    const read = await a.state.budgets.read('outage-spend', HOUR_1, spentAt);
+    expect(read.windows).toEqual([[[Math.floor(spentAt / 60_000) * 60_000, 2, 0]]]);
   });
 
   it('treats a run of timed-out commands on an open socket as an outage, and rejoins', async () => {
@@ -154,7 +157,7 @@ describe('shared state when Redis fails', () => {
     expect(closed.state.cache.get('k')).toBe('v');
     expect(closed.state.cache.get('missing')).toBeUndefined();
     expect(await within(closed.state.flights.claim('k', 1000), STALL_MS)).toBe('lead');
-    expect(closed.state.budgets.window('k', Date.now())).toEqual([]);
+    expect((await closed.state.budgets.read('k', HOUR_1, Date.now())).windows).toEqual([[]]);
     expect(await until(() => count(closed.lines, LEVEL.warn, DOWN) === 1)).toBe(true);
     expect(closed.raw.join('')).not.toContain('s3cret-pw');
     // The address is logged without user or password.

@@ -14,10 +14,11 @@ import { Client, fetchExchange, gql as urqlGql } from '@urql/core';
 import { persistedExchange } from '@urql/exchange-persisted';
 import { validate } from 'graphql';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { schema } from '../../src/gateway/schema/index.js';
 import { loadManifest } from '../../src/gateway/request/trusted-documents.js';
+import { schema } from '../../src/gateway/schema/index.js';
 import type { TestGateway } from '../support/gateway.js';
 import { capturedLogger, LEVEL } from '../support/logs.js';
+import { metricValue } from '../support/metric-values.js';
 import { useScriptedGateways } from '../support/scripted-gateways.js';
 import { nullBody } from '../support/upstream-bodies.js';
 
@@ -44,10 +45,10 @@ interface Answer {
   body: { data?: unknown; errors?: Array<{ message: string; extensions?: { code?: string } }> };
 }
 
-async function post(url: string, body: unknown): Promise<Answer> {
+async function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<Answer> {
   const response = await fetch(url, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json' },
+    headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json', ...headers },
     body: JSON.stringify(body),
   });
   return { status: response.status, body: (await response.json()) as Answer['body'] };
@@ -228,6 +229,52 @@ describe('automatic persisted queries (off mode), with the real client libraries
       expect(alone.body.errors?.[0]?.extensions?.code).toBe('PERSISTED_QUERY_NOT_FOUND');
     },
   );
+
+  it('APQ_MAX_DOCUMENT_BYTES: a larger document runs but is not registered; one within it is', async () => {
+    const bounded = await gateway({ APQ_MAX_DOCUMENT_BYTES: '100' });
+    const large = `query Large { isNull(value: 13) { __typename } } # ${'x'.repeat(100)}`;
+    const small = 'query Small { isNull(value: 14) { __typename } }';
+    for (const [query, registered] of [
+      [large, false],
+      [small, true],
+    ] as const) {
+      const hash = sha256(query);
+      const run = await post(bounded.url, {
+        query,
+        extensions: { persistedQuery: { version: 1, sha256Hash: hash } },
+      });
+      expect(run.body.data).toEqual({ isNull: { __typename: 'NullVerdict' } });
+      const alone = await post(bounded.url, {
+        extensions: { persistedQuery: { version: 1, sha256Hash: hash } },
+      });
+      expect(alone.status, query.slice(0, 11)).toBe(registered ? 200 : 404);
+    }
+    expect(
+      await metricValue(bounded.app.metrics.registry, 'gateway_apq_documents_dropped_total', {
+        reason: 'size',
+      }),
+    ).toBe(1);
+  });
+
+  it('APQ_MAX_DOCUMENTS_PER_CLIENT bounds what one client registers; another client still registers', async () => {
+    const bounded = await gateway({ APQ_MAX_DOCUMENTS_PER_CLIENT: '2' });
+    const register = (query: string, key: string) =>
+      post(
+        bounded.url,
+        { query, extensions: { persistedQuery: { version: 1, sha256Hash: sha256(query) } } },
+        { 'x-api-key': key },
+      );
+    const known = async (query: string) =>
+      (await post(bounded.url, { extensions: { persistedQuery: { version: 1, sha256Hash: sha256(query) } } }))
+        .status !== 404;
+    const docs = [1, 2, 3].map((i) => `query Bounded${i} { isNull(value: ${i}) { __typename } }`);
+    for (const query of docs) expect((await register(query, 'sk-busy')).body.data).toBeDefined();
+    // The third ran, but was not stored: one client cannot fill the store.
+    expect(await Promise.all(docs.map(known))).toEqual([true, true, false]);
+    const other = 'query BoundedOther { isNull(value: 9) { __typename } }';
+    await register(other, 'sk-quiet');
+    expect(await known(other)).toBe(true);
+  });
 
   it('APQ=false: a hash with its text runs but registers nothing; a hash alone stays unknown', async () => {
     const off = await gateway({ APQ: 'false' });

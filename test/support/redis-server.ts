@@ -77,8 +77,12 @@ export interface RedisServer {
   thaw(): void;
 }
 
-/** Starts `redis-server` on a free loopback port, in memory only (no RDB, no AOF). */
-export async function startRedisServer(): Promise<RedisServer> {
+/**
+ * Starts `redis-server` on a free loopback port, in memory only (no RDB, no AOF). `args`: more
+ * command-line settings, e.g. `['--maxmemory', '8mb', '--maxmemory-policy', 'allkeys-lru']` for a
+ * Redis configured as a cache.
+ */
+export async function startRedisServer(options: { args?: string[] } = {}): Promise<RedisServer> {
   const port = await freePort();
   let child: ChildProcess | undefined;
 
@@ -96,6 +100,7 @@ export async function startRedisServer(): Promise<RedisServer> {
         'no',
         '--protected-mode',
         'yes',
+        ...(options.args ?? []),
       ],
       { stdio: 'ignore' },
     );

@@ -16,9 +16,9 @@ import {
 import { createCostControl } from '../../src/gateway/cost/cost-control.js';
 import { createCostModel } from '../../src/gateway/cost/cost-model.js';
 import { listPrice } from '../../src/gateway/cost/price-table.js';
+import { MAX_COST_CAP_USD, maxCostOf } from '../../src/gateway/request/facts.js';
 import { Operation } from '../../src/gateway/request/operation.js';
 import { type ModelCall, planOperation } from '../../src/gateway/request/operation-plan.js';
-import { MAX_COST_CAP_USD, maxCostOf } from '../../src/gateway/request/facts.js';
 import { schema } from '../../src/gateway/schema/index.js';
 import { createBudgetStore } from '../../src/gateway/shared-state/budget-store.js';
 import { NULL_MODEL_PROFILES, NULL_MODELS } from '../../src/services/null-check/null-models.js';
@@ -230,6 +230,7 @@ describe('hourly budget: reserve and settle over the memory store, with a clock 
   const reserved = (verdict: BudgetReservation | Promise<BudgetReservation>) => {
     if (verdict instanceof Promise) throw new Error('the memory store answers synchronously');
     if (!verdict.ok) throw new Error(`refused: ${JSON.stringify(verdict)}`);
+    if (verdict.hold === undefined) throw new Error('no budget applies');
     return verdict.hold;
   };
 
@@ -297,21 +298,21 @@ describe('hourly budget: reserve and settle over the memory store, with a clock 
     const seen: string[] = [];
     const memory = createBudgetStore(undefined, 100);
     const recording: BudgetStore = {
-      add(key, usd, at) {
+      add(key, windows, usd, at) {
         seen.push(key);
-        memory.add(key, usd, at);
+        memory.add(key, windows, usd, at);
       },
-      reserve(key, usd, limit, at) {
+      reserve(key, windows, usd, at) {
         seen.push(key);
-        return memory.reserve(key, usd, limit, at);
+        return memory.reserve(key, windows, usd, at);
       },
-      adjust(key, start, usd, at) {
+      settle(key, windows, at, reserved, spent, time) {
         seen.push(key);
-        memory.adjust(key, start, usd, at);
+        memory.settle(key, windows, at, reserved, spent, time);
       },
-      window(key, at) {
+      read(key, windows, at) {
         seen.push(key);
-        return memory.window(key, at);
+        return memory.read(key, windows, at);
       },
     };
     const secret = 'sk-live-SECRET-0123456789';

@@ -6,6 +6,9 @@ import { createSharedState } from '../../src/gateway/shared-state/index.js';
 const silent = pino({ level: 'silent' });
 const HOUR = 3_600_000;
 const MINUTE = 60_000;
+/** A sliding hour in minute buckets, no warning. */
+const HOUR_WINDOW = { ms: HOUR, bucketMs: MINUTE, limitUsd: 100, warnUsd: -1 };
+const H = [HOUR_WINDOW];
 
 function memoryState(options: { localMaxEntries?: number; localMaxBytes?: number } = {}) {
   let time = 1_000_000;
@@ -23,7 +26,8 @@ describe('shared state in memory (no REDIS_URL)', () => {
     const registry = new Registry();
     const state = createSharedState({ logger: silent, registry });
     expect(state.status()).toBe('memory');
-    expect(await registry.getMetricsAsJSON()).toEqual([]);
+    const names = (await registry.getMetricsAsJSON()).map((metric) => metric.name);
+    expect(names.filter((name) => name.startsWith('gateway_redis'))).toEqual([]);
     await state.close();
     expect(state.status()).toBe('memory');
   });
@@ -84,6 +88,39 @@ describe('shared state in memory (no REDIS_URL)', () => {
     expect(state.cache.get('a')).toBeUndefined();
   });
 
+  it('bounds APQ documents: larger than documentMaxBytes, or past documentsPerOwner new ones per owner per day, are not stored', () => {
+    let time = 1_000_000;
+    const state = createSharedState({
+      logger: silent,
+      now: () => time,
+      documentMaxBytes: 100,
+      documentsPerOwner: 2,
+    });
+    state.documents.set('big', 'é'.repeat(51), 60_000); // 102 bytes of UTF-8
+    expect(state.documents.get('big')).toBeUndefined();
+    state.documents.set('fits', 'x'.repeat(100), 60_000);
+    expect(state.documents.get('fits')).toBe('x'.repeat(100));
+    // Per owner: two new documents a day; registering one again does not count.
+    for (const id of ['a', 'b', 'a', 'c'])
+      state.documents.set(id, `{ ${id} }`, 60_000, undefined, 'client-1');
+    expect([state.documents.get('a'), state.documents.get('b'), state.documents.get('c')]).toEqual([
+      '{ a }',
+      '{ b }',
+      undefined,
+    ]);
+    state.documents.set('d', '{ d }', 60_000, undefined, 'client-2');
+    expect(state.documents.get('d')).toBe('{ d }');
+    // A day later the owner may register again. Without an owner only the size counts.
+    time += 24 * HOUR;
+    state.documents.set('c', '{ c }', 60_000, undefined, 'client-1');
+    expect(state.documents.get('c')).toBe('{ c }');
+    for (let i = 0; i < 5; i++) state.documents.set(`anon-${i}`, '{ x }', 60_000);
+    expect(state.documents.get('anon-4')).toBe('{ x }');
+    // The response cache has no such bound.
+    state.cache.set('answer', 'y'.repeat(1000), 60_000);
+    expect(state.cache.get('answer')).toBe('y'.repeat(1000));
+  });
+
   it('always leads a flight, and a follower gets nothing (in-process sharing is elsewhere)', async () => {
     const { state } = memoryState();
     expect(await state.flights.claim('f', 1000)).toBe('lead');
@@ -95,39 +132,45 @@ describe('shared state in memory (no REDIS_URL)', () => {
   it('sums spend per minute bucket, synchronously, oldest first', () => {
     const { state } = memoryState();
     const t0 = 100 * HOUR; // a bucket boundary
-    state.budgets.add('key', 0.5, t0 + 1000);
-    state.budgets.add('key', 0.25, t0 + 59_000);
-    state.budgets.add('key', 1, t0 + MINUTE);
-    state.budgets.add('other', 7, t0);
-    const window = state.budgets.window('key', t0 + MINUTE + 1);
+    state.budgets.add('key', H, 0.5, t0 + 1000);
+    state.budgets.add('key', H, 0.25, t0 + 59_000);
+    state.budgets.add('key', H, 1, t0 + MINUTE);
+    state.budgets.add('other', H, 7, t0);
+    const window = state.budgets.read('key', H, t0 + MINUTE + 1);
     expect(window).not.toBeInstanceOf(Promise);
-    expect(window).toEqual([
-      [t0, 0.75],
-      [t0 + MINUTE, 1],
-    ]);
-    expect(state.budgets.window('nobody', t0)).toEqual([]);
+    expect(window).toEqual({
+      at: t0 + MINUTE + 1,
+      windows: [
+        [
+          [t0, 0.75, 0],
+          [t0 + MINUTE, 1, 0],
+        ],
+      ],
+    });
+    expect(state.budgets.read('nobody', H, t0)).toEqual({ at: t0, windows: [[]] });
   });
 
   it('slides the hour: a bucket drops out once its start is an hour old', () => {
     const { state } = memoryState();
     const t0 = 100 * HOUR;
-    state.budgets.add('key', 1, t0);
-    state.budgets.add('key', 2, t0 + 30 * MINUTE);
-    expect(state.budgets.window('key', t0 + HOUR - 1)).toEqual([
-      [t0, 1],
-      [t0 + 30 * MINUTE, 2],
+    state.budgets.add('key', H, 1, t0);
+    state.budgets.add('key', H, 2, t0 + 30 * MINUTE);
+    const buckets = (at: number) => (state.budgets.read('key', H, at) as { windows: unknown[][] }).windows[0];
+    expect(buckets(t0 + HOUR - 1)).toEqual([
+      [t0, 1, 0],
+      [t0 + 30 * MINUTE, 2, 0],
     ]);
-    expect(state.budgets.window('key', t0 + HOUR)).toEqual([[t0 + 30 * MINUTE, 2]]);
-    expect(state.budgets.window('key', t0 + 90 * MINUTE)).toEqual([]);
+    expect(buckets(t0 + HOUR)).toEqual([[t0 + 30 * MINUTE, 2, 0]]);
+    expect(buckets(t0 + 90 * MINUTE)).toEqual([]);
   });
 
   it('ignores spend that is not a positive finite amount', () => {
     const { state } = memoryState();
     const t0 = 100 * HOUR;
-    state.budgets.add('key', -1, t0);
-    state.budgets.add('key', 0, t0);
-    state.budgets.add('key', Number.NaN, t0);
-    state.budgets.add('key', Number.POSITIVE_INFINITY, t0);
-    expect(state.budgets.window('key', t0)).toEqual([]);
+    state.budgets.add('key', H, -1, t0);
+    state.budgets.add('key', H, 0, t0);
+    state.budgets.add('key', H, Number.NaN, t0);
+    state.budgets.add('key', H, Number.POSITIVE_INFINITY, t0);
+    expect(state.budgets.read('key', H, t0)).toEqual({ at: t0, windows: [[]] });
   });
 });

@@ -4,9 +4,10 @@
  * - X-Max-Cost-Usd: the estimate (cost-model.ts) over the caller's cap → BUDGET_EXCEEDED with
  *   `estimatedCostUsd` and `maxCostUsd`; in a batch the cap is the whole batch's (the estimates of
  *   the operations admitted before this one count);
- * - COST_BUDGET_USD_PER_HOUR: the estimate is reserved against the key's sliding hour (cost-budget.ts)
- *   and settled to the actual cost when the operation ends; an estimate that does not fit →
- *   BUDGET_EXCEEDED with `retryAfterSeconds` (or, when it could never fit, without).
+ * - COST_BUDGETS (or COST_BUDGET_USD_PER_HOUR): the estimate is reserved in every sliding window of
+ *   the caller's scope (cost-budget.ts) and settled to the actual cost when the operation ends; an
+ *   estimate that does not fit in a window → BUDGET_EXCEEDED with that window's `retryAfterSeconds`
+ *   (or, when it could never fit, without).
  * Both refuse the whole operation (no data), before any upstream call.
  *
  * No cap and no budget: admission records the plan and the variables (two writes), and the estimate
@@ -20,12 +21,12 @@ import { roundUsd } from '../../shared/usd.js';
 import { gatewayError, type UpstreamName } from '../errors.js';
 import type { CostAdmission, CostEstimate, Operation } from '../request/operation.js';
 import { type ModelCall, modelCalls, type OperationPlan } from '../request/operation-plan.js';
-import type { BudgetHold, BudgetReservation, CostBudget } from './cost-budget.js';
+import type { BudgetHold, BudgetReservation, BudgetWindowStatus, CostBudget } from './cost-budget.js';
 import type { CostModel } from './cost-model.js';
 
 export interface CostControlOptions {
   model: CostModel;
-  /** Undefined: no hourly budget (COST_BUDGET_USD_PER_HOUR unset). */
+  /** Undefined: no budget (neither COST_BUDGETS nor COST_BUDGET_USD_PER_HOUR). */
   budget?: CostBudget | undefined;
   /** Told of every refusal (metrics). */
   onRefusal?: ((reason: 'max-cost' | 'hourly-budget') => void) | undefined;
@@ -56,6 +57,13 @@ export interface CostControl {
    * answered calls cost plus the estimate of each call abandoned in flight: the upstream may bill it.
    */
   settle(operation: Operation): void;
+  /**
+   * The caller's budget windows, undefined when no budget applies (the `budget` field, the RateLimit
+   * headers). Synchronous in memory, a promise with Redis.
+   */
+  budgetStatus(
+    apiKey: string | undefined,
+  ): BudgetWindowStatus[] | undefined | Promise<BudgetWindowStatus[] | undefined>;
 }
 
 /** Per plan, the model calls of each distinct text of its priced variables (the arguments are read once). */
@@ -141,30 +149,44 @@ export function createCostControl(options: CostControlOptions): CostControl {
     operation: Operation,
     admission: Admission,
     estimated: number,
-    usdPerHour: number,
   ): GraphQLError | undefined => {
     if (verdict.ok) {
-      admission.reserve(verdict.hold);
+      if (verdict.hold !== undefined) admission.reserve(verdict.hold);
       return undefined;
     }
     onRefusal?.('hourly-budget');
     // Not run after all: its estimate leaves the batch's cap.
     if (operation.batch !== undefined && operation.maxCostUsd !== undefined)
       operation.batch.estimatedUsd -= estimated;
+    const { window, scope } = verdict;
+    const limit = window.limitUsd;
+    // Which window, of which scope; `budgetUsdPerHour` too for an hour's window (older clients read it).
+    const which = {
+      budgetWindow: window.label,
+      budgetLimitUsd: limit,
+      budgetScope: scope.kind,
+      ...(window.ms === 3_600_000 ? { budgetUsdPerHour: limit } : {}),
+    };
+    const whose =
+      scope.kind === 'key'
+        ? "this API key's own budget"
+        : scope.kind === 'anonymous'
+          ? 'the budget of callers without an API key'
+          : `this API key's budget (${scope.kind})`;
     const retryAfter = verdict.retryAfterSeconds;
     if (retryAfter === undefined) {
       return gatewayError(
         'BUDGET_EXCEEDED',
-        `This operation is expected to cost ${estimated} USD, more than the whole hourly budget of this API key (${usdPerHour} USD, COST_BUDGET_USD_PER_HOUR): it can never run under this budget; ask for fewer or cheaper calls. Nothing was called.`,
-        { estimatedCostUsd: estimated, budgetUsdPerHour: usdPerHour, http: { status: 400, spec: true } },
+        `This operation is expected to cost ${estimated} USD, more than the whole ${window.label} limit of ${whose} (${limit} USD per ${window.label}): it can never run under this budget; ask for fewer or cheaper calls. Nothing was called.`,
+        { estimatedCostUsd: estimated, ...which, http: { status: 400, spec: true } },
       );
     }
     return gatewayError(
       'BUDGET_EXCEEDED',
-      `This operation is expected to cost ${estimated} USD, more than is left of this API key's budget of ${usdPerHour} USD for the last hour (COST_BUDGET_USD_PER_HOUR; ${verdict.spentUsd} USD spent or reserved); retry after ${retryAfter} s. Nothing was called.`,
+      `This operation is expected to cost ${estimated} USD, more than is left of ${whose}: ${limit} USD per ${window.label}, ${verdict.spentUsd} USD spent or reserved in the last ${window.label}; retry after ${retryAfter} s. Nothing was called.`,
       {
         retryAfterSeconds: retryAfter,
-        budgetUsdPerHour: usdPerHour,
+        ...which,
         estimatedCostUsd: estimated,
         http: { status: 429, spec: true, headers: { 'retry-after': String(retryAfter) } },
       },
@@ -200,8 +222,8 @@ export function createCostControl(options: CostControlOptions): CostControl {
       if (budget === undefined || estimate.calls.length === 0) return undefined;
       const verdict = budget.reserve(operation.apiKey, estimated);
       return isPromise(verdict)
-        ? verdict.then((resolved) => overBudget(resolved, operation, admission, estimated, budget.usdPerHour))
-        : overBudget(verdict, operation, admission, estimated, budget.usdPerHour);
+        ? verdict.then((resolved) => overBudget(resolved, operation, admission, estimated))
+        : overBudget(verdict, operation, admission, estimated);
     },
 
     spent(operation, call, usd) {
@@ -209,6 +231,10 @@ export function createCostControl(options: CostControlOptions): CostControl {
       // Reserved: billed when the operation settles (to its actual cost, this included).
       if (operation?.admission?.reserving === true) return;
       budget?.add(operation?.apiKey, usd);
+    },
+
+    budgetStatus(apiKey) {
+      return budget?.status(apiKey);
     },
 
     settle(operation) {

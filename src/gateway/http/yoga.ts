@@ -21,11 +21,9 @@ import { createYoga, maskError, type YogaServerInstance } from 'graphql-yoga';
 import type { Logger } from 'pino';
 import type { GroupValues } from '../../shared/settings.js';
 import type { Compression } from '../delivery/compression.js';
-import type { GatewayContext } from '../schema/context.js';
 import { corsOptions } from '../delivery/cors-options.js';
 import type { GatewayMetrics } from '../observability/metrics.js';
 import { yogaLogger } from '../observability/yoga-logger.js';
-import type { Operation } from '../request/operation.js';
 import { useCompression } from '../plugins/use-compression.js';
 import { useCsrfPrevention } from '../plugins/use-csrf-prevention.js';
 import { useSelfHostedGraphiQL } from '../plugins/use-graphiql.js';
@@ -35,9 +33,11 @@ import { validationPlugins } from '../plugins/use-operation-limits.js';
 import { type ReadinessPluginOptions, useReadiness } from '../plugins/use-readiness.js';
 import { useRequestPipeline } from '../plugins/use-request-pipeline.js';
 import { useRequestShapeErrors } from '../plugins/use-request-shape-errors.js';
+import type { Operation } from '../request/operation.js';
 import { MASKED_MESSAGE, type RequestPipeline } from '../request/pipeline.js';
-import type { limitSettings, serverSettings } from '../settings.js';
 import type { TrustedDocuments } from '../request/trusted-documents.js';
+import type { GatewayContext } from '../schema/context.js';
+import type { limitSettings, serverSettings } from '../settings.js';
 
 export { MASKED_MESSAGE } from '../request/pipeline.js';
 

@@ -23,9 +23,9 @@
 import type { ExecutionResult } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { isPromise } from '../../shared/is-promise.js';
-import type { Operation } from '../request/operation.js';
 import { usesIncrementalDelivery } from '../request/executor.js';
 import { requestFactsOf, requestIdOf } from '../request/facts.js';
+import type { Operation } from '../request/operation.js';
 import type { IncrementalPart, RequestPipeline, RequestState } from '../request/pipeline.js';
 import type { DocumentRequest } from '../request/trusted-documents.js';
 
@@ -55,7 +55,9 @@ export function useRequestPipeline(options: RequestPipelinePluginOptions): Plugi
     onRequest({ request, serverContext }) {
       const context = serverContext as PipelineContext;
       if (context.gateway !== undefined) return;
-      const state = pipeline.begin(requestFactsOf((name) => request.headers.get(name)));
+      const address = (serverContext as { req?: { socket?: { remoteAddress?: string } } }).req?.socket
+        ?.remoteAddress;
+      const state = pipeline.begin(requestFactsOf((name) => request.headers.get(name), address));
       context.gateway = state;
       const signal = request.signal;
       if (signal.aborted) pipeline.cancel(state, signal.reason);

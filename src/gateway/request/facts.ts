@@ -3,7 +3,7 @@
  * way on both lanes (node's headers on the fast path, Fetch headers on Yoga's): the request id, the
  * caller's API key, the cost cap and the media type its answer is encoded with.
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { GraphQLError } from 'graphql';
 import { gatewayError } from '../errors.js';
 import { type JsonMediaType, negotiateMediaType } from './media-type.js';
@@ -20,16 +20,26 @@ export interface RequestFacts {
   readonly mediaType: JsonMediaType | undefined;
   /** Accept-Encoding, for compression. */
   readonly acceptEncoding: string | undefined;
+  /**
+   * Who the caller is, for bounds per client (APQ registrations): `key:<sha256 of the API key>`, or
+   * `ip:<address>` without a key. Never the key itself.
+   */
+  readonly client: string;
 }
 
 /** A request's header, by lower-case name: node's headers and Fetch headers both give one. */
 export type HeaderReader = (name: string) => string | null | undefined;
 
 /** The facts of a request, from its headers. */
-export function requestFactsOf(header: HeaderReader): RequestFacts {
+export function requestFactsOf(header: HeaderReader, address: string | undefined): RequestFacts {
+  const apiKey = apiKeyOf(header('authorization'), header('x-api-key'));
   return {
     requestId: requestIdOf(header('x-request-id')),
-    apiKey: apiKeyOf(header('authorization'), header('x-api-key')),
+    apiKey,
+    client:
+      apiKey === undefined
+        ? `ip:${address ?? 'unknown'}`
+        : `key:${createHash('sha256').update(apiKey).digest('hex')}`,
     maxCost: maxCostOf(header(MAX_COST_HEADER)),
     mediaType: negotiateMediaType(header('accept')),
     acceptEncoding: header('accept-encoding') ?? undefined,

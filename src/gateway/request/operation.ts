@@ -196,6 +196,8 @@ export interface OperationInit {
   batch?: OperationBatch | undefined;
   /** The refusal of a malformed request header (X-Max-Cost-Usd), answered at admission. */
   headerRefusal?: GraphQLError | undefined;
+  /** Who the caller is, for bounds per client (request/facts.ts `client`). @default 'unknown' */
+  client?: string | undefined;
 }
 
 export class Operation implements Cancellation {
@@ -208,6 +210,7 @@ export class Operation implements Cancellation {
   readonly maxCostUsd: number | undefined;
   readonly batch: OperationBatch | undefined;
   readonly headerRefusal: GraphQLError | undefined;
+  readonly client: string;
   readonly ledger = new CallLedger();
 
   /** Cost control's admission, once admitted (cost/cost-control.ts). */
@@ -238,6 +241,7 @@ export class Operation implements Cancellation {
     this.maxCostUsd = init.maxCostUsd;
     this.batch = init.batch;
     this.headerRefusal = init.headerRefusal;
+    this.client = init.client ?? 'unknown';
   }
 
   cancel(reason: unknown): void {

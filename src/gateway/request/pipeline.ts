@@ -24,18 +24,18 @@
 import type { DocumentNode, ExecutionResult, GraphQLError } from 'graphql';
 import { maskError, processRegularResult, type YogaLogger } from 'graphql-yoga';
 import { isPromise } from '../../shared/is-promise.js';
-import type { GatewayContext } from '../schema/context.js';
 import type { CostControl } from '../cost/cost-control.js';
 import { gatewayError } from '../errors.js';
 import type { OperationReporter } from '../observability/operation-report.js';
-import { Operation, type OperationBatch } from './operation.js';
-import type { OperationPlan } from './operation-plan.js';
-import type { DocumentRequest, Resolved, TrustedDocuments } from './trusted-documents.js';
+import type { GatewayContext } from '../schema/context.js';
 import type { Execution, Executor } from './executor.js';
 import type { RequestFacts } from './facts.js';
 import { httpStatusOf } from './http-status.js';
 import type { JsonMediaType } from './media-type.js';
+import { Operation, type OperationBatch } from './operation.js';
+import type { OperationPlan } from './operation-plan.js';
 import { withRequestErrorCodes } from './request-error-codes.js';
+import type { DocumentRequest, Resolved, TrustedDocuments } from './trusted-documents.js';
 
 /** The message of every masked (unexpected) error. */
 export const MASKED_MESSAGE = 'Unexpected error.';
@@ -192,6 +192,7 @@ export function createRequestPipeline(options: RequestPipelineOptions): RequestP
         name: typeof operationName === 'string' ? operationName : null,
         maxCostUsd: typeof facts.maxCost === 'number' ? facts.maxCost : undefined,
         headerRefusal: typeof facts.maxCost === 'object' ? facts.maxCost : undefined,
+        client: facts.client,
         batch: state.batch,
       });
       state.operations.push(operation);
@@ -215,7 +216,7 @@ export function createRequestPipeline(options: RequestPipelineOptions): RequestP
     admit(operation, document, operationName, variables, register) {
       reporter.executing(operation, document, operationName);
       // The document parsed and passed validation: an APQ document may now be registered.
-      if (register !== undefined) trusted.register(register.hash, register.text);
+      if (register !== undefined) trusted.register(register.hash, register.text, operation.client);
       if (operation.headerRefusal !== undefined) return refuse(operation, operation.headerRefusal);
       const plan = options.plan(document, operationName);
       const overLimit = overCallLimit(operation, plan.calls);

@@ -138,8 +138,11 @@ export interface TrustedDocuments {
    * mode a text outside the manifest is counted, and logged once per document, here.
    */
   resolve(request: DocumentRequest): Resolved | Promise<Resolved>;
-  /** Registers an APQ document (its hash checked by `resolve`) that passed validation. */
-  register(hash: string, text: string): void;
+  /**
+   * Registers an APQ document (its hash checked by `resolve`) that passed validation, counted against
+   * `owner` (the client: APQ_MAX_DOCUMENTS_PER_CLIENT).
+   */
+  register(hash: string, text: string, owner: string): void;
   /** The manifest's documents (GraphiQL's tabs in enforce mode). */
   readonly documents: readonly string[];
 }
@@ -232,8 +235,8 @@ export function createTrustedDocuments(options: TrustedDocumentsOptions): Truste
           'persistedQuery' in request.extensions)
       );
     },
-    register(hash, text) {
-      if (mode !== 'enforce' && apq) store.set(hash, text, APQ_TTL_MS, text.length * 2);
+    register(hash, text, owner) {
+      if (mode !== 'enforce' && apq) store.set(hash, text, APQ_TTL_MS, text.length * 2, owner);
     },
     resolve(request) {
       const text = typeof request.query === 'string' && request.query !== '' ? request.query : undefined;

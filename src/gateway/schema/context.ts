@@ -7,9 +7,10 @@
  * would drop prototype getters (and call getters eagerly); the lazy parts live on `loaders`.
  */
 import type { DigitEngine } from '../../digits/digit-engine.js';
-import { createLoaders, type Loaders, type OnDedup } from './loaders.js';
+import type { BudgetWindowStatus } from '../cost/cost-budget.js';
 import type { Operation } from '../request/operation.js';
 import type { UpstreamClients } from '../upstream/clients.js';
+import { createLoaders, type Loaders, type OnDedup } from './loaders.js';
 
 /** Limits the resolvers check before any upstream call. */
 export interface SchemaLimits {
@@ -23,11 +24,18 @@ export interface SchemaLimits {
   maxJsonBytes: number;
 }
 
+/** A caller's budget windows (cost control's), undefined when no budget applies to it. */
+export type BudgetStatusOf = (
+  apiKey: string | undefined,
+) => BudgetWindowStatus[] | undefined | Promise<BudgetWindowStatus[] | undefined>;
+
 export interface GatewayContext {
   operation: Operation;
   loaders: Loaders;
   digits: DigitEngine;
   limits: SchemaLimits;
+  /** The `budget` field's figures (calls nothing upstream). */
+  budgetStatus: BudgetStatusOf;
 }
 
 export interface ContextFactoryOptions {
@@ -35,12 +43,23 @@ export interface ContextFactoryOptions {
   digits: DigitEngine;
   limits: SchemaLimits;
   onDedup: OnDedup;
+  /** @default no budget for anyone */
+  budgetStatus?: BudgetStatusOf | undefined;
 }
+
+const noBudget: BudgetStatusOf = () => undefined;
 
 /** `(operation) => context`, with everything shared made once. */
 export function createContextFactory(
   options: ContextFactoryOptions,
 ): (operation: Operation) => GatewayContext {
   const { clients, digits, limits, onDedup } = options;
-  return (operation) => ({ operation, loaders: createLoaders(clients, operation, onDedup), digits, limits });
+  const budgetStatus = options.budgetStatus ?? noBudget;
+  return (operation) => ({
+    operation,
+    loaders: createLoaders(clients, operation, onDedup),
+    digits,
+    limits,
+    budgetStatus,
+  });
 }

@@ -7,5 +7,6 @@ import './is-null.js';
 import './pi.js';
 import './inference.js';
 import './health.js';
+import './budget.js';
 
 export const schema = builder.toSchema();

@@ -7,6 +7,11 @@
  * finds there is kept locally for the rest of its Redis TTL, so a replica pays each shared answer's
  * round trip and decoding once. Expiry uses the injected clock (tests move it) rather than lru-cache's
  * own timer.
+ *
+ * The documents store bounds what clients make the gateway write (`maxValueBytes`: a larger document
+ * is not registered; `maxPerOwner`: at most so many new documents per owner per `ownerWindowMs`,
+ * counted in this process and, with Redis, across replicas). A document that is not registered still
+ * runs; an APQ client simply keeps sending its text.
  */
 import { LRUCache } from 'lru-cache';
 import { type KeySpace, redisKey } from './redis-keys.js';
@@ -25,6 +30,14 @@ export interface AnswerStoreOptions {
    * @default 'cache'
    */
   space?: Extract<KeySpace, 'cache' | 'documents'>;
+  /** Largest value stored (UTF-8 bytes of a string, else of its JSON); larger ones are dropped. */
+  maxValueBytes?: number | undefined;
+  /** Most new entries one owner (`set`'s `owner`) may add per `ownerWindowMs`. */
+  maxPerOwner?: number | undefined;
+  /** @default 24 h */
+  ownerWindowMs?: number | undefined;
+  /** Told of each value dropped by the bounds (metrics). */
+  onDropped?: ((reason: 'size' | 'owner') => void) | undefined;
 }
 
 interface Entry {
@@ -38,6 +51,20 @@ const DEFAULT_ENTRY_BYTES = 1024;
 // GET and PTTL in one round trip (and one timeout): the local copy must not outlive the shared one.
 const GET_WITH_TTL = `return { redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1]) }`;
 
+// KEYS[1] the entry, KEYS[2] its owner's counter. ARGV: JSON, TTL, most per owner, owner window. An
+// entry already there is only renewed; a new one counts against its owner and is stored while the
+// owner is within its bound. Answers 1 when stored or renewed, 0 when over the bound.
+const SET_OWNED = `
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+local n = redis.call('INCR', KEYS[2])
+if n == 1 then redis.call('PEXPIRE', KEYS[2], ARGV[4]) end
+if n > tonumber(ARGV[3]) then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1`;
+
 export function createAnswerStore(options: AnswerStoreOptions): AnswerStore {
   const { link, now } = options;
   const space = options.space ?? 'cache';
@@ -45,6 +72,25 @@ export function createAnswerStore(options: AnswerStoreOptions): AnswerStore {
   const setOperation = `${space}_set` as const;
   const local = new LRUCache<string, Entry>({ max: options.maxEntries, maxSize: options.maxBytes });
   const getWithTtl = link?.script('sharedStateGetWithTtl', 1, GET_WITH_TTL);
+  const setOwned = link?.script('sharedStateSetOwned', 2, SET_OWNED);
+  const { maxValueBytes, maxPerOwner, onDropped } = options;
+  const ownerWindowMs = options.ownerWindowMs ?? 24 * 60 * 60 * 1000;
+  /** New entries per owner in this process, within the owner window. */
+  const owners = new LRUCache<string, { count: number; until: number }>({ max: 10_000 });
+
+  /** Whether `owner` may add one more entry here (and counts it). */
+  const ownerMayAdd = (owner: string): boolean => {
+    if (maxPerOwner === undefined) return true;
+    const at = now();
+    let tally = owners.get(owner);
+    if (tally === undefined || tally.until <= at) {
+      tally = { count: 0, until: at + ownerWindowMs };
+      owners.set(owner, tally);
+    }
+    if (tally.count >= maxPerOwner) return false;
+    tally.count++;
+    return true;
+  };
 
   const keep = (key: string, value: unknown, ttlMs: number, bytes: number) => {
     local.set(key, { value, expiresAt: now() + ttlMs }, { size: Math.max(1, Math.ceil(bytes)) });
@@ -83,22 +129,42 @@ export function createAnswerStore(options: AnswerStoreOptions): AnswerStore {
         return value;
       return readRemote(link, getWithTtl, key);
     },
-    set(key, value, ttlMs, bytes) {
+    set(key, value, ttlMs, bytes, owner) {
       if (value === undefined || !(ttlMs > 0)) return;
       let json: string | undefined;
-      if (link?.usable()) {
+      if (link?.usable() || maxValueBytes !== undefined) {
         try {
           json = JSON.stringify(value);
         } catch {
           // BigInt, cycles: kept locally only.
         }
       }
+      if (maxValueBytes !== undefined) {
+        const size = typeof value === 'string' ? Buffer.byteLength(value) : Buffer.byteLength(json ?? '');
+        if (size > maxValueBytes) {
+          onDropped?.('size');
+          return;
+        }
+      }
+      const fresh = readLocal(key) === undefined;
+      if (owner !== undefined && fresh && !ownerMayAdd(owner)) {
+        onDropped?.('owner');
+        return;
+      }
       keep(key, value, ttlMs, bytes ?? (json === undefined ? DEFAULT_ENTRY_BYTES : json.length * 2));
-      if (link === undefined || json === undefined) return;
+      if (link === undefined || json === undefined || !link.usable()) return;
       const redisTtl = Math.max(1, Math.ceil(ttlMs));
-      void link.run(setOperation, (client) =>
-        client.set(redisKey(link.keyPrefix, space, key), json, 'PX', redisTtl),
-      );
+      const entryKey = redisKey(link.keyPrefix, space, key);
+      if (owner === undefined || maxPerOwner === undefined || setOwned === undefined) {
+        void link.run(setOperation, (client) => client.set(entryKey, json, 'PX', redisTtl));
+        return;
+      }
+      const ownerKey = redisKey(link.keyPrefix, 'owner', `${space}\n${owner}`);
+      void link
+        .run(setOperation, () => setOwned(entryKey, ownerKey, json, redisTtl, maxPerOwner, ownerWindowMs))
+        .then((stored) => {
+          if (stored === 0) onDropped?.('owner');
+        });
     },
     get size() {
       return local.size;

@@ -1,18 +1,29 @@
 /**
- * Hourly cost budgets (COST_BUDGET_USD_PER_HOUR, docs/contract.md, Cost): spend and reservations per
- * budget key in per-minute buckets, read back as a sliding hour.
+ * Cost budgets (COST_BUDGETS, docs/contract.md, Cost): per budget key, several sliding windows at
+ * once, each in buckets of its own length (a sixtieth of the window), spend and reservations apart.
  *
- * A reservation is spend booked in advance: `reserve` adds the operation's estimate to the current
- * bucket when it fits, `adjust` later moves the bucket by what the operation actually cost minus the
- * estimate (a refund when negative). So reservations in flight and spend are one figure, an operation
- * that crashed keeps its estimate booked for the hour (errs towards the budget), and nothing needs
- * to be expired separately.
+ * A reservation is booked in the current bucket of every window of the caller's scope when it fits
+ * in all of them (`reserve`); when its operation settles, `settle` takes it out of the reservations
+ * and adds what the operation actually cost to the spend, in the same bucket. An operation that
+ * crashed keeps its estimate booked until its bucket leaves the window (errs towards the budget),
+ * and nothing needs to be expired separately.
  *
- * Every replica keeps its own buckets in memory (its own spend and reservations); with Redis the same
- * amounts also go to one hash per budget key (`<prefix>budget:<digest>`, field = bucket start in ms,
- * HINCRBYFLOAT), whose TTL is renewed on each write to a bit over an hour, and whose buckets older
- * than the hour are dropped on each write, so a busy key's hash stays at about 60 fields. `reserve`
- * checks and books in one Lua script: two replicas never both take the last dollar.
+ * Every replica keeps its own buckets in memory; with Redis the same amounts go to one hash per budget
+ * key and window (`<prefix>budget:<digest of key and window length>`, fields `s<bucket start>` for
+ * spend, `r<bucket start>` for reservations, `w` for when the warning was last given), whose TTL is
+ * renewed on each write to the window plus two buckets, and whose buckets out of the window are
+ * dropped by each script, so a busy key's hash keeps about 120 fields per window.
+ *
+ * One clock: each script reads Redis' `TIME`, which places the bucket and slides the windows, so
+ * replicas whose clocks differ share one window. `reserve` checks and books every window in one
+ * script: two replicas never both take the last dollar.
+ *
+ * A full Redis does not stop a budget write: each writing script first renews its hashes' TTL
+ * (`PEXPIRE`, a write Redis never refuses for memory), and once a script has written Redis runs it to
+ * its end without checking memory again (scripts are atomic), so a reservation is booked even when
+ * maxmemory is reached under `noeviction`. The budget hashes are small, so what they add past
+ * maxmemory is small. (Redis may evict them under any other policy: the gateway refuses to start
+ * with budgets on such a Redis, create-shared-state.ts.)
  *
  * While Redis is unavailable (or a write fails) this replica decides on its own buckets, and what it
  * booked meanwhile is owed to Redis: pushed at the first write once Redis answers again, so spend made
@@ -21,224 +32,469 @@
 import { LRUCache } from 'lru-cache';
 import { redisKey } from './redis-keys.js';
 import { FAILED, type RedisLink } from './redis-link.js';
-import type { BudgetBucket, BudgetReserveResult, BudgetStore, MaybePromise } from './types.js';
+import type {
+  BudgetBucket,
+  BudgetRead,
+  BudgetReserveResult,
+  BudgetStore,
+  BudgetWarning,
+  BudgetWindowSpec,
+  MaybePromise,
+} from './types.js';
 
-export const BUCKET_MS = 60_000;
-export const WINDOW_MS = 3_600_000;
-/** Redis TTL of a budget hash: the hour plus two buckets of margin for clock differences. */
-export const BUDGET_TTL_MS = WINDOW_MS + 2 * BUCKET_MS;
 /**
  * Slack of the fit test, in dollars: sums of binary fractions (0.0042 × 12) must not refuse an
  * operation that fits exactly.
  */
 export const FIT_EPSILON_USD = 1e-9;
+/** An amount left in a bucket below this after a settlement is float noise: the field is dropped. */
+const NOISE_USD = 1e-12;
 /** Owed amounts pushed to Redis per store call once it is back (a burst would trip the timeout). */
 const FLUSH_PER_CALL = 64;
 
-/** Adds ARGV[2] (signed) to the bucket ARGV[1], renews the TTL, drops buckets at or before ARGV[3]. */
-const ADD = `
-redis.call('HINCRBYFLOAT', KEYS[1], ARGV[1], ARGV[2])
-redis.call('PEXPIRE', KEYS[1], ARGV[4])
-local cutoff = tonumber(ARGV[3])
-for _, field in ipairs(redis.call('HKEYS', KEYS[1])) do
-  local start = tonumber(field)
-  if start == nil or start <= cutoff then redis.call('HDEL', KEYS[1], field) end
-end
-return 1`;
+/** Redis' clock in ms, into `now`. */
+const NOW = `
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)`;
 
 /**
- * Books ARGV[3] dollars in the bucket ARGV[2] when the buckets later than ARGV[1] plus ARGV[3] stay
- * within ARGV[4] (+ ARGV[6] of slack); answers 1, or the hash's fields and values when it does not fit.
+ * `window_of(key, span)`: drops the fields of buckets at or before `now - span` and answers the sum
+ * of the others and their flat list. `warn_if(key, span, total, warn)`: answers true, and notes the
+ * time in `w`, when `total` reached `warn` and no warning was given within the last `span`.
  */
-const RESERVE = `
-local cutoff = tonumber(ARGV[1])
-local fields = redis.call('HGETALL', KEYS[1])
-local spent = 0
-for i = 1, #fields, 2 do
-  local start = tonumber(fields[i])
-  if start == nil or start <= cutoff then
-    redis.call('HDEL', KEYS[1], fields[i])
-  else
-    spent = spent + (tonumber(fields[i + 1]) or 0)
+const HELPERS = `
+local function window_of(key, span)
+  local cutoff = now - span
+  local fields = redis.call('HGETALL', key)
+  local total = 0
+  local kept = {}
+  for i = 1, #fields, 2 do
+    local name = fields[i]
+    local kind = string.sub(name, 1, 1)
+    if kind == 's' or kind == 'r' then
+      local start = tonumber(string.sub(name, 2))
+      if start == nil or start <= cutoff then
+        redis.call('HDEL', key, name)
+      else
+        total = total + (tonumber(fields[i + 1]) or 0)
+        kept[#kept + 1] = name
+        kept[#kept + 1] = fields[i + 1]
+      end
+    end
+  end
+  return total, kept
+end
+local function warn_if(key, span, total, warn)
+  if warn < 0 or total + ${FIT_EPSILON_USD} < warn then return false end
+  local last = tonumber(redis.call('HGET', key, 'w'))
+  if last ~= nil and last > now - span then return false end
+  redis.call('HSET', key, 'w', string.format('%.0f', now))
+  return true
+end`;
+
+/**
+ * KEYS: one hash per window. ARGV[1] = dollars, ARGV[2] = slack, then per window i: ARGV[4i-1] span,
+ * ARGV[4i] bucket, ARGV[4i+1] limit, ARGV[4i+2] warning figure. Books ARGV[1] as reserved in the
+ * current bucket of every window when every window's total plus it stays within its limit (+ slack):
+ * answers {1, now, {index, total, …} of windows due a warning}; else books nothing and answers
+ * {0, now, fields of window 1, fields of window 2, …}.
+ */
+const RESERVE = `${NOW}${HELPERS}
+local usd = tonumber(ARGV[1])
+local slack = tonumber(ARGV[2])
+local totals = {}
+local views = {}
+local fits = true
+for i = 1, #KEYS do
+  local total, kept = window_of(KEYS[i], tonumber(ARGV[4 * i - 1]))
+  totals[i] = total
+  views[i] = kept
+  if total + usd > tonumber(ARGV[4 * i + 1]) + slack then fits = false end
+end
+if not fits then
+  local answer = {0, now}
+  for i = 1, #KEYS do answer[i + 2] = views[i] end
+  return answer
+end
+local warned = {}
+for i = 1, #KEYS do
+  local span = tonumber(ARGV[4 * i - 1])
+  local step = tonumber(ARGV[4 * i])
+  -- First a write Redis never refuses for memory: the rest of the script then runs even when full.
+  redis.call('PEXPIRE', KEYS[i], span + 2 * step)
+  redis.call('HINCRBYFLOAT', KEYS[i], 'r' .. string.format('%.0f', now - (now % step)), ARGV[1])
+  redis.call('PEXPIRE', KEYS[i], span + 2 * step)
+  local after = totals[i] + usd
+  if warn_if(KEYS[i], span, after, tonumber(ARGV[4 * i + 2])) then
+    warned[#warned + 1] = i
+    warned[#warned + 1] = tostring(after)
   end
 end
-if spent + tonumber(ARGV[3]) > tonumber(ARGV[4]) + tonumber(ARGV[6]) then return fields end
-redis.call('HINCRBYFLOAT', KEYS[1], ARGV[2], ARGV[3])
-redis.call('PEXPIRE', KEYS[1], ARGV[5])
-return 1`;
+return {1, now, warned}`;
 
-type Buckets = Map<number, number>;
+/**
+ * KEYS: one hash per window. ARGV[1] = the bucket's time (ms; 0: now), ARGV[2] = signed dollars for
+ * the reservations, ARGV[3] = signed dollars for the spend, then per window i: ARGV[3i+1] span,
+ * ARGV[3i+2] bucket, ARGV[3i+3] warning figure. Moves the amounts in the bucket of ARGV[1] of each
+ * window that still holds it; answers {index, total, …} of the windows due a warning.
+ */
+const MOVE = `${NOW}${HELPERS}
+local at = tonumber(ARGV[1])
+if at <= 0 then at = now end
+local moves = {{'r', tonumber(ARGV[2])}, {'s', tonumber(ARGV[3])}}
+local warned = {}
+for i = 1, #KEYS do
+  local span = tonumber(ARGV[3 * i + 1])
+  local step = tonumber(ARGV[3 * i + 2])
+  local start = at - (at % step)
+  if start > now - span then
+    -- First a write Redis never refuses for memory: the rest of the script then runs even when full.
+    redis.call('PEXPIRE', KEYS[i], span + 2 * step)
+    for _, move in ipairs(moves) do
+      if move[2] ~= 0 then
+        local field = move[1] .. string.format('%.0f', start)
+        local left = tonumber(redis.call('HINCRBYFLOAT', KEYS[i], field, move[2]))
+        if math.abs(left) < ${NOISE_USD} then redis.call('HDEL', KEYS[i], field) end
+      end
+    end
+    redis.call('PEXPIRE', KEYS[i], span + 2 * step)
+    local total = window_of(KEYS[i], span)
+    if moves[1][2] + moves[2][2] > 0 and warn_if(KEYS[i], span, total, tonumber(ARGV[3 * i + 3])) then
+      warned[#warned + 1] = i
+      warned[#warned + 1] = tostring(total)
+    end
+  end
+end
+return warned`;
 
-/** Writes `usd` (signed) to the bucket `start` of a budget key, as the Redis operation named. */
-type Write = (
-  budgetKey: string,
-  start: number,
-  usd: number,
-  now: number,
-  operation: 'budget_add' | 'budget_adjust',
-) => void;
+/** KEYS: one hash per window. Answers {now, fields of window 1, …}; writes nothing. */
+const READ = `${NOW}
+local answer = {now}
+for i = 1, #KEYS do answer[i + 1] = redis.call('HGETALL', KEYS[i]) end
+return answer`;
 
-const sorted = (buckets: Buckets): BudgetBucket[] => [...buckets].sort((a, b) => a[0] - b[0]);
-const bucketOf = (now: number) => Math.floor(now / BUCKET_MS) * BUCKET_MS;
-
-/** Drops the buckets that left the hour ending at now. */
-function prune(buckets: Buckets, now: number) {
-  for (const start of buckets.keys()) if (!(start > now - WINDOW_MS)) buckets.delete(start);
+/** Spent and reserved dollars of one bucket. */
+interface Amounts {
+  s: number;
+  r: number;
 }
 
-function addTo(buckets: Buckets, start: number, usd: number) {
-  buckets.set(start, (buckets.get(start) ?? 0) + usd);
+/** One window of one key, in this process. */
+interface LocalWindow {
+  buckets: Map<number, Amounts>;
+  /** When this process last gave the window's warning (memory mode and outages). */
+  warnedAt: number;
+}
+
+/** What this replica booked in one window that Redis has not counted yet. */
+interface Owed {
+  budgetKey: string;
+  spec: BudgetWindowSpec;
+  buckets: Map<number, Amounts>;
+}
+
+const bucketOf = (at: number, spec: BudgetWindowSpec) => at - (at % spec.bucketMs);
+const windowKeyOf = (budgetKey: string, spec: BudgetWindowSpec) => `${budgetKey}\n${spec.ms}`;
+
+function prune(window: LocalWindow, spec: BudgetWindowSpec, now: number) {
+  for (const start of window.buckets.keys()) if (!(start > now - spec.ms)) window.buckets.delete(start);
+}
+
+function totalOf(buckets: Map<number, Amounts>): number {
+  let total = 0;
+  for (const { s, r } of buckets.values()) total += s + r;
+  return total;
+}
+
+function move(buckets: Map<number, Amounts>, start: number, reservedUsd: number, spentUsd: number) {
+  let amounts = buckets.get(start);
+  if (amounts === undefined) {
+    amounts = { s: 0, r: 0 };
+    buckets.set(start, amounts);
+  }
+  amounts.r += reservedUsd;
+  amounts.s += spentUsd;
+  if (Math.abs(amounts.r) < NOISE_USD) amounts.r = 0;
+  if (Math.abs(amounts.s) < NOISE_USD) amounts.s = 0;
+  if (amounts.r === 0 && amounts.s === 0) buckets.delete(start);
+}
+
+function listOf(buckets: Map<number, Amounts>): BudgetBucket[] {
+  return [...buckets].map(([start, { s, r }]): BudgetBucket => [start, s, r]).sort((a, b) => a[0] - b[0]);
+}
+
+/** A hash's flat field list (`s<start>`, `r<start>`, …) as buckets in the window ending at `at`. */
+function bucketsOfFields(fields: unknown, spec: BudgetWindowSpec, at: number): Map<number, Amounts> {
+  const buckets = new Map<number, Amounts>();
+  if (!Array.isArray(fields)) return buckets;
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    const name = String(fields[i]);
+    const kind = name[0];
+    if (kind !== 's' && kind !== 'r') continue;
+    const start = Number(name.slice(1));
+    const usd = Number(fields[i + 1]);
+    if (!(start > at - spec.ms) || !Number.isFinite(usd)) continue;
+    let amounts = buckets.get(start);
+    if (amounts === undefined) {
+      amounts = { s: 0, r: 0 };
+      buckets.set(start, amounts);
+    }
+    amounts[kind] += usd;
+  }
+  return buckets;
+}
+
+/** `{index, total, …}` (1-based index) as warnings. */
+function warningsOf(reply: unknown): BudgetWarning[] {
+  const warnings: BudgetWarning[] = [];
+  if (!Array.isArray(reply)) return warnings;
+  for (let i = 0; i + 1 < reply.length; i += 2)
+    warnings.push({ index: Number(reply[i]) - 1, totalUsd: Number(reply[i + 1]) });
+  return warnings;
 }
 
 export function createBudgetStore(link: RedisLink | undefined, maxKeys: number): BudgetStore {
-  // Bounded: budget keys are API keys (and the free tier); the least recently used go first.
-  const local = new LRUCache<string, Buckets>({ max: maxKeys });
-  /** What this replica booked that Redis has not counted yet (outage, failed write), per key. */
-  const owed = new LRUCache<string, Buckets>({ max: maxKeys });
-  const addScript = link?.script('sharedStateBudgetAdd', 1, ADD);
-  const reserveScript = link?.script('sharedStateBudgetReserve', 1, RESERVE);
+  // Bounded: budget keys are API keys (and the free tier); the least recently used go first. A key
+  // has a few windows.
+  const local = new LRUCache<string, LocalWindow>({ max: maxKeys * 4 });
+  const owed = new LRUCache<string, Owed>({ max: maxKeys * 4 });
+  const reserveScript = link?.script('sharedStateBudgetReserve', undefined, RESERVE);
+  const moveScript = link?.script('sharedStateBudgetMove', undefined, MOVE);
+  const readScript = link?.script('sharedStateBudgetRead', undefined, READ);
 
-  const bucketsOf = (cache: LRUCache<string, Buckets>, budgetKey: string): Buckets => {
-    let buckets = cache.get(budgetKey);
-    if (buckets === undefined) {
-      buckets = new Map();
-      cache.set(budgetKey, buckets);
+  const windowOf = (budgetKey: string, spec: BudgetWindowSpec): LocalWindow => {
+    const key = windowKeyOf(budgetKey, spec);
+    let window = local.get(key);
+    if (window === undefined) {
+      window = { buckets: new Map(), warnedAt: Number.NEGATIVE_INFINITY };
+      local.set(key, window);
     }
-    return buckets;
+    return window;
   };
 
-  /** Books locally (this replica's own spend: the fallback's figure). */
-  const book = (budgetKey: string, start: number, usd: number, now: number) => {
-    const buckets = bucketsOf(local, budgetKey);
-    addTo(buckets, start, usd);
-    prune(buckets, now);
+  const redisKeysOf = (shared: RedisLink, budgetKey: string, windows: readonly BudgetWindowSpec[]) =>
+    windows.map((spec) => redisKey(shared.keyPrefix, 'budget', windowKeyOf(budgetKey, spec)));
+
+  /** Whether this process' window is due its warning at `total` (memory mode and outages). */
+  const dueLocally = (window: LocalWindow, spec: BudgetWindowSpec, total: number, now: number) => {
+    if (spec.warnUsd < 0 || total + FIT_EPSILON_USD < spec.warnUsd || window.warnedAt > now - spec.ms)
+      return false;
+    window.warnedAt = now;
+    return true;
   };
 
-  const owe = (budgetKey: string, start: number, usd: number) => {
-    if (link !== undefined) addTo(bucketsOf(owed, budgetKey), start, usd);
+  /**
+   * Moves amounts in this process' buckets; `decide`: it is the figure that decides (no Redis), so
+   * the warnings are this process' to give.
+   */
+  const book = (
+    budgetKey: string,
+    windows: readonly BudgetWindowSpec[],
+    at: number,
+    reservedUsd: number,
+    spentUsd: number,
+    now: number,
+    decide: boolean,
+  ): BudgetWarning[] => {
+    const warnings: BudgetWarning[] = [];
+    windows.forEach((spec, index) => {
+      const start = bucketOf(at, spec);
+      if (!(start > now - spec.ms)) return;
+      const window = windowOf(budgetKey, spec);
+      prune(window, spec, now);
+      move(window.buckets, start, reservedUsd, spentUsd);
+      if (!decide || reservedUsd + spentUsd <= 0) return;
+      const total = totalOf(window.buckets);
+      if (dueLocally(window, spec, total, now)) warnings.push({ index, totalUsd: total });
+    });
+    return warnings;
   };
 
-  /** Sends one signed amount to Redis; owed again when the write fails. */
-  const send: Write = (budgetKey, start, usd, now, operation) => {
-    if (link === undefined || addScript === undefined) return;
-    const key = redisKey(link.keyPrefix, 'budget', budgetKey);
+  const owe = (
+    budgetKey: string,
+    windows: readonly BudgetWindowSpec[],
+    at: number,
+    reservedUsd: number,
+    spentUsd: number,
+  ) => {
+    if (link === undefined) return;
+    for (const spec of windows) {
+      const key = windowKeyOf(budgetKey, spec);
+      let debt = owed.get(key);
+      if (debt === undefined) {
+        debt = { budgetKey, spec, buckets: new Map() };
+        owed.set(key, debt);
+      }
+      move(debt.buckets, bucketOf(at, spec), reservedUsd, spentUsd);
+    }
+  };
+
+  /**
+   * Sends one move to Redis (in the bucket of `at`; 0: Redis' current one); owed again, in the bucket
+   * of `owedAt`, when the write fails.
+   */
+  const send = (
+    budgetKey: string,
+    windows: readonly BudgetWindowSpec[],
+    at: number,
+    owedAt: number,
+    reservedUsd: number,
+    spentUsd: number,
+    operation: 'budget_add' | 'budget_adjust',
+    onWarning?: (warning: BudgetWarning) => void,
+  ) => {
+    if (link === undefined || moveScript === undefined) return;
+    const args: Array<string | number> = [at, reservedUsd, spentUsd];
+    for (const spec of windows) args.push(spec.ms, spec.bucketMs, spec.warnUsd);
+    const keys = redisKeysOf(link, budgetKey, windows);
     void link
-      .run(operation, () => addScript(key, start, usd, now - WINDOW_MS, BUDGET_TTL_MS))
-      .then((done) => {
-        if (done === FAILED) owe(budgetKey, start, usd);
+      .run(operation, () => moveScript(keys.length, ...keys, ...args))
+      .then((reply) => {
+        if (reply === FAILED) owe(budgetKey, windows, owedAt, reservedUsd, spentUsd);
+        else if (onWarning !== undefined) for (const warning of warningsOf(reply)) onWarning(warning);
       });
   };
 
   /** Pushes some of what is owed (Redis is usable). */
   const flush = (now: number) => {
     let sent = 0;
-    for (const [budgetKey, buckets] of [...owed.entries()]) {
-      for (const [start, usd] of buckets) {
-        buckets.delete(start);
-        if (start > now - WINDOW_MS && usd !== 0) send(budgetKey, start, usd, now, 'budget_add');
+    for (const [key, debt] of [...owed.entries()]) {
+      for (const [start, { s, r }] of debt.buckets) {
+        debt.buckets.delete(start);
+        if (start > now - debt.spec.ms) send(debt.budgetKey, [debt.spec], start, start, r, s, 'budget_add');
         if (++sent >= FLUSH_PER_CALL) return;
       }
-      owed.delete(budgetKey);
+      owed.delete(key);
     }
   };
 
-  /** Sends now when Redis is usable (after what was owed), owes it otherwise. */
-  const share: Write = (budgetKey, start, usd, now, operation) => {
+  /** Books here, and in Redis when usable (after what was owed), or owes it. */
+  const share = (
+    budgetKey: string,
+    windows: readonly BudgetWindowSpec[],
+    at: number,
+    reservedUsd: number,
+    spentUsd: number,
+    now: number,
+    operation: 'budget_add' | 'budget_adjust',
+    onWarning?: (warning: BudgetWarning) => void,
+  ) => {
+    const shared = link?.usable() === true;
+    const warnings = book(budgetKey, windows, at, reservedUsd, spentUsd, now, !shared);
+    if (onWarning !== undefined) for (const warning of warnings) onWarning(warning);
     if (link === undefined) return;
-    if (!link.usable()) {
-      owe(budgetKey, start, usd);
+    if (!shared) {
+      owe(budgetKey, windows, at, reservedUsd, spentUsd);
       return;
     }
     if (owed.size > 0) flush(now);
-    send(budgetKey, start, usd, now, operation);
+    // Spend without a reservation goes in Redis' current bucket (at 0).
+    send(
+      budgetKey,
+      windows,
+      operation === 'budget_add' ? 0 : at,
+      at,
+      reservedUsd,
+      spentUsd,
+      operation,
+      onWarning,
+    );
   };
 
   /** This replica's decision, on its own buckets. */
   const reserveLocally = (
     budgetKey: string,
+    windows: readonly BudgetWindowSpec[],
     usd: number,
-    limitUsd: number,
     now: number,
   ): BudgetReserveResult => {
-    const buckets = local.get(budgetKey);
-    let spent = 0;
-    if (buckets !== undefined) {
-      prune(buckets, now);
-      for (const amount of buckets.values()) spent += amount;
-    }
-    if (spent + usd > limitUsd + FIT_EPSILON_USD)
-      return { ok: false, buckets: buckets === undefined ? [] : sorted(buckets) };
-    const start = bucketOf(now);
-    book(budgetKey, start, usd, now);
-    owe(budgetKey, start, usd);
-    return { ok: true, bucketStart: start, shared: false };
+    let fits = true;
+    const views = windows.map((spec) => {
+      const window = windowOf(budgetKey, spec);
+      prune(window, spec, now);
+      if (totalOf(window.buckets) + usd > spec.limitUsd + FIT_EPSILON_USD) fits = false;
+      return window;
+    });
+    if (!fits) return { ok: false, at: now, windows: views.map((window) => listOf(window.buckets)) };
+    const warnings = book(budgetKey, windows, now, usd, 0, now, true);
+    owe(budgetKey, windows, now, usd, 0);
+    return { ok: true, at: now, shared: false, warnings };
   };
 
-  /** A copy of this replica's buckets of the hour ending at now. */
-  const localWindow = (budgetKey: string, now: number): Buckets => {
-    const buckets = local.get(budgetKey);
-    if (buckets === undefined) return new Map();
-    prune(buckets, now);
-    return new Map(buckets);
-  };
+  /** A copy of this replica's buckets of the windows ending at `now`. */
+  const localRead = (budgetKey: string, windows: readonly BudgetWindowSpec[], now: number) =>
+    windows.map((spec) => {
+      const window = local.get(windowKeyOf(budgetKey, spec));
+      if (window === undefined) return new Map<number, Amounts>();
+      prune(window, spec, now);
+      return new Map([...window.buckets].map(([start, { s, r }]) => [start, { s, r }]));
+    });
 
   return {
-    add(budgetKey, usd, now) {
-      if (!(usd > 0) || !Number.isFinite(usd) || !Number.isFinite(now)) return;
-      const start = bucketOf(now);
-      book(budgetKey, start, usd, now);
-      share(budgetKey, start, usd, now, 'budget_add');
-    },
-
-    reserve(budgetKey, usd, limitUsd, now): MaybePromise<BudgetReserveResult> {
+    reserve(budgetKey, windows, usd, now): MaybePromise<BudgetReserveResult> {
       if (link === undefined || reserveScript === undefined || !link.usable())
-        return reserveLocally(budgetKey, usd, limitUsd, now);
+        return reserveLocally(budgetKey, windows, usd, now);
       if (owed.size > 0) flush(now);
-      const key = redisKey(link.keyPrefix, 'budget', budgetKey);
-      const start = bucketOf(now);
+      const keys = redisKeysOf(link, budgetKey, windows);
+      const args: Array<string | number> = [usd, FIT_EPSILON_USD];
+      for (const spec of windows) args.push(spec.ms, spec.bucketMs, spec.limitUsd, spec.warnUsd);
       return link
-        .run('budget_reserve', () =>
-          reserveScript(key, now - WINDOW_MS, start, usd, limitUsd, BUDGET_TTL_MS, FIT_EPSILON_USD),
-        )
+        .run('budget_reserve', () => reserveScript(keys.length, ...keys, ...args))
         .then((answer): BudgetReserveResult => {
           // Failed or timed out: decided here. Had the script run after all, Redis counts the
-          // estimate twice until the hour passes: an error towards the budget, never past it.
-          if (answer === FAILED) return reserveLocally(budgetKey, usd, limitUsd, now);
-          if (Array.isArray(answer)) {
-            const buckets: Buckets = new Map();
-            for (let i = 0; i + 1 < answer.length; i += 2) {
-              const bucket = Number(answer[i]);
-              const amount = Number(answer[i + 1]);
-              if (bucket > now - WINDOW_MS && Number.isFinite(amount)) buckets.set(bucket, amount);
-            }
-            return { ok: false, buckets: sorted(buckets) };
+          // estimate twice until its bucket leaves the window: an error towards the budget.
+          if (answer === FAILED || !Array.isArray(answer))
+            return reserveLocally(budgetKey, windows, usd, now);
+          const at = Number(answer[1]);
+          if (Number(answer[0]) !== 1) {
+            return {
+              ok: false,
+              at,
+              windows: windows.map((spec, i) => listOf(bucketsOfFields(answer[i + 2], spec, at))),
+            };
           }
-          book(budgetKey, start, usd, now);
-          return { ok: true, bucketStart: start, shared: true };
+          // This replica's own figure (the outage fallback), in Redis' bucket.
+          book(budgetKey, windows, at, usd, 0, now, false);
+          return { ok: true, at, shared: true, warnings: warningsOf(answer[2]) };
         });
     },
 
-    adjust(budgetKey, bucketStart, usd, now) {
-      if (usd === 0 || !Number.isFinite(usd) || !(bucketStart > now - WINDOW_MS)) return;
-      book(budgetKey, bucketStart, usd, now);
-      share(budgetKey, bucketStart, usd, now, 'budget_adjust');
+    settle(budgetKey, windows, at, reservedUsd, spentUsd, now, onWarning) {
+      const spent = spentUsd > 0 && Number.isFinite(spentUsd) ? spentUsd : 0;
+      const reserved = Number.isFinite(reservedUsd) ? reservedUsd : 0;
+      if (reserved === 0 && spent === 0) return;
+      share(budgetKey, windows, at, -reserved, spent, now, 'budget_adjust', onWarning);
     },
 
-    window(budgetKey, now): MaybePromise<BudgetBucket[]> {
-      if (link === undefined || !link.usable()) return sorted(localWindow(budgetKey, now));
-      const key = redisKey(link.keyPrefix, 'budget', budgetKey);
+    add(budgetKey, windows, usd, now, onWarning) {
+      if (!(usd > 0) || !Number.isFinite(usd) || !Number.isFinite(now)) return;
+      share(budgetKey, windows, now, 0, usd, now, 'budget_add', onWarning);
+    },
+
+    read(budgetKey, windows, now): MaybePromise<BudgetRead> {
+      if (link === undefined || readScript === undefined || !link.usable())
+        return { at: now, windows: localRead(budgetKey, windows, now).map(listOf) };
+      const keys = redisKeysOf(link, budgetKey, windows);
       return link
-        .run('budget_window', (client) => client.hgetall(key))
-        .then((shared) => {
-          const merged = localWindow(budgetKey, now);
-          if (shared === FAILED) return sorted(merged);
-          for (const [field, value] of Object.entries(shared)) {
-            const start = Number(field);
-            const usd = Number(value);
-            if (!(start > now - WINDOW_MS) || !Number.isFinite(usd)) continue;
-            merged.set(start, Math.max(merged.get(start) ?? 0, usd));
-          }
-          return sorted(merged);
+        .run('budget_window', () => readScript(keys.length, ...keys))
+        .then((answer): BudgetRead => {
+          const mine = localRead(budgetKey, windows, now);
+          if (answer === FAILED || !Array.isArray(answer)) return { at: now, windows: mine.map(listOf) };
+          const at = Number(answer[0]);
+          return {
+            at,
+            windows: windows.map((spec, i) => {
+              const merged = bucketsOfFields(answer[i + 1], spec, at);
+              // Never below this replica's own (what it owes Redis is in there).
+              for (const [start, own] of mine[i] ?? []) {
+                if (!(start > at - spec.ms)) continue;
+                const shared = merged.get(start);
+                if (shared === undefined) merged.set(start, own);
+                else merged.set(start, { s: Math.max(shared.s, own.s), r: Math.max(shared.r, own.r) });
+              }
+              return listOf(merged);
+            }),
+          };
         });
     },
   };

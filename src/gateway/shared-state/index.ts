@@ -1,8 +1,17 @@
-export { createSharedState, type SharedStateOptions } from './create-shared-state.js';
+export {
+  createSharedState,
+  evictionMessage,
+  mayEvict,
+  type SharedStateOptions,
+} from './create-shared-state.js';
 export type {
   AnswerStore,
   BudgetBucket,
+  BudgetRead,
+  BudgetRedisCheck,
   BudgetStore,
+  BudgetWarning,
+  BudgetWindowSpec,
   FlightCoordinator,
   MaybePromise,
   SharedState,

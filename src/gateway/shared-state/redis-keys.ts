@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 
-export type KeySpace = 'cache' | 'documents' | 'flight' | 'answer' | 'budget';
+export type KeySpace = 'cache' | 'documents' | 'owner' | 'flight' | 'answer' | 'budget';
 
 /** `<prefix><space>:<sha256 of key, base64url>` */
 export function redisKey(prefix: string, space: KeySpace, key: string): string {

@@ -14,6 +14,12 @@
  * the stores do not send anything: a dead Redis costs a property read per call. A socket outage ends
  * with ioredis' reconnection; a command-failure outage with a probe (a SET with TTL, every second).
  * Each outage logs one warning and each recovery one info line; the URL is logged without credentials.
+ *
+ * A Redis that is full (`OOM command not allowed`, maxmemory reached under `noeviction`) is not an
+ * outage: it still answers reads, and the budget scripts still write (budget-store.ts says how), so
+ * only the write that was refused is lost (a cached answer, a document), counted in the errors metric.
+ * With a separate cache Redis (REDIS_CACHE_URL) there are two links, each with its own health; their
+ * lines carry `role`.
  */
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
@@ -37,7 +43,8 @@ export type RedisOperation =
   | 'budget_add'
   | 'budget_reserve'
   | 'budget_adjust'
-  | 'budget_window';
+  | 'budget_window'
+  | 'info';
 
 /** A Lua script defined on the connection, called with its keys then its arguments. */
 export type ScriptCall = (...keysAndArgs: Array<string | number>) => Promise<unknown>;
@@ -47,7 +54,25 @@ export interface RedisLinkOptions {
   keyPrefix: string;
   timeoutMs: number;
   logger: Logger;
+  /** Registers `gateway_redis_up` and `gateway_redis_errors_total` here (createSharedState's metrics instead, when there are two links). */
   registry?: Registry;
+  /** Metrics made by the caller (shared by two links). */
+  metrics?: RedisLinkMetrics;
+  /** What this connection holds, on its log lines, when the process has two: `state` or `cache`. */
+  role?: string;
+}
+
+/** The errors counter a link counts into (one per registry, shared by the links of a process). */
+export interface RedisLinkMetrics {
+  errors: Counter<'operation'>;
+}
+
+/** What Redis says of its memory limit (INFO memory). */
+export interface RedisMemoryPolicy {
+  /** `maxmemory-policy`: noeviction, allkeys-lru, volatile-ttl, … */
+  policy: string;
+  /** `maxmemory` in bytes; 0: no limit (Redis never evicts). */
+  maxmemory: number;
 }
 
 export interface RedisLink {
@@ -56,9 +81,21 @@ export interface RedisLink {
   usable(): boolean;
   /** Runs one command; its value, or FAILED (counted, and part of a run that makes an outage). */
   run<T>(operation: RedisOperation, command: (client: Redis) => Promise<T>): Promise<T | Failed>;
-  /** Defines a Lua script (EVALSHA, EVAL when Redis lost it) and returns its caller. */
-  script(name: string, numberOfKeys: number, lua: string): ScriptCall;
+  /**
+   * Defines a Lua script (EVALSHA, EVAL when Redis lost it) and returns its caller. `numberOfKeys`
+   * undefined: each call gives the number of its keys first.
+   */
+  script(name: string, numberOfKeys: number | undefined, lua: string): ScriptCall;
   status(): 'redis' | 'fallback';
+  /** Calls `listener` each time the connection is (re)established and usable. */
+  onConnect(listener: () => void): void;
+  /**
+   * Resolves once the first connection attempt ended: true when connected, false when it failed or
+   * `timeoutMs` passed first.
+   */
+  connected(timeoutMs: number): Promise<boolean>;
+  /** Redis' eviction settings (INFO memory), FAILED when it does not say (error, ACL, timeout). */
+  memoryPolicy(): Promise<RedisMemoryPolicy | Failed>;
   close(): Promise<void>;
 }
 
@@ -87,8 +124,20 @@ function messageOf(error: unknown, password: string): string {
   return password === '' ? text : text.split(password).join('***');
 }
 
+/** Whether a command failed because Redis is full (maxmemory reached, nothing evictable). */
+export function isOutOfMemory(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith('OOM ');
+}
+
+/** Reads one `field:value` line of an INFO answer. */
+function infoField(info: string, field: string): string | undefined {
+  const match = new RegExp(`^${field}:(.*)$`, 'm').exec(info);
+  return match?.[1]?.trim();
+}
+
 export function createRedisLink(options: RedisLinkOptions): RedisLink {
-  const { url, keyPrefix, timeoutMs, logger } = options;
+  const { url, keyPrefix, timeoutMs } = options;
+  const logger = options.role === undefined ? options.logger : options.logger.child({ role: options.role });
   const where = safeRedisUrl(url);
   let password = '';
   try {
@@ -115,16 +164,23 @@ export function createRedisLink(options: RedisLinkOptions): RedisLink {
   let failures = 0;
   let lastError = 'connection closed';
   let probe: NodeJS.Timeout | undefined;
+  const connectListeners: Array<() => void> = [];
+  let firstAttempt: ((connected: boolean) => void) | undefined;
+  const firstAttemptEnded = new Promise<boolean>((resolve) => {
+    firstAttempt = resolve;
+  });
 
-  const errors = options.registry
-    ? new Counter({
-        name: 'gateway_redis_errors_total',
-        help: 'Failed Redis commands (timeouts included) and connection errors, by operation. Each one was answered from memory.',
-        labelNames: ['operation'] as const,
-        registers: [options.registry],
-      })
-    : undefined;
-  if (options.registry) {
+  const errors =
+    options.metrics?.errors ??
+    (options.registry
+      ? new Counter({
+          name: 'gateway_redis_errors_total',
+          help: 'Failed Redis commands (timeouts included) and connection errors, by operation. Each one was answered from memory.',
+          labelNames: ['operation'] as const,
+          registers: [options.registry],
+        })
+      : undefined);
+  if (options.registry && options.metrics === undefined) {
     new Gauge({
       name: 'gateway_redis_up',
       help: '1 while the shared state is in Redis, 0 while the gateway uses its in-memory fallback.',
@@ -145,6 +201,7 @@ export function createRedisLink(options: RedisLinkOptions): RedisLink {
   }
 
   function markUp() {
+    firstAttempt?.(true);
     if (closing || state === 'up') return;
     const previous = state;
     state = 'up';
@@ -152,9 +209,11 @@ export function createRedisLink(options: RedisLinkOptions): RedisLink {
     stopProbe();
     if (previous === 'down') logger.info({ redis: where }, 'redis back; sharing state again');
     else logger.info({ redis: where }, 'redis connected; sharing state');
+    for (const listener of connectListeners) listener();
   }
 
   function markDown(reason: string) {
+    firstAttempt?.(false);
     if (closing || state === 'down') return;
     state = 'down';
     logger.warn({ redis: where, reason }, 'redis unavailable; using in-memory state');
@@ -178,6 +237,8 @@ export function createRedisLink(options: RedisLinkOptions): RedisLink {
   function fail(operation: RedisOperation, error: unknown) {
     errors?.labels(operation).inc();
     lastError = messageOf(error, password);
+    // Full is not down: reads and the budget scripts still go through (see the header).
+    if (isOutOfMemory(error)) return;
     failures++;
     if (failures >= FAILURES_FOR_OUTAGE && state === 'up') {
       markDown(`${failures} commands failed in a row: ${lastError}`);
@@ -189,6 +250,7 @@ export function createRedisLink(options: RedisLinkOptions): RedisLink {
   client.on('error', (error: unknown) => {
     errors?.labels('connection').inc();
     lastError = messageOf(error, password);
+    firstAttempt?.(false);
   });
   client.on('ready', markUp);
   client.on('close', () => markDown(lastError));
@@ -224,6 +286,32 @@ export function createRedisLink(options: RedisLinkOptions): RedisLink {
       return (...keysAndArgs) => commands[name]!(...keysAndArgs);
     },
     status: () => (usable() ? 'redis' : 'fallback'),
+    onConnect(listener) {
+      connectListeners.push(listener);
+    },
+    connected(waitMs) {
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(false), waitMs);
+        timer.unref();
+      });
+      return Promise.race([firstAttemptEnded, late]).finally(() => clearTimeout(timer));
+    },
+    async memoryPolicy() {
+      if (client.status !== 'ready') return FAILED;
+      let info: string;
+      try {
+        info = await client.info('memory');
+      } catch (error) {
+        errors?.labels('info').inc();
+        lastError = messageOf(error, password);
+        return FAILED;
+      }
+      const policy = infoField(info, 'maxmemory_policy');
+      const maxmemory = Number(infoField(info, 'maxmemory'));
+      if (policy === undefined || !Number.isFinite(maxmemory)) return FAILED;
+      return { policy, maxmemory };
+    },
     async close() {
       if (closing) return;
       closing = true;

@@ -10,8 +10,46 @@ export type SharedStateStatus = 'memory' | 'redis' | 'fallback';
 /** A value that may be ready now (memory, local hit) or later (a Redis round trip). */
 export type MaybePromise<T> = T | Promise<T>;
 
-/** One minute of spend: [bucket start in ms since the epoch, US dollars]. */
-export type BudgetBucket = [bucketStartMs: number, usd: number];
+/**
+ * One bucket of a budget window: [bucket start in ms since the epoch, US dollars spent, US dollars
+ * reserved by operations in flight].
+ */
+export type BudgetBucket = [bucketStartMs: number, spentUsd: number, reservedUsd: number];
+
+/** One window of a budget, as the store needs it (src/gateway/cost/budget-policy.ts makes them). */
+export interface BudgetWindowSpec {
+  /** Length of the window, in ms. */
+  readonly ms: number;
+  /** Length of one bucket, in ms (a sixtieth of the window). */
+  readonly bucketMs: number;
+  readonly limitUsd: number;
+  /** Spend plus reservations at which a warning is due (once per window length); -1: none. */
+  readonly warnUsd: number;
+}
+
+/** A window whose spend plus reservations reached its `warnUsd`: its index in the call's windows. */
+export interface BudgetWarning {
+  readonly index: number;
+  readonly totalUsd: number;
+}
+
+/** What a store read of a caller's windows gives. */
+export interface BudgetRead {
+  /** The store's time of the read (Redis' clock with Redis, else the local one), ms. */
+  readonly at: number;
+  /** Per window (in the order given), its buckets oldest first, those in the window only. */
+  readonly windows: BudgetBucket[][];
+}
+
+/** What `SharedState.checkBudgetRedis` found. */
+export type BudgetRedisCheck =
+  /** No REDIS_URL: budgets in memory. */
+  | { verdict: 'memory' }
+  /** Redis did not answer in time (the gateway starts anyway; checked again once it connects). */
+  | { verdict: 'unreachable' }
+  /** Redis answered but did not say (INFO refused, a proxy): the operator's word is needed. */
+  | { verdict: 'unknown' }
+  | { verdict: 'safe' | 'evicting'; memory: { policy: string; maxmemory: number } };
 
 export interface SharedState {
   /** Response cache storage. */
@@ -20,13 +58,18 @@ export interface SharedState {
   readonly documents: AnswerStore;
   /** Single flight of identical in-flight calls across replicas (best effort). */
   readonly flights: FlightCoordinator;
-  /** Hourly cost budgets (sliding hour, per-minute buckets). */
+  /** Cost budgets (sliding windows in buckets, spend and reservations), on REDIS_URL's Redis. */
   readonly budgets: BudgetStore;
   /**
    * 'memory' (no REDIS_URL), 'redis' (connected and answering), 'fallback' (REDIS_URL set but Redis
    * unreachable, failing or not connected yet: memory in use). Cheap: no I/O.
    */
   status(): SharedStateStatus;
+  /**
+   * Checks the Redis of the budgets (REDIS_URL): waits for its first connection attempt (at most
+   * `waitMs`), then reads its eviction settings. Never rejects.
+   */
+  checkBudgetRedis(waitMs: number): Promise<BudgetRedisCheck>;
   /** Closes the Redis connection (bounded by the command timeout). The stores keep working in memory. */
   close(): Promise<void>;
 }
@@ -44,9 +87,11 @@ export interface AnswerStore {
    * Stores value for ttlMs: locally, and in Redis as JSON with PX ttl. `undefined` is not stored (it
    * means "miss"); a value JSON cannot encode stays local. `bytes` is the caller's estimate of the
    * value's heap size, for the local byte bound (default: the JSON length in Redis mode, 1 KiB in
-   * memory mode). Never throws; fire and forget.
+   * memory mode). `owner`: who makes the store write it (an API key or a client address), for a
+   * store with a per-owner bound (APQ documents); an entry over a bound (size, owner) is not stored.
+   * Never throws; fire and forget.
    */
-  set(key: string, value: unknown, ttlMs: number, bytes?: number): void;
+  set(key: string, value: unknown, ttlMs: number, bytes?: number, owner?: string): void;
   /** Local entries (expired ones not met yet included). */
   readonly size: number;
   /** Forgets the local entries. Redis entries are shared and left to their TTL. */
@@ -75,34 +120,62 @@ export interface FlightCoordinator {
 /** The answer of `BudgetStore.reserve`. */
 export type BudgetReserveResult =
   /**
-   * Reserved: `usd` was added to the bucket starting at `bucketStart`. `shared` says whether Redis
-   * counted it (false in memory mode, during an outage, or when the Redis call failed).
+   * Reserved in every window, in the bucket of `at` (the store's time: Redis' clock with Redis).
+   * `shared`: whether Redis counted it (false in memory mode, during an outage, or when the Redis call
+   * failed). `warnings`: the windows this reservation brought to their warning figure.
    */
-  | { ok: true; bucketStart: number; shared: boolean }
-  /** Did not fit: the window it was judged on (per-minute buckets, oldest first). */
-  | { ok: false; buckets: BudgetBucket[] };
+  | { ok: true; at: number; shared: boolean; warnings: BudgetWarning[] }
+  /** Did not fit in at least one window: every window as it was judged (buckets oldest first). */
+  | { ok: false; at: number; windows: BudgetBucket[][] };
 
+/**
+ * Cost budgets: per budget key, several sliding windows at once, each in buckets of its own length.
+ * Spend and reservations are kept apart (a reservation is moved to spend when its operation
+ * settles), and a window's figure is both together. Every method takes `now` (local ms), which is the
+ * clock in memory and while Redis is unavailable; with Redis, Redis' own clock (`TIME`) places
+ * buckets and slides the windows, so replicas whose clocks differ still share one window.
+ */
 export interface BudgetStore {
-  /** Adds usd spent by budgetKey at `now` (ms). Ignores non-positive or non-finite amounts. Never throws. */
-  add(budgetKey: string, usd: number, now: number): void;
   /**
-   * Reserves `usd` for budgetKey when the hour ending at `now` (spend and reservations of every
-   * replica) plus `usd` stays within `limitUsd`; otherwise reserves nothing. Atomic: in memory
+   * Reserves `usd` in every window when each window's spend plus reservations (every replica's) plus
+   * `usd` stays within its limit; otherwise reserves nothing. Atomic across the windows: in memory
    * synchronously, in Redis with one Lua script (so two replicas never both take the last dollar).
-   * When Redis is unavailable or the script fails, this replica's own window decides (and what it
+   * When Redis is unavailable or the script fails, this replica's own windows decide (and what it
    * reserved is pushed to Redis once it is back). Never rejects.
    */
-  reserve(budgetKey: string, usd: number, limitUsd: number, now: number): MaybePromise<BudgetReserveResult>;
+  reserve(
+    budgetKey: string,
+    windows: readonly BudgetWindowSpec[],
+    usd: number,
+    now: number,
+  ): MaybePromise<BudgetReserveResult>;
   /**
-   * Corrects a reservation (`usd` may be negative: a refund) in the bucket `reserve` made it in. A
-   * bucket already out of the hour is left alone. Never throws.
+   * Settles a reservation made at `at` (the reservation's own `at`): `reservedUsd` leaves the
+   * reservations and `spentUsd` is added to the spend, in the bucket the reservation was made in (a
+   * bucket already out of a window is left alone there). `onWarning` hears of the windows this
+   * brought to their warning figure. Never throws; fire and forget.
    */
-  adjust(budgetKey: string, bucketStart: number, usd: number, now: number): void;
+  settle(
+    budgetKey: string,
+    windows: readonly BudgetWindowSpec[],
+    at: number,
+    reservedUsd: number,
+    spentUsd: number,
+    now: number,
+    onWarning?: (warning: BudgetWarning) => void,
+  ): void;
+  /** Spend without a reservation, now. Ignores non-positive or non-finite amounts. Never throws. */
+  add(
+    budgetKey: string,
+    windows: readonly BudgetWindowSpec[],
+    usd: number,
+    now: number,
+    onWarning?: (warning: BudgetWarning) => void,
+  ): void;
   /**
-   * Spend of budgetKey in the hour ending at `now`: per-minute buckets oldest first; a bucket is in
-   * the window while its start is later than now − 1 h. Memory (and Redis unavailable): synchronous.
-   * Redis: a promise of every replica's spend, never below this replica's own per bucket; this
-   * replica's own buckets when Redis fails. Never rejects.
+   * The windows' buckets: memory (and Redis unavailable) synchronously; with Redis, a promise of
+   * every replica's figures (per bucket never below this replica's own), this replica's own when
+   * Redis fails. Never rejects.
    */
-  window(budgetKey: string, now: number): MaybePromise<BudgetBucket[]>;
+  read(budgetKey: string, windows: readonly BudgetWindowSpec[], now: number): MaybePromise<BudgetRead>;
 }

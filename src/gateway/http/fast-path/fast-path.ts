@@ -18,10 +18,10 @@ import type { ExecutionResult } from 'graphql';
 import type { YogaLogger } from 'graphql-yoga';
 import { isPromise } from '../../../shared/is-promise.js';
 import type { Compression } from '../../delivery/compression.js';
-import type { Operation } from '../../request/operation.js';
 import type { PipelineContext } from '../../plugins/use-request-pipeline.js';
 import { requestFactsOf } from '../../request/facts.js';
 import type { JsonMediaType } from '../../request/media-type.js';
+import type { Operation } from '../../request/operation.js';
 import { MASKED_MESSAGE, type RequestPipeline, type RequestState } from '../../request/pipeline.js';
 import type { Resolved } from '../../request/trusted-documents.js';
 import { type GatewayYoga, GRAPHQL_ENDPOINT } from '../yoga.js';
@@ -270,7 +270,9 @@ export function createFastPath(options: FastPathOptions): FastPath {
     served,
     handle(req, res) {
       if (!eligible(req)) return false;
-      const state = pipeline.begin(requestFactsOf((name) => req.headers[name] as string | undefined));
+      const state = pipeline.begin(
+        requestFactsOf((name) => req.headers[name] as string | undefined, req.socket.remoteAddress),
+      );
       const mediaType = state.facts.mediaType;
       if (mediaType === undefined) return false;
       // The pipeline's last step, once, whichever lane answers: settled when the response is done
