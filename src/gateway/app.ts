@@ -134,6 +134,7 @@ export async function createApp(config: AppConfig, options: AppOptions): Promise
   const pipeline = createRequestPipeline({
     deadlineMs: config.resilience.operationDeadlineMs,
     maxUpstreamCalls: config.limits.maxUpstreamCalls,
+    fallbackByDefault: config.cost.costBudgetFallback === 'cheaper-model',
     trusted,
     costControl,
     reporter: createOperationReporter({ metrics, logger, tracer, responseCache: config.cache.responseCache }),

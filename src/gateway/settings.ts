@@ -233,6 +233,11 @@ export const costSettings = settingsGroup('cost', {
     'Budgets per scope over several sliding windows, JSON or @<file>: {"default":{"1h":0.05,"24h":0.5},"anonymous":{"1h":0.01},"tier:pro":{"1h":1},"key:<sha256 hex of the key>":{"30d":100}}. Windows <n>m, <n>h or <n>d. The most specific scope applies (key, tier from API_KEYS, anonymous for callers without a key, default); an operation must fit every window of it. Checked at start; keys are never printed.',
     '(unset: COST_BUDGET_USD_PER_HOUR alone)',
   ),
+  costBudgetFallback: setting(
+    'COST_BUDGET_FALLBACK',
+    z.enum(['none', 'cheaper-model']).default('none'),
+    'What an operation that does not fit its cap or budget gets when the request does not say (X-Budget-Fallback): none, BUDGET_EXCEEDED; cheaper-model, its fields answered by the next cheaper model of their service that fits (opus, then 4o, then mini), listed in extensions.cost.fallbacks.',
+  ),
   costBudgetWarningRatio: setting(
     'COST_BUDGET_WARNING_RATIO',
     ratio().default(0.8),

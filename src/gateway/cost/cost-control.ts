@@ -20,9 +20,15 @@ import { isPromise } from '../../shared/is-promise.js';
 import { roundUsd } from '../../shared/usd.js';
 import { gatewayError, type UpstreamName } from '../errors.js';
 import type { CostAdmission, CostEstimate, Operation } from '../request/operation.js';
-import { type ModelCall, modelCalls, type OperationPlan } from '../request/operation-plan.js';
+import {
+  type ModelCall,
+  modelCalls,
+  modelCallsByField,
+  type OperationPlan,
+} from '../request/operation-plan.js';
 import type { BudgetHold, BudgetReservation, BudgetWindowStatus, CostBudget } from './cost-budget.js';
 import type { CostModel } from './cost-model.js';
+import { cheaperSteps, type Fallback, fallbacksOf } from './fallback.js';
 
 export interface CostControlOptions {
   model: CostModel;
@@ -74,11 +80,18 @@ class Admission implements CostAdmission {
   #estimate: CostEstimate | undefined = undefined;
   #hold: BudgetHold | undefined = undefined;
   #settled = false;
+  /** The fields answered by a cheaper model than they asked for (fallback.ts). */
+  fallbacks: readonly Fallback[] | undefined = undefined;
 
   constructor(
     private readonly make: () => CostEstimate,
     private readonly budget: CostBudget | undefined,
+    private readonly overrides: ReadonlyMap<string, string> | undefined = undefined,
   ) {}
+
+  modelFor(key: string): string | undefined {
+    return this.overrides?.get(key);
+  }
 
   estimate(): CostEstimate {
     this.#estimate ??= this.make();
@@ -133,10 +146,21 @@ export function createCostControl(options: CostControlOptions): CostControl {
     return calls;
   };
 
-  const estimateOf = (plan: OperationPlan, variables: Record<string, unknown> | undefined): CostEstimate => {
+  const estimateOf = (
+    plan: OperationPlan,
+    variables: Record<string, unknown> | undefined,
+    overrides?: ReadonlyMap<string, string>,
+  ): CostEstimate => {
     const priced: Array<readonly [UpstreamName, string, number]> = [];
     let usd = 0;
-    for (const call of callsOf(plan, variables)) {
+    const calls =
+      overrides === undefined
+        ? callsOf(plan, variables)
+        : modelCallsByField(plan, variables).flatMap(({ key, calls: of }) => {
+            const model = overrides.get(key);
+            return model === undefined ? of : of.map((call) => ({ ...call, model }));
+          });
+    for (const call of calls) {
       const expected = model.expected(call);
       usd += expected;
       priced.push([call.upstream, call.model, expected]);
@@ -154,7 +178,6 @@ export function createCostControl(options: CostControlOptions): CostControl {
       if (verdict.hold !== undefined) admission.reserve(verdict.hold);
       return undefined;
     }
-    onRefusal?.('hourly-budget');
     // Not run after all: its estimate leaves the batch's cap.
     if (operation.batch !== undefined && operation.maxCostUsd !== undefined)
       operation.batch.estimatedUsd -= estimated;
@@ -193,37 +216,85 @@ export function createCostControl(options: CostControlOptions): CostControl {
     );
   };
 
+  /** One admission of the operation, with these models (fallback.ts) or those it asked for. */
+  const attempt = (
+    operation: Operation,
+    plan: OperationPlan,
+    variables: Record<string, unknown> | undefined,
+    overrides?: ReadonlyMap<string, string>,
+  ): GraphQLError | undefined | Promise<GraphQLError | undefined> => {
+    const admission = new Admission(() => estimateOf(plan, variables, overrides), budget, overrides);
+    operation.admission = admission;
+    const cap = operation.maxCostUsd;
+    if (cap === undefined && budget === undefined) return undefined;
+    const estimate = admission.estimate();
+    const estimated = estimate.usd;
+    const batch = cap === undefined ? undefined : operation.batch;
+    if (cap !== undefined) {
+      const before = batch?.estimatedUsd ?? 0;
+      if (roundUsd(before + estimated) > cap) {
+        const message =
+          batch === undefined
+            ? `This operation is expected to cost ${estimated} USD, more than X-Max-Cost-Usd allows (${cap} USD); nothing was called.`
+            : `This operation is expected to cost ${estimated} USD, and the batch's operations admitted before it ${roundUsd(before)} USD: more than X-Max-Cost-Usd allows for the whole batch (${cap} USD); nothing was called for it.`;
+        return gatewayError('BUDGET_EXCEEDED', message, {
+          estimatedCostUsd: estimated,
+          maxCostUsd: cap,
+          http: { status: 400, spec: true },
+        });
+      }
+      if (batch !== undefined) batch.estimatedUsd = before + estimated;
+    }
+    if (budget === undefined || estimate.calls.length === 0) return undefined;
+    const verdict = budget.reserve(operation.apiKey, estimated);
+    return isPromise(verdict)
+      ? verdict.then((resolved) => overBudget(resolved, operation, admission, estimated))
+      : overBudget(verdict, operation, admission, estimated);
+  };
+
+  /** The refusal counted (metrics), by what refused. */
+  const refused = (refusal: GraphQLError | undefined): GraphQLError | undefined => {
+    if (refusal !== undefined)
+      onRefusal?.(refusal.extensions?.maxCostUsd === undefined ? 'hourly-budget' : 'max-cost');
+    return refusal;
+  };
+
+  /**
+   * Refused, and the caller asked for cheaper models: each step down (fallback.ts) is tried until one
+   * is admitted; else the first refusal stands.
+   */
+  const fallBack = (
+    operation: Operation,
+    plan: OperationPlan,
+    variables: Record<string, unknown> | undefined,
+    refusal: GraphQLError,
+  ): GraphQLError | undefined | Promise<GraphQLError | undefined> => {
+    const fields = modelCallsByField(plan, variables);
+    const steps = cheaperSteps(fields, (call) => model.expected(call));
+    const tryStep = (index: number): GraphQLError | undefined | Promise<GraphQLError | undefined> => {
+      const overrides = steps[index];
+      if (overrides === undefined) return refusal;
+      const verdict = attempt(operation, plan, variables, overrides);
+      const decided = (again: GraphQLError | undefined) => {
+        if (again !== undefined) return tryStep(index + 1);
+        (operation.admission as Admission).fallbacks = fallbacksOf(fields, overrides);
+        return undefined;
+      };
+      return isPromise(verdict) ? verdict.then(decided) : decided(verdict);
+    };
+    return tryStep(0);
+  };
+
   return {
     admit(operation, plan, variables) {
       if (plan.fields.length === 0) return undefined;
-      const admission = new Admission(() => estimateOf(plan, variables), budget);
-      operation.admission = admission;
-      const cap = operation.maxCostUsd;
-      if (cap === undefined && budget === undefined) return undefined;
-      const estimate = admission.estimate();
-      const estimated = estimate.usd;
-      const batch = cap === undefined ? undefined : operation.batch;
-      if (cap !== undefined) {
-        const before = batch?.estimatedUsd ?? 0;
-        if (roundUsd(before + estimated) > cap) {
-          onRefusal?.('max-cost');
-          const message =
-            batch === undefined
-              ? `This operation is expected to cost ${estimated} USD, more than X-Max-Cost-Usd allows (${cap} USD); nothing was called.`
-              : `This operation is expected to cost ${estimated} USD, and the batch's operations admitted before it ${roundUsd(before)} USD: more than X-Max-Cost-Usd allows for the whole batch (${cap} USD); nothing was called for it.`;
-          return gatewayError('BUDGET_EXCEEDED', message, {
-            estimatedCostUsd: estimated,
-            maxCostUsd: cap,
-            http: { status: 400, spec: true },
-          });
-        }
-        if (batch !== undefined) batch.estimatedUsd = before + estimated;
-      }
-      if (budget === undefined || estimate.calls.length === 0) return undefined;
-      const verdict = budget.reserve(operation.apiKey, estimated);
-      return isPromise(verdict)
-        ? verdict.then((resolved) => overBudget(resolved, operation, admission, estimated))
-        : overBudget(verdict, operation, admission, estimated);
+      const first = attempt(operation, plan, variables);
+      const decided = (refusal: GraphQLError | undefined) => {
+        if (refusal === undefined || !operation.fallback) return refused(refusal);
+        const last = fallBack(operation, plan, variables, refusal);
+        return isPromise(last) ? last.then(refused) : refused(last);
+      };
+      return isPromise(first) ? first.then(decided) : decided(first);
     },
 
     spent(operation, call, usd) {

@@ -37,6 +37,8 @@ export interface OperationExtensions {
     cacheHits: number;
     /** What was estimated before any call (and reserved, under a budget). */
     estimatedCostUsd?: number;
+    /** Fields answered by a cheaper model than they asked for, to fit the cap or the budget. */
+    fallbacks?: ReadonlyArray<{ path: string; requestedModel: string; usedModel: string }>;
   };
 }
 
@@ -123,6 +125,8 @@ export function createOperationReporter(options: OperationReporterOptions): Oper
           cacheHits: ledger.cacheHits,
         };
         if (estimate !== undefined) extensions.cost.estimatedCostUsd = estimate.usd;
+        const fallbacks = operation.admission?.fallbacks;
+        if (fallbacks !== undefined && fallbacks.length > 0) extensions.cost.fallbacks = fallbacks;
       }
 
       const level = outcome === 'error' ? 'warn' : 'info';

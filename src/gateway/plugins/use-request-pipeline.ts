@@ -14,7 +14,8 @@
  * - onExecutionResult: `finish` (`finishStream` for a stream of parts, which ends the request when
  *   the stream is over).
  * - onResultProcess: `encode`, for the JSON media types (streams keep Yoga's processors).
- * - onResponse: the request id on every answer, then `end`.
+ * - onResponse: the request id on every answer, the budget's RateLimit fields on GraphQL answers,
+ *   then `end`.
  *
  * Per-request state is the server context's `gateway` field (Yoga gives each request its own server
  * context; each entry of a batch gets a context inheriting from it), per-operation state the
@@ -141,8 +142,14 @@ export function useRequestPipeline(options: RequestPipelinePluginOptions): Plugi
       }, mediaType);
     },
 
-    onResponse({ request, response, serverContext }) {
+    async onResponse({ request, response, serverContext }) {
       const state = (serverContext as PipelineContext).gateway;
+      // The caller's budget on every GraphQL answer (not on /metrics, /health, GraphiQL's page).
+      if (state !== undefined && state.operations.length > 0) {
+        const added = await pipeline.answerHeaders(state);
+        if (added !== undefined)
+          for (const [name, value] of Object.entries(added)) response.headers.set(name, value);
+      }
       // Early answers (Yoga's /health) may come before onRequest ran here.
       response.headers.set(
         'x-request-id',

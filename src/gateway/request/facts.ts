@@ -21,6 +21,11 @@ export interface RequestFacts {
   /** Accept-Encoding, for compression. */
   readonly acceptEncoding: string | undefined;
   /**
+   * X-Budget-Fallback: true for `cheaper-model`, false for `none`, undefined when absent (the
+   * COST_BUDGET_FALLBACK setting decides).
+   */
+  readonly fallback: boolean | undefined;
+  /**
    * Who the caller is, for bounds per client (APQ registrations): `key:<sha256 of the API key>`, or
    * `ip:<address>` without a key. Never the key itself.
    */
@@ -43,6 +48,7 @@ export function requestFactsOf(header: HeaderReader, address: string | undefined
     maxCost: maxCostOf(header(MAX_COST_HEADER)),
     mediaType: negotiateMediaType(header('accept')),
     acceptEncoding: header('accept-encoding') ?? undefined,
+    fallback: fallbackOf(header('x-budget-fallback')),
   };
 }
 
@@ -94,4 +100,10 @@ export function maxCostOf(
     );
   }
   return value;
+}
+
+/** `X-Budget-Fallback`: `cheaper-model` asks for it, `none` declines it; anything else is ignored. */
+function fallbackOf(header: string | null | undefined): boolean | undefined {
+  const value = header?.trim().toLowerCase();
+  return value === 'cheaper-model' ? true : value === 'none' ? false : undefined;
 }

@@ -175,9 +175,15 @@ export function planOperation(
   };
 }
 
-/** The models the planned calls use with these variables (defaults where arguments cannot be read). */
-export function modelCalls(plan: OperationPlan, variables: Record<string, unknown> | undefined): ModelCall[] {
-  const out: ModelCall[] = [];
+/**
+ * The models each model-calling field uses with these variables (defaults where arguments cannot be
+ * read), by the field's response key (its alias, else its name).
+ */
+export function modelCallsByField(
+  plan: OperationPlan,
+  variables: Record<string, unknown> | undefined,
+): Array<{ key: string; calls: ModelCall[] }> {
+  const out: Array<{ key: string; calls: ModelCall[] }> = [];
   const coerced = plan.coerceVariables === undefined ? (variables ?? {}) : plan.coerceVariables(variables);
   for (const { node, field, models } of plan.priced ?? []) {
     let args: Record<string, unknown>;
@@ -188,9 +194,14 @@ export function modelCalls(plan: OperationPlan, variables: Record<string, unknow
       // Bad variables fail the operation anyway; estimate it with the fields' defaults.
       args = {};
     }
-    out.push(...models(args));
+    out.push({ key: node.alias?.value ?? node.name.value, calls: models(args) });
   }
   return out;
+}
+
+/** The models the planned calls use with these variables (defaults where arguments cannot be read). */
+export function modelCalls(plan: OperationPlan, variables: Record<string, unknown> | undefined): ModelCall[] {
+  return modelCallsByField(plan, variables).flatMap((field) => field.calls);
 }
 
 /** The names of the variables used anywhere in `value`. */

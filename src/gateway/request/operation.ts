@@ -53,6 +53,10 @@ export interface CostEstimate {
 export interface CostAdmission {
   /** The estimate (made at admission when a cap or a budget needs it, else on demand). */
   estimate(): CostEstimate;
+  /** The model a field (by response key) was admitted with instead of its own (a fallback), if any. */
+  modelFor(key: string): string | undefined;
+  /** The fields answered by a cheaper model than they asked for (`extensions.cost.fallbacks`). */
+  readonly fallbacks: readonly { path: string; requestedModel: string; usedModel: string }[] | undefined;
   /** Whether a budget reservation is held: the operation's costs are billed when it settles. */
   readonly reserving: boolean;
 }
@@ -198,6 +202,8 @@ export interface OperationInit {
   headerRefusal?: GraphQLError | undefined;
   /** Who the caller is, for bounds per client (request/facts.ts `client`). @default 'unknown' */
   client?: string | undefined;
+  /** Cheaper models rather than BUDGET_EXCEEDED (X-Budget-Fallback: cheaper-model). @default false */
+  fallback?: boolean | undefined;
 }
 
 export class Operation implements Cancellation {
@@ -211,6 +217,7 @@ export class Operation implements Cancellation {
   readonly batch: OperationBatch | undefined;
   readonly headerRefusal: GraphQLError | undefined;
   readonly client: string;
+  readonly fallback: boolean;
   readonly ledger = new CallLedger();
 
   /** Cost control's admission, once admitted (cost/cost-control.ts). */
@@ -242,6 +249,7 @@ export class Operation implements Cancellation {
     this.batch = init.batch;
     this.headerRefusal = init.headerRefusal;
     this.client = init.client ?? 'unknown';
+    this.fallback = init.fallback ?? false;
   }
 
   cancel(reason: unknown): void {

@@ -15,7 +15,8 @@
  *   finish   codes on request errors, masking of unexpected errors, the report (extensions, log
  *            line, metrics, span)
  *   encode   the JSON media type by the rules of media-type.ts, the status (http-status.ts: the
- *            2026 draft's for application/graphql-response+json), the body
+ *            2026 draft's for application/graphql-response+json), the body, and the caller's
+ *            budget as RateLimit header fields (rate-limit-headers.ts)
  *   end      settles each operation's cost admission, once
  *
  * Per-request state lives in a `RequestState` the lane carries (node's response on the fast path,
@@ -34,6 +35,7 @@ import { httpStatusOf } from './http-status.js';
 import type { JsonMediaType } from './media-type.js';
 import { Operation, type OperationBatch } from './operation.js';
 import type { OperationPlan } from './operation-plan.js';
+import { rateLimitHeaders } from './rate-limit-headers.js';
 import { withRequestErrorCodes } from './request-error-codes.js';
 import type { DocumentRequest, Resolved, TrustedDocuments } from './trusted-documents.js';
 
@@ -45,6 +47,8 @@ export interface RequestPipelineOptions {
   deadlineMs: number;
   /** MAX_UPSTREAM_CALLS: distinct upstream calls of one operation, or of a whole batch. */
   maxUpstreamCalls: number;
+  /** COST_BUDGET_FALLBACK=cheaper-model: cheaper models unless a request says `X-Budget-Fallback: none`. @default false */
+  fallbackByDefault?: boolean;
   trusted: TrustedDocuments;
   costControl: CostControl;
   reporter: OperationReporter;
@@ -80,6 +84,9 @@ export interface IncrementalPart extends ExecutionResult {
   hasNext?: boolean;
   incremental?: ReadonlyArray<{ data?: unknown; items?: unknown; errors?: readonly GraphQLError[] }>;
 }
+
+/** Header fields added to an answer. */
+export type AnswerHeaders = Record<string, string>;
 
 /** A result as bytes: status, headers and body. */
 export interface EncodedResult {
@@ -119,6 +126,12 @@ export interface RequestPipeline {
     stream: AsyncIterable<IncrementalPart>,
   ): AsyncIterable<IncrementalPart>;
   encode(result: ExecutionResult | readonly ExecutionResult[], mediaType: JsonMediaType): EncodedResult;
+  /**
+   * The header fields every answer to this caller carries beside the result: the IETF RateLimit
+   * fields of its budget (rate-limit-headers.ts); undefined without a budget. A promise only when the
+   * budget lives in Redis.
+   */
+  answerHeaders(state: RequestState): AnswerHeaders | undefined | Promise<AnswerHeaders | undefined>;
   /** The client went away: every operation of the request is cancelled. */
   cancel(state: RequestState, reason: unknown): void;
   end(state: RequestState): void;
@@ -193,6 +206,7 @@ export function createRequestPipeline(options: RequestPipelineOptions): RequestP
         maxCostUsd: typeof facts.maxCost === 'number' ? facts.maxCost : undefined,
         headerRefusal: typeof facts.maxCost === 'object' ? facts.maxCost : undefined,
         client: facts.client,
+        fallback: facts.fallback ?? options.fallbackByDefault ?? false,
         batch: state.batch,
       });
       state.operations.push(operation);
@@ -252,6 +266,11 @@ export function createRequestPipeline(options: RequestPipelineOptions): RequestP
         headers: response.init.headers,
         body: response.body,
       };
+    },
+
+    answerHeaders(state) {
+      const status = costControl.budgetStatus(state.facts.apiKey);
+      return isPromise(status) ? status.then(rateLimitHeaders) : rateLimitHeaders(status);
     },
 
     cancel(state, reason) {

@@ -110,13 +110,14 @@ builder.queryField('inference', (t) =>
         description: 'What to infer, and the signed waiver.',
       }),
     },
-    resolve: async (_root, { input }, context) => {
+    resolve: async (_root, { input }, context, info) => {
       const desiredDigits = checkDigits('desiredDigits', input.desiredDigits, context.limits.maxDigits);
       const temperature = checkTemperature(input.temperature);
       if (input.liabilityWaiverSigned !== true) throw waiverRequired();
       const request: InferenceRequest = {
         desiredDigits,
-        model: input.model ?? undefined,
+        // A cheaper model when the budget asked for one (cost/fallback.ts), else the one asked for.
+        model: context.operation.admission?.modelFor(String(info.path.key)) ?? input.model ?? undefined,
         temperature,
         useChainOfThought: input.useChainOfThought ?? undefined,
         liabilityWaiverSigned: true,

@@ -216,7 +216,7 @@ builder.queryField('isNull', (t) =>
         description: 'Distinguish null from undefined. Enterprise tier only (else TIER_FORBIDDEN).',
       }),
     },
-    resolve: async (_root, args, context) => {
+    resolve: async (_root, args, context, info) => {
       const temperature = checkTemperature(args.temperature);
       const arg = args.value;
       const given = 'value' in args && arg !== undefined;
@@ -224,7 +224,8 @@ builder.queryField('isNull', (t) =>
       const request: NullCheckRequest = {
         hasValue: given,
         value: given ? value : undefined,
-        model: args.model ?? undefined,
+        // A cheaper model when the budget asked for one (cost/fallback.ts), else the one asked for.
+        model: context.operation.admission?.modelFor(String(info.path.key)) ?? args.model ?? undefined,
         temperature,
         strictMode: args.strictMode ?? undefined,
       };

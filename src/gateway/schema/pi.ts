@@ -102,13 +102,14 @@ builder.queryField('pi', (t) =>
         description: 'Include the sponsor message (default true). The free tier requires true.',
       }),
     },
-    resolve: async (_root, args, context) => {
+    resolve: async (_root, args, context, info) => {
       const temperature = checkTemperature(args.temperature);
       const digits =
         args.digits == null ? undefined : checkDigits('digits', args.digits, context.limits.maxDigits);
       const request: PiRequest = {
         digits,
-        model: args.model ?? undefined,
+        // A cheaper model when the budget asked for one (cost/fallback.ts), else the one asked for.
+        model: context.operation.admission?.modelFor(String(info.path.key)) ?? args.model ?? undefined,
         temperature,
         sponsored: args.sponsored ?? undefined,
       };

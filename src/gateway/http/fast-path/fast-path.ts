@@ -22,7 +22,12 @@ import type { PipelineContext } from '../../plugins/use-request-pipeline.js';
 import { requestFactsOf } from '../../request/facts.js';
 import type { JsonMediaType } from '../../request/media-type.js';
 import type { Operation } from '../../request/operation.js';
-import { MASKED_MESSAGE, type RequestPipeline, type RequestState } from '../../request/pipeline.js';
+import {
+  type AnswerHeaders,
+  MASKED_MESSAGE,
+  type RequestPipeline,
+  type RequestState,
+} from '../../request/pipeline.js';
 import type { Resolved } from '../../request/trusted-documents.js';
 import { type GatewayYoga, GRAPHQL_ENDPOINT } from '../yoga.js';
 import type { PreparedOperation, PreparedOperations } from './prepared-operations.js';
@@ -177,10 +182,23 @@ export function createFastPath(options: FastPathOptions): FastPath {
     result: ExecutionResult,
     mediaType: JsonMediaType,
   ): void | Promise<void> => {
+    const extra = pipeline.answerHeaders(state);
+    if (isPromise(extra)) return extra.then((added) => writeWith(res, state, result, mediaType, added));
+    return writeWith(res, state, result, mediaType, extra);
+  };
+
+  const writeWith = (
+    res: ServerResponse,
+    state: RequestState,
+    result: ExecutionResult,
+    mediaType: JsonMediaType,
+    added: AnswerHeaders | undefined,
+  ): void | Promise<void> => {
     const encoded = pipeline.encode(result, mediaType);
     if (res.destroyed || res.writableEnded) return;
     const headers: Record<string, string | number> = {};
     for (const [name, value] of Object.entries(encoded.headers)) headers[name.toLowerCase()] = value;
+    if (added !== undefined) Object.assign(headers, added);
     const length = Buffer.byteLength(encoded.body);
     headers['x-request-id'] = state.facts.requestId;
     const large = length >= compression.minBytes;
