@@ -25,8 +25,8 @@ import {
 import { loadConfig } from '../src/config.js';
 import { listPrice } from '../src/gateway/cost/price-table.js';
 import { modelCalls, planOperation } from '../src/gateway/request/operation-plan.js';
-import { schema } from '../src/gateway/schema/index.js';
 import { loadManifest } from '../src/gateway/request/trusted-documents.js';
+import { schema } from '../src/gateway/schema/index.js';
 
 /** At most this many combinations of variable values are priced per operation. */
 const MAX_COMBINATIONS = 4096;

@@ -47,7 +47,9 @@ describe('X-Budget-Fallback: cheaper-model', () => {
       gpuCostUsd: 0.0042,
       fallbacks: [{ path: 'dear', requestedModel: 'null-x-opus', usedModel: 'null-x-4o' }],
     });
-    expect((scripted.upstream.requests.at(-1)?.body as { model?: string }).model).toBe('null-x-4o');
+    expect((scripted.upstream.requests.at(-1)?.body as { model?: string } | undefined)?.model).toBe(
+      'null-x-4o',
+    );
 
     // 0.0058 left: 4o fits once more, then only mini does.
     const second = await gql(g.url, OPUS, { headers: { ...key, 'x-budget-fallback': 'cheaper-model' } });
