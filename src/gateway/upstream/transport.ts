@@ -22,7 +22,7 @@ import { UpstreamCallError, type UpstreamName } from '../errors.js';
 import { redactApiKey } from '../redaction.js';
 import { AttemptSignal } from './attempt-signal.js';
 import { unwatchDeadline, watchDeadline } from './deadline-sweep.js';
-import type { Dispatch, EndpointName, UpstreamAnswer, UpstreamRequest } from './dispatch.js';
+import type { Dispatch, UpstreamAnswer, UpstreamRequest } from './dispatch.js';
 import { type ExchangeFailure, exchangeOnce, type ResponseHeaders } from './exchange-handler.js';
 import { ResponseShapeError } from './response-schemas.js';
 import { errorFromFailure, errorFromStatus } from './status-mapping.js';

@@ -220,7 +220,6 @@ export function createFastPath(options: FastPathOptions): FastPath {
   };
 
   const run = (
-    req: IncomingMessage,
     res: ServerResponse,
     state: RequestState,
     operation: Operation,
@@ -266,7 +265,7 @@ export function createFastPath(options: FastPathOptions): FastPath {
     const operation = pipeline.open(state, params.operationName);
     const register =
       resolved.register === undefined ? undefined : { hash: resolved.register, text: resolved.query };
-    return run(req, res, state, operation, ready, params, mediaType, register);
+    return run(res, state, operation, ready, params, mediaType, register);
   };
 
   const fail = (error: unknown, res: ServerResponse) => {
