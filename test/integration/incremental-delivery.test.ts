@@ -163,8 +163,7 @@ describe('@defer with the real clients', () => {
 
 describe('a client that leaves mid-stream', () => {
   it('aborts the deferred call in flight, starts no other, and is billed as documented', async () => {
-    const budget = '1';
-    const g = await scripted.gateway({ COST_BUDGET_USD_PER_HOUR: budget });
+    const g = await scripted.gateway({ COST_BUDGET_USD_PER_HOUR: '1' });
     const registry = g.app.metrics.registry;
     const abandonedBefore =
       (await metricValue(registry, 'gateway_abandoned_cost_usd_total', { upstream: 'pi-digits' })) ?? 0;
@@ -204,6 +203,19 @@ describe('a client that leaves mid-stream', () => {
         return Math.abs(now - abandonedBefore - piEstimate) < 1e-9;
       }),
     ).toBe(true);
+    // The key's budget shows the same bill: the answered check plus the abandoned call's estimate.
+    const seen = await fetch(g.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer sk-leaves' },
+      body: JSON.stringify({ query: '{ budget { windows { spentUsd reservedUsd } } }' }),
+    });
+    const budget = (
+      (await seen.json()) as {
+        data: { budget: { windows: Array<{ spentUsd: number; reservedUsd: number }> } };
+      }
+    ).data.budget.windows[0];
+    expect(budget?.reservedUsd).toBe(0);
+    expect(Math.abs((budget?.spentUsd ?? 0) - (NULL_COST + piEstimate))).toBeLessThan(1e-6);
     held.open();
     // No call started after the client left: still the one pi call, and one null check.
     expect(piCalls()).toBe(1);
