@@ -24,7 +24,7 @@ import {
 } from 'graphql';
 import { loadConfig } from '../src/config.js';
 import { listPrice } from '../src/gateway/cost/price-table.js';
-import { modelCalls, planOperation } from '../src/gateway/request/operation-plan.js';
+import { modelCalls, planOperation } from '../src/gateway/operation/operation-plan.js';
 import { loadManifest } from '../src/gateway/request/trusted-documents.js';
 import { schema } from '../src/gateway/schema/index.js';
 

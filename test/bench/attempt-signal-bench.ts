@@ -20,7 +20,7 @@
  */
 import { createServer } from 'node:net';
 import { type Dispatcher, Pool } from 'undici';
-import { Operation } from '../../src/gateway/request/operation.js';
+import { Operation } from '../../src/gateway/operation/operation.js';
 import { AttemptSignal } from '../../src/gateway/upstream/attempt-signal.js';
 import { unwatchDeadline, watchDeadline } from '../../src/gateway/upstream/deadline-sweep.js';
 import { installSignalCleanup, startChild } from './bench-processes.js';

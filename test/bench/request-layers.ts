@@ -14,7 +14,7 @@ import { compileQuery, isCompiledQuery } from 'graphql-jit';
 import { loadConfig } from '../../src/config.js';
 import { createDigitEngine } from '../../src/digits/digit-engine.js';
 import { createApp } from '../../src/gateway/app.js';
-import { planOperation } from '../../src/gateway/request/operation-plan.js';
+import { planOperation } from '../../src/gateway/operation/operation-plan.js';
 import { schema } from '../../src/gateway/schema/index.js';
 import type { PiResponse } from '../../src/gateway/upstream/types.js';
 import { createLogger } from '../../src/shared/logger.js';

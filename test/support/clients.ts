@@ -11,7 +11,7 @@ import { UpstreamCallError } from '../../src/gateway/errors.js';
 import { createGatewayMetrics, type GatewayMetrics } from '../../src/gateway/observability/metrics.js';
 import { createSponsorLog } from '../../src/gateway/observability/sponsor-log.js';
 import { createUpstreamObserver } from '../../src/gateway/observability/upstream-observer.js';
-import { Operation, type OperationInit } from '../../src/gateway/request/operation.js';
+import { Operation, type OperationInit } from '../../src/gateway/operation/operation.js';
 import { createSharedState } from '../../src/gateway/shared-state/index.js';
 import { createUpstreamClients, type UpstreamClients } from '../../src/gateway/upstream/clients.js';
 import type { HttpForm, UpstreamRequest } from '../../src/gateway/upstream/dispatch.js';

@@ -18,7 +18,7 @@ import {
   createUpstreamObserver,
   MAX_PLAUSIBLE_COST_USD,
 } from '../../src/gateway/observability/upstream-observer.js';
-import { Operation } from '../../src/gateway/request/operation.js';
+import { Operation } from '../../src/gateway/operation/operation.js';
 import type {
   AnswerFacts,
   AnswerSource,

@@ -24,7 +24,7 @@ import {
   modelCalls,
   planOperation,
   type UpstreamFieldExtension,
-} from '../../src/gateway/request/operation-plan.js';
+} from '../../src/gateway/operation/operation-plan.js';
 import { schema } from '../../src/gateway/schema/index.js';
 import { DEFAULT_PI_DIGITS } from '../../src/gateway/upstream/pi-digits-client.js';
 import type { TestGateway } from '../support/gateway.js';

@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { type FailureKind, UpstreamCallError } from '../../src/gateway/errors.js';
-import { Operation } from '../../src/gateway/request/operation.js';
+import { Operation } from '../../src/gateway/operation/operation.js';
 import {
   compose,
   type Dispatch,

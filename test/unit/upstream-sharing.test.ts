@@ -8,7 +8,7 @@
 import { pino } from 'pino';
 import { describe, expect, it, vi } from 'vitest';
 import { UpstreamCallError } from '../../src/gateway/errors.js';
-import { Operation } from '../../src/gateway/request/operation.js';
+import { Operation } from '../../src/gateway/operation/operation.js';
 import { createSharedState } from '../../src/gateway/shared-state/index.js';
 import {
   compose,

@@ -19,13 +19,13 @@ import type { GraphQLError } from 'graphql';
 import { isPromise } from '../../shared/is-promise.js';
 import { roundUsd } from '../../shared/usd.js';
 import { gatewayError, type UpstreamName } from '../errors.js';
-import type { CostAdmission, CostEstimate, Operation } from '../request/operation.js';
+import type { CostAdmission, CostEstimate, Operation } from '../operation/operation.js';
 import {
   type ModelCall,
   modelCalls,
   modelCallsByField,
   type OperationPlan,
-} from '../request/operation-plan.js';
+} from '../operation/operation-plan.js';
 import type { BudgetHold, BudgetReservation, BudgetWindowStatus, CostBudget } from './cost-budget.js';
 import type { CostModel } from './cost-model.js';
 import { cheaperSteps, type Fallback, fallbacksOf } from './fallback.js';

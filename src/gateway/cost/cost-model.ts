@@ -8,7 +8,7 @@
  * recent prices count most, one odd answer does not swing it. Estimates are a table lookup and a
  * multiplication per call, never an upstream call.
  */
-import type { ModelCall } from '../request/operation-plan.js';
+import type { ModelCall } from '../operation/operation-plan.js';
 import { listPrice } from './price-table.js';
 
 /** Weight of the newest observation in the running mean. */

@@ -7,7 +7,7 @@
  * back silently: the answer's `model` is the model that answered, and `extensions.cost.fallbacks`
  * lists `{ path, requestedModel, usedModel }` per field.
  */
-import type { ModelCall } from '../request/operation-plan.js';
+import type { ModelCall } from '../operation/operation-plan.js';
 
 /** Each service's models, dearest first (the price table's order). */
 const CHEAPER: Record<string, readonly string[]> = {

@@ -4,7 +4,7 @@
  * costs as soon as there are observations (cost-model.ts). A copy, not an import: the gateway knows
  * the services only over HTTP.
  */
-import type { ModelCall } from '../request/operation-plan.js';
+import type { ModelCall } from '../operation/operation-plan.js';
 
 /** null-x models: a flat price per check (opus about ten times 4o, as its spec says). */
 const CHECK_USD: Record<string, number> = {

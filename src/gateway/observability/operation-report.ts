@@ -12,7 +12,7 @@ import type { DocumentNode, ExecutionResult } from 'graphql';
 import { getOperationAST } from 'graphql';
 import type { Logger } from 'pino';
 import { roundUsd } from '../../shared/usd.js';
-import type { Operation } from '../request/operation.js';
+import type { Operation } from '../operation/operation.js';
 import type { GatewayMetrics, OperationOutcome } from './metrics.js';
 import { SpanKind, SpanStatusCode, type Tracer } from './tracing.js';
 

@@ -18,9 +18,9 @@
 import { context, trace } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import { type ErrorCode, UpstreamCallError } from '../errors.js';
+import type { Operation } from '../operation/operation.js';
+import type { ModelCall } from '../operation/operation-plan.js';
 import { redactApiKey } from '../redaction.js';
-import type { Operation } from '../request/operation.js';
-import type { ModelCall } from '../request/operation-plan.js';
 import type { Dispatch, Interceptor, UpstreamAnswer, UpstreamRequest } from '../upstream/dispatch.js';
 import { type ExchangeEvent, observeAttempts } from '../upstream/interceptors/attempts.js';
 import { isGone } from '../upstream/status-mapping.js';

@@ -28,7 +28,6 @@ import {
 import { type CompiledQuery, compileQuery, isCompiledQuery } from 'graphql-jit';
 import { createGraphQLError } from 'graphql-yoga';
 import { isPromise } from '../../shared/is-promise.js';
-import type { ExecutorName } from '../observability/metrics.js';
 
 export interface ExecutorOptions {
   schema: GraphQLSchema;
@@ -47,6 +46,9 @@ export interface Executor {
   /** Operations run so far, by executor. */
   readonly counts: Readonly<Record<ExecutorName, number>>;
 }
+
+/** Which executor ran an operation (the `executor` label of gateway_executions_total). */
+export type ExecutorName = 'graphql-js' | 'graphql-jit';
 
 type Run = (contextValue: unknown, variables: Record<string, unknown> | undefined) => Execution;
 

@@ -6,7 +6,7 @@
  * noticed).
  *
  *   begin    the request's facts, read once from its headers (facts.ts)
- *   open     an operation of the request (one, or each of a batch): its state (operation.ts), its span
+ *   open     an operation of the request (one, or each of a batch): its state (operation/operation.ts), its span
  *   resolve  the document: text, documentId, APQ hash, trusted documents (trusted-documents.ts)
  *   admit    the document passed validation: the cost cap header, MAX_UPSTREAM_CALLS, the cost
  *            estimate, cap and budget reservation (cost/cost-control.ts), APQ registration; one
@@ -28,13 +28,13 @@ import { isPromise } from '../../shared/is-promise.js';
 import type { CostControl } from '../cost/cost-control.js';
 import { gatewayError } from '../errors.js';
 import type { OperationReporter } from '../observability/operation-report.js';
+import { Operation, type OperationBatch } from '../operation/operation.js';
+import type { OperationPlan } from '../operation/operation-plan.js';
 import type { GatewayContext } from '../schema/context.js';
 import type { Execution, Executor } from './executor.js';
 import type { RequestFacts } from './facts.js';
 import { httpStatusOf } from './http-status.js';
 import type { JsonMediaType } from './media-type.js';
-import { Operation, type OperationBatch } from './operation.js';
-import type { OperationPlan } from './operation-plan.js';
 import { rateLimitHeaders } from './rate-limit-headers.js';
 import { withRequestErrorCodes } from './request-error-codes.js';
 import type { DocumentRequest, Resolved, TrustedDocuments } from './trusted-documents.js';

@@ -8,7 +8,7 @@
  */
 import type { DigitEngine } from '../../digits/digit-engine.js';
 import type { BudgetWindowStatus } from '../cost/cost-budget.js';
-import type { Operation } from '../request/operation.js';
+import type { Operation } from '../operation/operation.js';
 import type { UpstreamClients } from '../upstream/clients.js';
 import { createLoaders, type Loaders, type OnDedup } from './loaders.js';
 

@@ -3,7 +3,7 @@
  * DOWN. Never fails as a whole: an unreachable upstream is data here, not an error.
  */
 
-import type { UpstreamFieldExtension } from '../request/operation-plan.js';
+import type { UpstreamFieldExtension } from '../operation/operation-plan.js';
 import type { HealthProbe, NullHealthBody, PiHealthBody } from '../upstream/types.js';
 import { builder } from './builder.js';
 import { floatOrNull, intOrNull } from './numbers.js';

@@ -4,7 +4,7 @@
  * upstream call.
  */
 
-import { numberArgument, stringArgument, type UpstreamFieldExtension } from '../request/operation-plan.js';
+import { numberArgument, stringArgument, type UpstreamFieldExtension } from '../operation/operation-plan.js';
 import { inferencePricing } from '../upstream/pi-digits-client.js';
 import type { InferenceRequest, InferenceResponse } from '../upstream/types.js';
 import { constantUnion, type DigitsShape, digitsAnswer, digitsFields, modelFields } from './answer-fields.js';

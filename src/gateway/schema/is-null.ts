@@ -6,7 +6,7 @@
  * `args`, and an explicit `null` in. `'value' in args` keeps the two apart all the way to the upstream.
  */
 
-import { stringArgument, type UpstreamFieldExtension } from '../request/operation-plan.js';
+import { stringArgument, type UpstreamFieldExtension } from '../operation/operation-plan.js';
 import { checkPricing } from '../upstream/null-check-client.js';
 import type { NullCheckRequest, NullCheckResponse, PhilosophicalAnalysis } from '../upstream/types.js';
 import { answerFactFields, answerTextFields } from './answer-fields.js';

@@ -11,7 +11,7 @@
  */
 import DataLoader from 'dataloader';
 import type { UpstreamName } from '../errors.js';
-import type { Operation } from '../request/operation.js';
+import type { Operation } from '../operation/operation.js';
 import type { UpstreamClients } from '../upstream/clients.js';
 import type {
   HealthProbe,

@@ -5,7 +5,7 @@
  * `correctDigits` is checked against the true constant by the digit engine, only when selected.
  */
 
-import { numberArgument, stringArgument, type UpstreamFieldExtension } from '../request/operation-plan.js';
+import { numberArgument, stringArgument, type UpstreamFieldExtension } from '../operation/operation-plan.js';
 import { DEFAULT_PI_DIGITS, piPricing } from '../upstream/pi-digits-client.js';
 import type { PiRequest, PiResponse } from '../upstream/types.js';
 import {

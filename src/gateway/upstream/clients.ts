@@ -18,7 +18,7 @@
 import type { Logger } from 'pino';
 import type { GroupValues } from '../../shared/settings.js';
 import type { UpstreamName } from '../errors.js';
-import type { Operation } from '../request/operation.js';
+import type { Operation } from '../operation/operation.js';
 import type { resilienceSettings, upstreamSettings } from '../settings.js';
 import { compose, type Dispatch, type Interceptor } from './dispatch.js';
 import { createHealthProbe } from './health-probe.js';

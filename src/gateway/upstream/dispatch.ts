@@ -5,8 +5,8 @@
  * style of undici's own interceptors. No layer knows another; each sees only `next`.
  */
 import type { UpstreamName } from '../errors.js';
-import type { Operation } from '../request/operation.js';
-import type { ModelCall } from '../request/operation-plan.js';
+import type { Operation } from '../operation/operation.js';
+import type { ModelCall } from '../operation/operation-plan.js';
 
 export type EndpointName = 'check' | 'null-or-not' | 'pi' | 'inference' | 'health' | 'openapi';
 export type ApiVersion = 'v1' | 'v2';

@@ -9,7 +9,7 @@
  * breaker's own half-open test runs this probe.
  */
 import { UpstreamCallError, type UpstreamName } from '../errors.js';
-import type { Operation } from '../request/operation.js';
+import type { Operation } from '../operation/operation.js';
 import type { Dispatch, HttpForm } from './dispatch.js';
 import type { HealthProbe } from './types.js';
 

@@ -9,8 +9,8 @@
  * reference services answer those by strict equality) get a share key, so identical calls in flight
  * share one upstream call and, with RESPONSE_CACHE, plain boolean answers are reused.
  */
-import type { Operation } from '../request/operation.js';
-import type { ModelCall } from '../request/operation-plan.js';
+import type { Operation } from '../operation/operation.js';
+import type { ModelCall } from '../operation/operation-plan.js';
 import { type AnswerFacts, callModel, type Dispatch, type HttpForm } from './dispatch.js';
 import { parseNullCheckResponse, parseNullCheckV2Response } from './response-schemas.js';
 import { errorFromFailure } from './status-mapping.js';

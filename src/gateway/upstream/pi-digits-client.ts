@@ -12,8 +12,8 @@
  * refuses v2 before any network, in the API-versions layer that picks the version.
  */
 import type { UpstreamCallError } from '../errors.js';
-import type { Operation } from '../request/operation.js';
-import type { ModelCall } from '../request/operation-plan.js';
+import type { Operation } from '../operation/operation.js';
+import type { ModelCall } from '../operation/operation-plan.js';
 import { type AnswerFacts, type ApiVersion, callModel, type Dispatch, type HttpForm } from './dispatch.js';
 import { parseInferenceResponse, parsePiFromInference, parsePiResponse } from './response-schemas.js';
 import { errorFromFailure } from './status-mapping.js';

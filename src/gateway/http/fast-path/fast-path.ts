@@ -18,10 +18,10 @@ import type { ExecutionResult } from 'graphql';
 import type { YogaLogger } from 'graphql-yoga';
 import { isPromise } from '../../../shared/is-promise.js';
 import type { Compression } from '../../delivery/compression.js';
+import type { Operation } from '../../operation/operation.js';
 import type { PipelineContext } from '../../plugins/use-request-pipeline.js';
 import { requestFactsOf } from '../../request/facts.js';
 import type { JsonMediaType } from '../../request/media-type.js';
-import type { Operation } from '../../request/operation.js';
 import {
   type AnswerHeaders,
   MASKED_MESSAGE,

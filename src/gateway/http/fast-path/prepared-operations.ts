@@ -12,8 +12,8 @@
  */
 import { type DocumentNode, type GraphQLSchema, getOperationAST, parse } from 'graphql';
 import { LRUCache } from 'lru-cache';
+import type { OperationPlan } from '../../operation/operation-plan.js';
 import { usesIncrementalDelivery } from '../../request/executor.js';
-import type { OperationPlan } from '../../request/operation-plan.js';
 import { createDocumentShapes } from './document-shapes.js';
 
 export interface PreparedOperation {

@@ -14,7 +14,7 @@
  */
 import { ExponentialBackoff, fullJitterGenerator, type IBackoff } from 'cockatiel';
 import { UpstreamCallError } from '../../errors.js';
-import type { Operation } from '../../request/operation.js';
+import type { Operation } from '../../operation/operation.js';
 import type { Interceptor, RetryMode } from '../dispatch.js';
 import { errorFromFailure } from '../status-mapping.js';
 

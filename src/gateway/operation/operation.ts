@@ -16,9 +16,10 @@
  * operations are never cancelled, and the upstream attempts that need an AbortSignal make their own
  * (upstream/attempt-signal.ts); a listener set costs an object only when something watches.
  */
+
+import type { Span } from '@opentelemetry/api';
 import type { GraphQLError } from 'graphql';
 import type { UpstreamName } from '../errors.js';
-import type { Span } from '../observability/tracing.js';
 
 /** What one operation's upstream calls looked like, for its log line. */
 export interface UpstreamCallRecord {
