@@ -16,9 +16,9 @@ import {
 import { createCostControl } from '../../src/gateway/cost/cost-control.js';
 import { createCostModel } from '../../src/gateway/cost/cost-model.js';
 import { listPrice } from '../../src/gateway/cost/price-table.js';
-import { MAX_COST_CAP_USD, maxCostOf } from '../../src/gateway/request/facts.js';
 import { Operation } from '../../src/gateway/operation/operation.js';
 import { type ModelCall, planOperation } from '../../src/gateway/operation/operation-plan.js';
+import { MAX_COST_CAP_USD, maxCostOf } from '../../src/gateway/request/facts.js';
 import { schema } from '../../src/gateway/schema/index.js';
 import { createBudgetStore } from '../../src/gateway/shared-state/budget-store.js';
 import { NULL_MODEL_PROFILES, NULL_MODELS } from '../../src/services/null-check/null-models.js';
