@@ -264,6 +264,8 @@ describe('deep and large values', () => {
     const result = await raw(body, JSON_HEADERS);
     expect(result.status).toBe(422);
     expect(codes(result)).toEqual(['BAD_USER_INPUT']);
+    // A clear message, not a stack overflow.
+    expect(result.errors?.[0]?.message).toMatch(/nested deeper than/);
     expect(upstreamCalls()).toBe(0);
   });
 
@@ -295,6 +297,7 @@ describe('deep and large values', () => {
     });
     expect(result.data).toEqual({ isNull: null });
     expect(codes(result)).toEqual(['BAD_USER_INPUT']);
+    expect(result.errors?.[0]?.message).toMatch(/at most 65536 are allowed/);
     expect(upstreamCalls()).toBe(0);
   });
 });
@@ -364,8 +367,6 @@ describe('absurd digit counts (checked before any upstream call)', () => {
     ['pi(digits: 1e9)', 422, 'GRAPHQL_VALIDATION_FAILED'],
     ['pi(digits: 2147483648)', 422, 'GRAPHQL_VALIDATION_FAILED'],
     ['pi(digits: 1000000000)', 294, 'BAD_USER_INPUT'],
-    ['pi(digits: -1)', 294, 'BAD_USER_INPUT'],
-    ['inference(input: { desiredDigits: -1, liabilityWaiverSigned: true })', 294, 'BAD_USER_INPUT'],
     ['inference(input: { desiredDigits: 2000000, liabilityWaiverSigned: true })', 294, 'BAD_USER_INPUT'],
     [
       'inference(input: { desiredDigits: 1e9, liabilityWaiverSigned: true })',

@@ -557,20 +557,36 @@ describe('shared and deprecated answers', () => {
     expect(sample(text, 'gateway_sponsor_messages_total', 'upstream="pi-digits"')).toBe(1);
   });
 
-  it('counts every answer marked deprecated, warns once per endpoint with the Sunset date', async () => {
+  it('counts every answer marked deprecated, warns once per endpoint, and health shows it with the Sunset date', async () => {
     const o = await observe();
     const sunset = 'Wed, 01 Jan 2031 00:00:00 GMT';
-    piUp.route('GET', '/api/v1/pi', { headers: { deprecation: 'true', sunset }, body: piBody() });
-    for (let i = 0; i < 3; i++)
-      expect((await gql(o.g.url, `{ pi(digits: ${i}) { ${DIGITS} } }`)).errors).toBeUndefined();
+    // Either form of the Deprecation header (RFC 9745's date, or the older `true`).
+    const marked = (deprecation: string) => ({
+      headers: { deprecation, sunset, link: '</api/v1/inference>; rel="successor-version"' },
+      body: piBody(),
+    });
+    piUp.route('GET', '/api/v1/pi', [marked('@1767225600'), marked('true'), marked('true')]);
+    for (let i = 0; i < 3; i++) {
+      const result = await gql(o.g.url, `{ pi(digits: ${i}) { ${DIGITS} } }`);
+      expect(result.errors).toBeUndefined();
+      expect(result.data?.pi).toMatchObject({ __typename: 'PiDigits' });
+    }
     expect(
       sample(await o.metrics(), 'gateway_upstream_deprecated_total', 'upstream="pi-digits",endpoint="pi"'),
     ).toBe(3);
     expect(o.lines.filter((l) => l.msg === 'upstream endpoint is deprecated')).toEqual([
       expect.objectContaining({ level: LEVEL.warn, upstream: 'pi-digits', endpoint: 'pi', sunset }),
     ]);
-    const health = await gql(o.g.url, '{ health { pi { deprecated sunset apiVersion } } }');
-    expect(health.data?.health.pi).toEqual({ deprecated: true, sunset, apiVersion: 'v1' });
+    const health = await gql(
+      o.g.url,
+      '{ health { nullCheck { apiVersion deprecated sunset } pi { apiVersion deprecated sunset } } }',
+    );
+    expect(health.errors).toBeUndefined();
+    // Each upstream its own: the null-check service was never marked.
+    expect(health.data?.health).toEqual({
+      nullCheck: { apiVersion: 'v1', deprecated: false, sunset: null },
+      pi: { apiVersion: 'v1', deprecated: true, sunset },
+    });
   });
 });
 

@@ -64,11 +64,12 @@ describe.each(PATHS)('x-request-id (%s)', (_path, send) => {
 
   it.each([
     ['too long', 'a'.repeat(129)],
-    ['odd characters', 'id with spaces/and"quotes'],
+    ['made of odd characters', 'id with spaces/and"quotes'],
     ['empty', ''],
-  ])('replaces an id that is %s by a generated UUID, which goes upstream', async (_what, id) => {
+    ['missing', undefined],
+  ])('uses a generated UUID, which goes upstream, when the caller id is %s', async (_what, id) => {
     const g = await gateway();
-    const result = await send(g, PI, { 'x-request-id': id });
+    const result = await send(g, PI, id === undefined ? {} : { 'x-request-id': id });
     const sent = result.headers.get('x-request-id');
     expect(sent).toMatch(UUID);
     expect(piRequests()[0]?.headers['x-request-id']).toBe(sent);
