@@ -408,8 +408,9 @@ describe('in front of a scripted upstream', () => {
       });
       controller.abort();
       expect(await gone).toBe('AbortError');
-      // The gateway gave up its upstream call too.
+      // The gateway gave up its upstream call too (its socket closed), and did not try it again.
       expect(await within(up.requests[0]?.ended as Promise<string>, 5000)).toBe('client-closed');
+      expect(up.count('POST', '/api/v1/check')).toBe(1);
       expect(await until(() => operationLine(id, log.lines) !== undefined)).toBe(true);
       const cancelled = log.lines.filter((l) => l.msg === 'upstream call cancelled' && l.requestId === id);
       expect(cancelled).toHaveLength(1);
@@ -428,6 +429,8 @@ describe('in front of a scripted upstream', () => {
       expect(metrics).toMatch(
         /gateway_upstream_requests_total\{upstream="null-check",endpoint="check",status="none",outcome="cancelled"\} [1-9]/,
       );
+      // The gateway keeps serving.
+      expect((await gql(scripted.url, '{ __typename }')).data).toEqual({ __typename: 'Query' });
     },
   );
 
