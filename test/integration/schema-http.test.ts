@@ -9,12 +9,11 @@
 import { Script } from 'node:vm';
 import { gunzipSync } from 'node:zlib';
 import { parse, validate } from 'graphql';
-import { type Logger, pino } from 'pino';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { GRAPHIQL_TABS } from '../../src/gateway/plugins/use-graphiql.js';
 import { schema } from '../../src/gateway/schema/index.js';
 import type { TestGateway } from '../support/gateway.js';
-import { codes, type GqlResult, gql, gqlInYoga, parsed } from '../support/graphql-client.js';
+import { codes, type GqlResult, gql, gqlInYoga } from '../support/graphql-client.js';
 import { useScriptedGateways } from '../support/scripted-gateways.js';
 import { nullBody, piBody } from '../support/upstream-bodies.js';
 
@@ -30,18 +29,15 @@ beforeEach(() => {
 const byEnv = new Map<string, Promise<TestGateway>>();
 
 /**
- * A gateway in front of the scripted upstream, with these settings (closed after the file). Gateways
- * without a logger of their own are shared by every test asking for the same settings.
+ * A gateway in front of the scripted upstream, with these settings (closed after the file), shared by
+ * every test asking for the same settings.
  */
-function gateway(env: Record<string, string> = {}, logger?: Logger): Promise<TestGateway> {
+function gateway(env: Record<string, string> = {}): Promise<TestGateway> {
   const key = JSON.stringify(env);
-  const shared = logger === undefined ? byEnv.get(key) : undefined;
+  const shared = byEnv.get(key);
   if (shared !== undefined) return shared;
-  const starting = (async () => {
-    const started = await scripted.gateway(env, { logger });
-    return started;
-  })();
-  if (logger === undefined) byEnv.set(key, starting);
+  const starting = scripted.gateway(env);
+  byEnv.set(key, starting);
   return starting;
 }
 
@@ -130,47 +126,6 @@ describe('API keys', () => {
     await gql(g.url, PI, { headers: { authorization: 'Bearer k-custom' } });
     expect(piRequests()[0]?.headers['x-upstream-key']).toBe('k-custom');
     expect(piRequests()[0]?.headers.authorization).toBeUndefined();
-  });
-
-  it('never appear in a response or a log line, even on failures, even when the upstream echoes them', async () => {
-    const lines: string[] = [];
-    // Every level and no redaction: the lines are clean because nothing puts the key there.
-    const logger = pino({ level: 'trace' }, { write: (line: string) => void lines.push(line) });
-    const g = await gateway({ RETRY_MAX_ATTEMPTS: '1' }, logger);
-    const key = 'sk-live-SECRET-9f8e7d';
-    scripted.upstream.route('GET', '/api/v1/pi', {
-      status: 401,
-      body: { error: { status: 401, code: 'UNAUTHENTICATED', message: `unknown key ${key}` } },
-    });
-    scripted.upstream.route('POST', '/api/v1/check', {
-      status: 500,
-      html: `<pre>crash for Bearer ${key}</pre>`,
-    });
-    const results = await Promise.all([
-      gql(g.url, PI, { headers: { authorization: `Bearer ${key}` } }),
-      gql(g.url, '{ isNull(value: 1) { __typename } }', { headers: { 'x-api-key': key } }),
-      gql(g.url, '{ boom }', { headers: { 'x-api-key': key } }),
-      gql(g.url, PI, { headers: { 'x-max-cost-usd': 'nonsense', authorization: `Bearer ${key}` } }),
-      parsed(
-        await g.app.yoga.fetch('http://gateway.test/graphql', {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-          body: JSON.stringify({ query: PI }),
-        }),
-      ),
-    ]);
-    expect(codes(results[0] as GqlResult)).toEqual(['UNAUTHENTICATED']);
-    expect(codes(results[1] as GqlResult)).toEqual(['NULL_PARADOX']);
-    // The key did reach the upstream and the failures were logged: clean by design, not by silence.
-    expect(
-      scripted.upstream.requests.filter((r) => r.headers.authorization === `Bearer ${key}`).length,
-    ).toBeGreaterThanOrEqual(2);
-    expect(lines.some((line) => line.includes('"upstream call failed"') && line.includes('[redacted]'))).toBe(
-      true,
-    );
-    for (const text of [...results.map((r) => r.text), ...lines]) {
-      expect(text).not.toContain('SECRET');
-    }
   });
 });
 
