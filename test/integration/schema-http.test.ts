@@ -225,7 +225,9 @@ describe('GraphiQL', () => {
     const g = await gateway({ NODE_ENV: 'production' });
     const response = await page(g);
     expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toMatch(/^text\/html/);
     expect(response.headers.get('content-security-policy')).toContain("script-src 'self'");
+    expect(await response.text()).toContain('graphiql-options');
     expect((await fetch(`${g.origin}/graphql/assets/graphiql.js`)).status).toBe(200);
   });
 
@@ -253,25 +255,38 @@ describe('introspection', () => {
 
   it.each(PATHS)('is on in every environment, production included (%s)', async (_path, send) => {
     const answer = { __schema: { queryType: { name: 'Query' } } };
-    expect((await send(await gateway(), INTROSPECT)).data).toEqual(answer);
-    expect((await send(await gateway({ NODE_ENV: 'production' }), INTROSPECT)).data).toEqual(answer);
+    for (const env of [{}, { NODE_ENV: 'production' }] as Array<Record<string, string>>) {
+      const result = await send(await gateway(env), INTROSPECT);
+      expect(result.status).toBe(200);
+      expect(result.data).toEqual(answer);
+    }
   });
 
-  it.each(PATHS)('is refused with INTROSPECTION=false (%s)', async (_path, send) => {
-    const g = await gateway({ INTROSPECTION: 'false' });
-    for (const query of [INTROSPECT, '{ __type(name: "Query") { name } }']) {
-      const result = await send(g, query);
-      expect(result.data).toBeUndefined();
-      expect(codes(result)).toEqual(['GRAPHQL_VALIDATION_FAILED']);
-      expect(result.errors?.[0]?.message).toMatch(/introspection is disabled/);
+  it.each(PATHS)('is refused with INTROSPECTION=false, production or not (%s)', async (_path, send) => {
+    for (const env of [
+      { INTROSPECTION: 'false' },
+      { NODE_ENV: 'production', INTROSPECTION: 'false' },
+    ] as Array<Record<string, string>>) {
+      const g = await gateway(env);
+      for (const query of [INTROSPECT, '{ __type(name: "Query") { name } }']) {
+        const result = await send(g, query);
+        expect(result.status).toBe(422);
+        expect(result.data).toBeUndefined();
+        expect(codes(result)).toEqual(['GRAPHQL_VALIDATION_FAILED']);
+        expect(result.errors?.[0]?.message).toMatch(/introspection is disabled/);
+      }
+      // __typename is not introspection of the schema.
+      expect((await send(g, '{ __typename }')).data).toEqual({ __typename: 'Query' });
     }
-    // __typename is not introspection of the schema.
-    expect((await send(g, '{ __typename }')).data).toEqual({ __typename: 'Query' });
   });
 });
 
+/** `n` aliased root fields, each `field(i)`. */
+const aliased = (n: number, field: (i: number) => string) =>
+  `{ ${Array.from({ length: n }, (_, i) => `a${i}: ${field(i)}`).join(' ')} }`;
+
 describe.each(PATHS)('operation limits (%s)', (_path, send) => {
-  it('refuses an operation over MAX_UPSTREAM_CALLS before any upstream call; duplicates count once', async () => {
+  it('refuses an operation over MAX_UPSTREAM_CALLS before any upstream call, fan-out in fragments included; duplicates count once', async () => {
     const g = await gateway({ MAX_UPSTREAM_CALLS: '2' });
     const over = await send(
       g,
@@ -288,49 +303,74 @@ describe.each(PATHS)('operation limits (%s)', (_path, send) => {
     // health is two calls (one per upstream): with pi, three.
     const health = await send(g, '{ health { status } pi { __typename } }');
     expect(health.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', upstreamCalls: 3 });
+    // Fan-out hidden in fragments counts too.
+    const hidden = await send(
+      g,
+      '{ ...F ...G } fragment F on Query { a: pi(digits: 1) { __typename } b: pi(digits: 2) { __typename } } fragment G on Query { c: pi(digits: 3) { __typename } }',
+    );
+    expect(hidden.status).toBe(400);
+    expect(hidden.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', upstreamCalls: 3 });
+    // The default limit is 20: 25 distinct calls (under MAX_ALIASES) are refused too.
+    const defaults = await send(
+      await gateway(),
+      aliased(25, (i) => `isNull(value: ${i}) { __typename }`),
+    );
+    expect(defaults.status).toBe(400);
+    expect(defaults.errors?.[0]?.extensions).toMatchObject({
+      code: 'BAD_USER_INPUT',
+      upstreamCalls: 25,
+      limit: 20,
+    });
     expect(scripted.upstream.count()).toBe(0);
     const dupes = await send(g, '{ a: pi { __typename } b: pi { __typename } c: pi { __typename } }');
     expect(dupes.errors).toBeUndefined();
     expect(scripted.upstream.count()).toBe(1);
   });
 
-  it('refuses a document over MAX_TOKENS with a parse error (not a masked one)', async () => {
+  it('refuses a document over MAX_TOKENS with a parse error (not a masked one), before any upstream call', async () => {
     const g = await gateway({ MAX_TOKENS: '20' });
-    const query = `{ ${Array.from({ length: 30 }, (_, i) => `a${i}: __typename`).join(' ')} }`;
-    const result = await send(g, query);
+    const result = await send(
+      g,
+      aliased(30, () => 'pi { __typename }'),
+    );
     expect(result.status).toBe(400);
     expect(result.errors?.[0]?.message).toMatch(/more tha\w* 20 tokens/);
     expect(codes(result)).toEqual(['GRAPHQL_PARSE_FAILED']);
-  });
-
-  it('limits aliases and depth (graphql-armor), as validation errors', async () => {
-    const g = await gateway({ MAX_ALIASES: '2', MAX_DEPTH: '2' });
-    const aliases = await send(g, '{ a: health { status } b: health { status } c: health { status } }');
-    expect(aliases.errors?.[0]?.message).toMatch(/alias/i);
-    expect(codes(aliases)).toContain('GRAPHQL_VALIDATION_FAILED');
-    const deep = await send(g, '{ health { nullCheck { status } } }');
-    expect(deep.errors?.[0]?.message).toMatch(/depth/i);
-    expect(codes(deep)).toContain('GRAPHQL_VALIDATION_FAILED');
+    // With the defaults, 5000 aliases meet MAX_TOKENS (2000) before MAX_ALIASES.
+    const flood = await send(
+      await gateway(),
+      aliased(5000, () => 'pi { __typename }'),
+    );
+    expect(flood.status).toBe(400);
+    expect(codes(flood)).toEqual(['GRAPHQL_PARSE_FAILED']);
     expect(scripted.upstream.count()).toBe(0);
   });
-});
 
-describe('request body limit', () => {
-  it('answers 413 to a body over MAX_REQUEST_BODY_BYTES, on the socket and in Yoga', async () => {
-    const g = await gateway({ MAX_REQUEST_BODY_BYTES: '2048' });
-    const body = JSON.stringify({ query: `{ pi { __typename } } # ${'x'.repeat(4096)}` });
-    const overHttp = await fetch(g.url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body,
-    });
-    expect(overHttp.status).toBe(413);
-    const inYoga = await g.app.yoga.fetch('http://gateway.test/graphql', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body,
-    });
-    expect(inYoga.status).toBe(413);
+  it('limits aliases and depth (graphql-armor), as validation errors (422), before any upstream call', async () => {
+    const g = await gateway({ MAX_ALIASES: '2', MAX_DEPTH: '2' });
+    const aliases = await send(g, '{ a: health { status } b: health { status } c: health { status } }');
+    expect(aliases.status).toBe(422);
+    expect(aliases.errors?.[0]?.message).toMatch(/Aliases limit of 2/);
+    expect(codes(aliases)).toContain('GRAPHQL_VALIDATION_FAILED');
+    const deep = await send(g, '{ health { nullCheck { status } } }');
+    expect(deep.status).toBe(422);
+    expect(deep.errors?.[0]?.message).toMatch(/depth/i);
+    expect(codes(deep)).toContain('GRAPHQL_VALIDATION_FAILED');
+    // The defaults: 30 aliases (50 distinct pi calls are refused by it, not by MAX_UPSTREAM_CALLS), depth 10.
+    const defaults = await gateway();
+    const many = await send(
+      defaults,
+      aliased(50, (i) => `pi(digits: ${i % 4}, temperature: ${i / 100}) { __typename }`),
+    );
+    expect(many.status).toBe(422);
+    expect(codes(many)).toEqual(['GRAPHQL_VALIDATION_FAILED']);
+    expect(many.errors?.[0]?.message).toMatch(/Aliases limit of 30/);
+    const deeper = await send(
+      defaults,
+      `{ health { nullCheck { __typename } } ${'...on Query { '.repeat(12)}__typename${' }'.repeat(12)} }`,
+    );
+    expect(deeper.status).toBe(422);
+    expect(codes(deeper)[0]).toMatch(/GRAPHQL_(VALIDATION|PARSE)_FAILED/);
     expect(scripted.upstream.count()).toBe(0);
   });
 });
