@@ -1,10 +1,16 @@
 /**
  * API keys never reach a log line or a client-visible error (docs/contract.md, Errors and
- * Authentication; docs/resilience.md, API keys in logs and errors), even when every upstream path fails
- * and the upstream itself echoes the key back in its error bodies and headers. The logger writes at
- * level debug into memory, as JSON and, for a second pair of gateways, as the pretty lines people read
- * (where debug shows every field in full, nothing shortened); the tests grep all of it and every response.
+ * Authentication; docs/resilience.md, API keys in logs and errors), on success and even when every
+ * upstream path fails and the upstream itself echoes the key back in its error bodies and headers;
+ * on both request paths (the fast path, and Yoga's handler in process). The logger writes at level
+ * trace into memory, as JSON without any redaction paths (so the lines are clean because nothing puts
+ * the key there, not because the logger hides it) and, for a second pair of gateways, as the pretty
+ * lines people read (the project's logger at debug, where every field is shown in full, nothing
+ * shortened); the tests grep all of it and every response. This is the one place the tests check that
+ * a key stays out of logs and responses; how the scrubbing works is in test/unit/logger.test.ts and
+ * test/unit/observability-upstream-observer.test.ts.
  */
+import { type Logger, pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger, flushLogger } from '../../src/shared/logger.js';
 import {
@@ -15,12 +21,26 @@ import {
   startScriptedUpstream,
 } from '../fixtures/scripted-upstream.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
-import { codes, type GqlResult, gql } from '../support/graphql-client.js';
-import { capturedLogger } from '../support/logs.js';
-import { nullHealth, piHealth } from '../support/upstream-bodies.js';
+import { codes, type GqlResult, gql, parsed } from '../support/graphql-client.js';
+import type { LogLine } from '../support/logs.js';
+import { nullBody, nullHealth, piHealth } from '../support/upstream-bodies.js';
 
 const KEY = 'sk-live-7f3a9c1e5b2d4f60-KEYMARK';
-const log = capturedLogger('debug');
+/** Every level, as JSON, and no redaction paths at all. */
+const log = (() => {
+  const raw: string[] = [];
+  const lines: LogLine[] = [];
+  const logger = pino(
+    { level: 'trace' },
+    {
+      write(line: string) {
+        raw.push(line);
+        lines.push(JSON.parse(line) as LogLine);
+      },
+    },
+  );
+  return { logger, lines, text: () => raw.join('') };
+})();
 /** The project's pretty format at debug, as `LOG_FORMAT=pretty LOG_LEVEL=debug` writes it (no colour). */
 let prettyText = '';
 const prettyLogger = createLogger({
@@ -66,6 +86,8 @@ function echoing(request: RecordedRequest): ScriptedResponse {
       return { body: { is_null: true, confidence: echo, model: 7, inference_time_ms: echo } };
     case 'truncated':
       return { body: { is_null: true, message: echo }, truncate: 20 };
+    case 'ok':
+      return { body: nullBody() };
     case 'hang':
       return { hang: true };
     case 'reset':
@@ -84,7 +106,7 @@ beforeAll(async () => {
   piUp.route('GET', '/api/v1/health', { body: piHealth });
   const env = { UPSTREAM_TIMEOUT_MS: '300', RETRY_MAX_ATTEMPTS: '2', BREAKER_THRESHOLD: '0' };
   const backoff = { baseMs: 5, capMs: 20 };
-  const pair = async (logger: typeof log.logger): Promise<[TestGateway, TestGateway]> => [
+  const pair = async (logger: Logger): Promise<[TestGateway, TestGateway]> => [
     await startTestGateway({ nullBaseUrl: nullUp.url, piBaseUrl: piUp.url, logger, env, backoff }),
     await startTestGateway({
       nullBaseUrl: await refusedUrl(),
@@ -115,11 +137,15 @@ const FAILURES = [
   'reset',
 ];
 
-/** Every failing path, with the key in either header: the responses, in order. */
+/** A success and every failing path, with the key in either header: the responses, in order. */
 async function provoke(hostile: TestGateway, down: TestGateway): Promise<GqlResult[]> {
   const responses: GqlResult[] = [];
   const byBearer = { authorization: `Bearer ${KEY}` };
   const byHeader = { 'x-api-key': KEY };
+  // A call that succeeds: the key is in play on the happy path too.
+  const ok = await gql(hostile.url, '{ isNull(value: "ok") { __typename } }', { headers: byBearer });
+  expect(ok.errors).toBeUndefined();
+  responses.push(ok);
   for (const value of FAILURES) {
     responses.push(
       await gql(hostile.url, `{ isNull(value: "${value}") { __typename } }`, { headers: byBearer }),
@@ -140,6 +166,19 @@ async function provoke(hostile: TestGateway, down: TestGateway): Promise<GqlResu
     await gql(down.url, '{ health { status nullCheck { error } pi { error } } }', { headers: byBearer }),
     await gql(hostile.url, '{ nope }', { headers: byBearer }),
     await gql(hostile.url, '{ pi(digits: -1) { __typename } }', { headers: byHeader }),
+    await gql(hostile.url, '{ pi(digits: 5) { __typename } }', {
+      headers: { ...byBearer, 'x-max-cost-usd': 'nonsense' },
+    }),
+    // Yoga's handler, in process: the other request path.
+    await parsed(
+      await hostile.app.yoga.fetch('http://gateway.test/graphql', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...byBearer },
+        body: JSON.stringify({
+          query: '{ isNull(value: "u401") { __typename } pi(digits: 5) { __typename } }',
+        }),
+      }),
+    ),
   );
   // Every path failed with its code.
   const seen = new Set(responses.flatMap(codes));
@@ -173,7 +212,7 @@ function expectNoKey(responses: GqlResult[], logText: string): void {
 }
 
 describe('API keys on failing paths', () => {
-  it('never appear in a response or a log line, whichever way the upstreams fail', async () => {
+  it('never appear in a response or a log line, on success or whichever way the upstreams fail', async () => {
     const responses = await provoke(gateway, downGateway);
 
     // The key was really in play: forwarded to the upstreams.
@@ -183,10 +222,12 @@ describe('API keys on failing paths', () => {
     );
     expect(calls.length).toBeGreaterThan(20);
     expect(calls.every((r) => r.headers.authorization === `Bearer ${KEY}`)).toBe(true);
-    // The log really recorded those failures (with the upstreams' bodies, scrubbed).
+    // The log really recorded those failures (with the upstreams' bodies, the key scrubbed out of them).
     const logText = log.text();
     expect(log.lines.length).toBeGreaterThan(20);
     expect(logText).toContain('key was');
+    const failed = log.lines.filter((line) => line.msg === 'upstream call failed');
+    expect(failed.some((line) => String(line.upstreamBody).includes('[redacted]'))).toBe(true);
     // Debug level: the operation lines carry each call in full, and they were written too.
     const operations = log.lines.filter((line) => line.msg === 'graphql operation');
     expect(operations.length).toBeGreaterThanOrEqual(responses.length);

@@ -92,39 +92,6 @@ describe('malformed requests', () => {
     expect(prod.errors?.[0]?.message).not.toMatch(/Did you mean/);
   });
 
-  it('in production, introspection is answered (on by default in every environment)', async () => {
-    const result = await gql(production.url, '{ __schema { queryType { name } } }');
-    expect(result.status).toBe(200);
-    expect(result.data).toEqual({ __schema: { queryType: { name: 'Query' } } });
-  });
-
-  it('in production, a browser gets GraphiQL (on by default in every environment)', async () => {
-    const page = await fetch(production.url, { headers: { accept: 'text/html' } });
-    expect(page.status).toBe(200);
-    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
-    expect(page.headers.get('content-security-policy')).toContain("script-src 'self'");
-    expect(await page.text()).toContain('graphiql-options');
-  });
-
-  it('INTROSPECTION=false refuses __schema and __type (422 GRAPHQL_VALIDATION_FAILED); __typename still works', async () => {
-    const closed = await startTestGateway({
-      nullBaseUrl: nullUp.url,
-      piBaseUrl: piUp.url,
-      env: { NODE_ENV: 'production', INTROSPECTION: 'false' },
-    });
-    try {
-      for (const query of ['{ __schema { queryType { name } } }', '{ __type(name: "Query") { name } }']) {
-        const result = await gql(closed.url, query);
-        expect(result.status).toBe(422);
-        expect(codes(result)).toEqual(['GRAPHQL_VALIDATION_FAILED']);
-        expect(result.errors?.[0]?.message).toMatch(/introspection is disabled/);
-      }
-      expect((await gql(closed.url, '{ __typename }')).data).toEqual({ __typename: 'Query' });
-    } finally {
-      await closed.close();
-    }
-  });
-
   it('legacy application/json clients get the same errors with HTTP 200 (GraphQL over HTTP)', async () => {
     const result = await gql(gateway.url, '{ pi( }', { accept: 'application/json' });
     expect(result.status).toBe(200);
@@ -253,6 +220,28 @@ describe('request body size (MAX_REQUEST_BODY_BYTES, 1 MiB by default)', () => {
     expect(tooLargeError(body)).toMatchObject(YOGA_413);
     expect(sentBytes).toBeLessThan(20 * 1024 * 1024);
   });
+
+  it("a body over a configured MAX_REQUEST_BODY_BYTES is 413 on the socket and in Yoga's handler; nothing runs", async () => {
+    const small = await startTestGateway({
+      nullBaseUrl: nullUp.url,
+      piBaseUrl: piUp.url,
+      // Versions pinned: no /openapi.json read at start, so the upstreams see only what the test causes.
+      env: { MAX_REQUEST_BODY_BYTES: '2048', NULL_API_VERSION: 'v1', PI_API_VERSION: 'v1' },
+    });
+    try {
+      const body = JSON.stringify({ query: `{ pi { __typename } } # ${'x'.repeat(4096)}` });
+      const init = { method: 'POST', headers: { 'content-type': 'application/json' }, body };
+      const overHttp = await fetch(small.url, init);
+      expect(overHttp.status).toBe(413);
+      expect(tooLargeError(await overHttp.text())).toMatchObject(YOGA_413);
+      const inYoga = await small.app.yoga.fetch('http://gateway.test/graphql', init);
+      expect(inYoga.status).toBe(413);
+      expect(tooLargeError(await inYoga.text())).toMatchObject(YOGA_413);
+      expect(upstreamCalls()).toBe(0);
+    } finally {
+      await small.close();
+    }
+  });
 });
 
 describe('deep and large values', () => {
@@ -264,6 +253,8 @@ describe('deep and large values', () => {
     const result = await raw(body, JSON_HEADERS);
     expect(result.status).toBe(422);
     expect(codes(result)).toEqual(['BAD_USER_INPUT']);
+    // A clear message, not a stack overflow.
+    expect(result.errors?.[0]?.message).toMatch(/nested deeper than/);
     expect(upstreamCalls()).toBe(0);
   });
 
@@ -295,65 +286,7 @@ describe('deep and large values', () => {
     });
     expect(result.data).toEqual({ isNull: null });
     expect(codes(result)).toEqual(['BAD_USER_INPUT']);
-    expect(upstreamCalls()).toBe(0);
-  });
-});
-
-describe('aliases and fan-out', () => {
-  const aliased = (n: number, field: (i: number) => string) =>
-    `{ ${Array.from({ length: n }, (_, i) => `a${i}: ${field(i)}`).join(' ')} }`;
-
-  it('5000 aliases → 400 with a code, no upstream call', async () => {
-    const result = await gql(
-      gateway.url,
-      aliased(5000, () => 'pi { __typename }'),
-    );
-    expect(result.status).toBe(400);
-    expect(codes(result)).toEqual(['GRAPHQL_PARSE_FAILED']); // MAX_TOKENS comes first
-    expect(upstreamCalls()).toBe(0);
-  });
-
-  it('50 distinct pi calls → 422 GRAPHQL_VALIDATION_FAILED (MAX_ALIASES), no upstream call', async () => {
-    const result = await gql(
-      gateway.url,
-      aliased(50, (i) => `pi(digits: ${i % 4}, temperature: ${i / 100}) { __typename }`),
-    );
-    expect(result.status).toBe(422);
-    expect(codes(result)).toEqual(['GRAPHQL_VALIDATION_FAILED']);
-    expect(result.errors?.[0]?.message).toMatch(/Aliases limit of 30/);
-    expect(upstreamCalls()).toBe(0);
-  });
-
-  it('25 distinct upstream calls (under MAX_ALIASES) → 400 BAD_USER_INPUT (MAX_UPSTREAM_CALLS), no upstream call', async () => {
-    const query = aliased(25, (i) => `isNull(value: ${i}) { __typename }`);
-    const result = await gql(gateway.url, query);
-    expect(result.status).toBe(400);
-    expect(result.errors?.[0]?.extensions).toMatchObject({
-      code: 'BAD_USER_INPUT',
-      upstreamCalls: 25,
-      limit: 20,
-    });
-    expect(upstreamCalls()).toBe(0);
-  });
-
-  it('fan-out hidden in fragments is counted too', async () => {
-    const fragments = Array.from(
-      { length: 6 },
-      (_, f) =>
-        `fragment F${f} on Query { ${Array.from({ length: 4 }, (_, i) => `f${f}i${i}: pi(digits: ${i}, temperature: 0.${f}) { __typename }`).join(' ')} }`,
-    );
-    const query = `{ ${fragments.map((_, f) => `...F${f}`).join(' ')} } ${fragments.join(' ')}`;
-    const result = await gql(gateway.url, query);
-    expect(result.status).toBe(400);
-    expect(result.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', upstreamCalls: 24 });
-    expect(upstreamCalls()).toBe(0);
-  });
-
-  it('a document deeper than MAX_DEPTH → 422 GRAPHQL_VALIDATION_FAILED', async () => {
-    const query = `{ health { nullCheck { ${'__typename '.repeat(1)} } } ${'...on Query { '.repeat(12)}__typename${' }'.repeat(12)} }`;
-    const result = await gql(gateway.url, query);
-    expect(result.status).toBe(422);
-    expect(codes(result)[0]).toMatch(/GRAPHQL_(VALIDATION|PARSE)_FAILED/);
+    expect(result.errors?.[0]?.message).toMatch(/at most 65536 are allowed/);
     expect(upstreamCalls()).toBe(0);
   });
 });
@@ -364,8 +297,6 @@ describe('absurd digit counts (checked before any upstream call)', () => {
     ['pi(digits: 1e9)', 422, 'GRAPHQL_VALIDATION_FAILED'],
     ['pi(digits: 2147483648)', 422, 'GRAPHQL_VALIDATION_FAILED'],
     ['pi(digits: 1000000000)', 294, 'BAD_USER_INPUT'],
-    ['pi(digits: -1)', 294, 'BAD_USER_INPUT'],
-    ['inference(input: { desiredDigits: -1, liabilityWaiverSigned: true })', 294, 'BAD_USER_INPUT'],
     ['inference(input: { desiredDigits: 2000000, liabilityWaiverSigned: true })', 294, 'BAD_USER_INPUT'],
     [
       'inference(input: { desiredDigits: 1e9, liabilityWaiverSigned: true })',
