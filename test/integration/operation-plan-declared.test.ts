@@ -18,7 +18,7 @@ import {
   isScalarType,
 } from 'graphql';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { UpstreamFieldExtension } from '../../src/gateway/operation-plan.js';
+import type { UpstreamFieldExtension } from '../../src/gateway/operation/operation-plan.js';
 import { schema } from '../../src/gateway/schema/index.js';
 import type { TestGateway } from '../support/gateway.js';
 import { codes, gql } from '../support/graphql-client.js';
