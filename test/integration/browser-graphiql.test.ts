@@ -10,7 +10,7 @@
  * missing (scripts/test-prerequisites.mjs). Missing anyway, the tests FAIL: they are never skipped.
  */
 import { existsSync } from 'node:fs';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GRAPHIQL_CSP, GRAPHIQL_TABS } from '../../src/gateway/plugins/use-graphiql.js';
 import { CHROMIUM, CHROMIUM_ARGS, introspection, text } from '../support/chromium.js';
@@ -200,6 +200,20 @@ describe('GraphiQL in headless Chromium', () => {
     180_000,
   );
 
+  /** GraphiQL opened on a fresh page of `context`, introspected, its first tab in the editor. */
+  async function openedPage(context: BrowserContext) {
+    const page = await context.newPage();
+    const seen = watch(page);
+    const introspected = introspection(page);
+    await page.goto(`${origin}/graphql`);
+    expect((await introspected).ok()).toBe(true);
+    const editor = page.locator('.graphiql-query-editor');
+    await expect
+      .poll(async () => text(await editor.textContent()), { timeout: 30_000 })
+      .toContain('query IsNull');
+    return { page, seen, editor };
+  }
+
   it('a query pasted over the first tab and run at once is the one that runs', async () => {
     // GraphiQL 5 learns the operation name from a debounced parse of the editor: Run pressed before it
     // (~300 ms) used to send the previous tab's name (IsNull) with the new document, and its client
@@ -207,15 +221,7 @@ describe('GraphiQL in headless Chromium', () => {
     // paused from the paste to the Run, so the parse has surely not run then, however slow the machine.
     const context = await launched().newContext({ viewport: { width: 1280, height: 800 } });
     try {
-      const page = await context.newPage();
-      const seen = watch(page);
-      const introspected = introspection(page);
-      await page.goto(`${origin}/graphql`);
-      expect((await introspected).ok()).toBe(true);
-      const editor = page.locator('.graphiql-query-editor');
-      await expect
-        .poll(async () => text(await editor.textContent()), { timeout: 30_000 })
-        .toContain('query IsNull');
+      const { page, seen, editor } = await openedPage(context);
 
       const answered = page.waitForResponse(
         (r) =>
@@ -268,15 +274,7 @@ describe('GraphiQL in headless Chromium', () => {
   it('runs a query with @defer: its parts come over text/event-stream and the result pane shows them merged', async () => {
     const context = await launched().newContext({ viewport: { width: 1280, height: 800 } });
     try {
-      const page = await context.newPage();
-      const seen = watch(page);
-      const introspected = introspection(page);
-      await page.goto(`${origin}/graphql`);
-      expect((await introspected).ok()).toBe(true);
-      const editor = page.locator('.graphiql-query-editor');
-      await expect
-        .poll(async () => text(await editor.textContent()), { timeout: 30_000 })
-        .toContain('query IsNull');
+      const { page, seen, editor } = await openedPage(context);
       await editor.click();
       await page.keyboard.press('ControlOrMeta+A');
       await page.keyboard.insertText(

@@ -6,6 +6,7 @@
  * status, the headers that matter and the body must be equal byte for byte. Also: which requests the
  * fast path serves itself, and that its operations are logged and counted.
  */
+import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -13,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
 import { capturedLogger } from '../support/logs.js';
+import { metricValue } from '../support/metric-values.js';
 import { nullBody, nullHealth, piBody, piHealth } from '../support/upstream-bodies.js';
 
 interface Answer {
@@ -43,7 +45,8 @@ function send(
           resolve({
             status: res.statusCode ?? 0,
             headers: res.headers,
-            body: Buffer.concat(chunks).toString(),
+            // Compressed bytes compared byte for byte (latin1 keeps every byte); text as UTF-8.
+            body: Buffer.concat(chunks).toString(res.headers['content-encoding'] ? 'latin1' : 'utf8'),
           }),
         );
       },
@@ -56,6 +59,7 @@ function send(
 /** The headers whose values clients and browsers act on. */
 const HEADERS_THAT_MATTER = [
   'content-type',
+  'content-encoding',
   'content-length',
   'x-request-id',
   'allow',
@@ -105,6 +109,11 @@ interface Case {
 }
 
 const json = (value: unknown) => JSON.stringify(value);
+const APQ_TEXT = 'query Apq { isNull(value: "apq") { __typename } }';
+const APQ = {
+  persistedQuery: { version: 1, sha256Hash: createHash('sha256').update(APQ_TEXT).digest('hex') },
+};
+const SCHEMA_TYPES = '{ __schema { types { name description } } }';
 let n = 0;
 /** Each case has its own request id, so both answers carry the same one. */
 const headers = (extra: Record<string, string> = {}) => ({
@@ -319,6 +328,53 @@ const CASES: Case[] = [
     body: query('{ m: pi(digits: 2) { __typename } m: pi(digits: 6) { __typename } }'),
     fast: false,
   },
+  // --- trusted documents and APQ (the pipeline's resolve step) ----------------------------------
+  {
+    name: 'APQ: a hash with its text',
+    headers: headers(),
+    body: json({ query: APQ_TEXT, extensions: APQ }),
+    fast: true,
+  },
+  {
+    name: 'APQ: the hash alone, once registered',
+    headers: headers(),
+    body: json({ extensions: APQ }),
+    fast: true,
+  },
+  {
+    name: 'a documentId the gateway does not know',
+    headers: headers(),
+    body: json({ documentId: `sha256:${'0'.repeat(64)}` }),
+    fast: false,
+  },
+  {
+    name: 'APQ: a wrong hash',
+    headers: headers(),
+    body: json({
+      query: APQ_TEXT,
+      extensions: { persistedQuery: { version: 1, sha256Hash: '1'.repeat(64) } },
+    }),
+    fast: false,
+  },
+  // --- compression of a large answer ------------------------------------------------------------
+  {
+    name: 'a large answer, gzip accepted',
+    headers: headers({ 'accept-encoding': 'gzip' }),
+    body: query(SCHEMA_TYPES),
+    fast: true,
+  },
+  {
+    name: 'a large answer, br preferred',
+    headers: headers({ 'accept-encoding': 'gzip;q=0.5, br' }),
+    body: query(SCHEMA_TYPES),
+    fast: true,
+  },
+  {
+    name: 'a large answer, nothing accepted',
+    headers: headers({ 'accept-encoding': 'identity' }),
+    body: query(SCHEMA_TYPES),
+    fast: true,
+  },
   // --- malformed requests ----------------------------------------------------------------------
   { name: 'a batch (array)', headers: headers(), body: json([{ query: '{ __typename }' }]), fast: false },
   {
@@ -501,6 +557,17 @@ afterAll(async () => {
 describe('the fast path and Yoga answer alike', () => {
   it(`has a table of at least 40 requests`, () => {
     expect(CASES.length).toBeGreaterThanOrEqual(40);
+  });
+
+  it('runs repeated documents compiled (graphql-jit), as gateway_executions_total shows', async () => {
+    const request = { headers: headers(), body: query('query Jit { __typename }') };
+    const executions = async (executor: string) =>
+      (await metricValue(gateway.app.metrics.registry, 'gateway_executions_total', { executor })) ?? 0;
+    const before = { js: await executions('graphql-js'), jit: await executions('graphql-jit') };
+    for (let i = 0; i < 3; i++) expect((await send(gatewayPort, request)).status).toBe(200);
+    // The first run interpreted, the next two compiled.
+    expect((await executions('graphql-js')) - before.js).toBe(1);
+    expect((await executions('graphql-jit')) - before.jit).toBe(2);
   });
 
   it.each(CASES)('$name', async (c) => {

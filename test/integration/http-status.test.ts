@@ -98,6 +98,16 @@ const CASES: Case[] = [
     status: [415, 415],
   },
   {
+    situation: 'no acceptable media type in Accept',
+    request: { body: post({ query: '{ __typename }' }), headers: { accept: 'text/html' } },
+    status: [406, 406],
+  },
+  {
+    situation: 'a body larger than MAX_REQUEST_BODY_BYTES',
+    request: { body: post({ query: `{ __typename } #${'x'.repeat(2_100_000)}` }) },
+    status: [413, 413],
+  },
+  {
     situation: 'a method other than GET and POST',
     request: { method: 'PUT', body: post({ query: '{ __typename }' }) },
     status: [405, 405],

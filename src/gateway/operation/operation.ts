@@ -201,8 +201,8 @@ export interface OperationInit {
   batch?: OperationBatch | undefined;
   /** The refusal of a malformed request header (X-Max-Cost-Usd), answered at admission. */
   headerRefusal?: GraphQLError | undefined;
-  /** Who the caller is, for bounds per client (request/facts.ts `client`). @default 'unknown' */
-  client?: string | undefined;
+  /** The client's address (request/facts.ts), for bounds per client without an API key. */
+  address?: string | undefined;
   /** Cheaper models rather than BUDGET_EXCEEDED (X-Budget-Fallback: cheaper-model). @default false */
   fallback?: boolean | undefined;
 }
@@ -217,7 +217,7 @@ export class Operation implements Cancellation {
   readonly maxCostUsd: number | undefined;
   readonly batch: OperationBatch | undefined;
   readonly headerRefusal: GraphQLError | undefined;
-  readonly client: string;
+  readonly address: string | undefined;
   readonly fallback: boolean;
   readonly ledger = new CallLedger();
 
@@ -249,7 +249,7 @@ export class Operation implements Cancellation {
     this.maxCostUsd = init.maxCostUsd;
     this.batch = init.batch;
     this.headerRefusal = init.headerRefusal;
-    this.client = init.client ?? 'unknown';
+    this.address = init.address;
     this.fallback = init.fallback ?? false;
   }
 

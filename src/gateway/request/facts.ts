@@ -25,11 +25,8 @@ export interface RequestFacts {
    * COST_BUDGET_FALLBACK setting decides).
    */
   readonly fallback: boolean | undefined;
-  /**
-   * Who the caller is, for bounds per client (APQ registrations): `key:<sha256 of the API key>`, or
-   * `ip:<address>` without a key. Never the key itself.
-   */
-  readonly client: string;
+  /** The client's address (the socket's peer), for bounds per client without an API key. */
+  readonly address: string | undefined;
 }
 
 /** A request's header, by lower-case name: node's headers and Fetch headers both give one. */
@@ -37,14 +34,10 @@ export type HeaderReader = (name: string) => string | null | undefined;
 
 /** The facts of a request, from its headers. */
 export function requestFactsOf(header: HeaderReader, address: string | undefined): RequestFacts {
-  const apiKey = apiKeyOf(header('authorization'), header('x-api-key'));
   return {
     requestId: requestIdOf(header('x-request-id')),
-    apiKey,
-    client:
-      apiKey === undefined
-        ? `ip:${address ?? 'unknown'}`
-        : `key:${createHash('sha256').update(apiKey).digest('hex')}`,
+    apiKey: apiKeyOf(header('authorization'), header('x-api-key')),
+    address,
     maxCost: maxCostOf(header(MAX_COST_HEADER)),
     mediaType: negotiateMediaType(header('accept')),
     acceptEncoding: header('accept-encoding') ?? undefined,
@@ -106,4 +99,14 @@ export function maxCostOf(
 function fallbackOf(header: string | null | undefined): boolean | undefined {
   const value = header?.trim().toLowerCase();
   return value === 'cheaper-model' ? true : value === 'none' ? false : undefined;
+}
+
+/**
+ * Who a caller is, for bounds per client (APQ registrations): `key:<sha256 of the API key>`, or
+ * `ip:<address>` without a key; never the key itself. Made only when a bound needs it (a hash per call).
+ */
+export function clientOf(apiKey: string | undefined, address: string | undefined): string {
+  return apiKey === undefined
+    ? `ip:${address ?? 'unknown'}`
+    : `key:${createHash('sha256').update(apiKey).digest('hex')}`;
 }

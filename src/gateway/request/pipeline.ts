@@ -32,7 +32,7 @@ import { Operation, type OperationBatch } from '../operation/operation.js';
 import type { OperationPlan } from '../operation/operation-plan.js';
 import type { GatewayContext } from '../schema/context.js';
 import type { Execution, Executor } from './executor.js';
-import type { RequestFacts } from './facts.js';
+import { clientOf, type RequestFacts } from './facts.js';
 import { httpStatusOf } from './http-status.js';
 import type { JsonMediaType } from './media-type.js';
 import { rateLimitHeaders } from './rate-limit-headers.js';
@@ -205,7 +205,7 @@ export function createRequestPipeline(options: RequestPipelineOptions): RequestP
         name: typeof operationName === 'string' ? operationName : null,
         maxCostUsd: typeof facts.maxCost === 'number' ? facts.maxCost : undefined,
         headerRefusal: typeof facts.maxCost === 'object' ? facts.maxCost : undefined,
-        client: facts.client,
+        address: facts.address,
         fallback: facts.fallback ?? options.fallbackByDefault ?? false,
         batch: state.batch,
       });
@@ -230,7 +230,8 @@ export function createRequestPipeline(options: RequestPipelineOptions): RequestP
     admit(operation, document, operationName, variables, register) {
       reporter.executing(operation, document, operationName);
       // The document parsed and passed validation: an APQ document may now be registered.
-      if (register !== undefined) trusted.register(register.hash, register.text, operation.client);
+      if (register !== undefined)
+        trusted.register(register.hash, register.text, clientOf(operation.apiKey, operation.address));
       if (operation.headerRefusal !== undefined) return refuse(operation, operation.headerRefusal);
       const plan = options.plan(document, operationName);
       const overLimit = overCallLimit(operation, plan.calls);

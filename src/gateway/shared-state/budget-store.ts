@@ -43,6 +43,18 @@ import type {
 } from './types.js';
 
 /**
+ * One move of budget amounts: into the buckets of `at` of each window of a key, `reservedUsd` to the
+ * reservations and `spentUsd` to the spend (either may be negative: a settlement).
+ */
+interface Move {
+  budgetKey: string;
+  windows: readonly BudgetWindowSpec[];
+  at: number;
+  reservedUsd: number;
+  spentUsd: number;
+}
+
+/**
  * Slack of the fit test, in dollars: sums of binary fractions (0.0042 × 12) must not refuse an
  * operation that fits exactly.
  */
@@ -288,11 +300,7 @@ export function createBudgetStore(link: RedisLink | undefined, maxKeys: number):
    * the warnings are this process' to give.
    */
   const book = (
-    budgetKey: string,
-    windows: readonly BudgetWindowSpec[],
-    at: number,
-    reservedUsd: number,
-    spentUsd: number,
+    { budgetKey, windows, at, reservedUsd, spentUsd }: Move,
     now: number,
     decide: boolean,
   ): BudgetWarning[] => {
@@ -310,13 +318,7 @@ export function createBudgetStore(link: RedisLink | undefined, maxKeys: number):
     return warnings;
   };
 
-  const owe = (
-    budgetKey: string,
-    windows: readonly BudgetWindowSpec[],
-    at: number,
-    reservedUsd: number,
-    spentUsd: number,
-  ) => {
+  const owe = ({ budgetKey, windows, at, reservedUsd, spentUsd }: Move) => {
     if (link === undefined) return;
     for (const spec of windows) {
       const key = windowKeyOf(budgetKey, spec);
@@ -334,23 +336,20 @@ export function createBudgetStore(link: RedisLink | undefined, maxKeys: number):
    * of `owedAt`, when the write fails.
    */
   const send = (
-    budgetKey: string,
-    windows: readonly BudgetWindowSpec[],
-    at: number,
+    moved: Move,
     owedAt: number,
-    reservedUsd: number,
-    spentUsd: number,
     operation: 'budget_add' | 'budget_adjust',
     onWarning?: (warning: BudgetWarning) => void,
   ) => {
     if (link === undefined || moveScript === undefined) return;
+    const { budgetKey, windows, at, reservedUsd, spentUsd } = moved;
     const args: Array<string | number> = [at, reservedUsd, spentUsd];
     for (const spec of windows) args.push(spec.ms, spec.bucketMs, spec.warnUsd);
     const keys = redisKeysOf(link, budgetKey, windows);
     void link
       .run(operation, () => moveScript(keys.length, ...keys, ...args))
       .then((reply) => {
-        if (reply === FAILED) owe(budgetKey, windows, owedAt, reservedUsd, spentUsd);
+        if (reply === FAILED) owe({ ...moved, at: owedAt });
         else if (onWarning !== undefined) for (const warning of warningsOf(reply)) onWarning(warning);
       });
   };
@@ -361,7 +360,12 @@ export function createBudgetStore(link: RedisLink | undefined, maxKeys: number):
     for (const [key, debt] of [...owed.entries()]) {
       for (const [start, { s, r }] of debt.buckets) {
         debt.buckets.delete(start);
-        if (start > now - debt.spec.ms) send(debt.budgetKey, [debt.spec], start, start, r, s, 'budget_add');
+        if (start > now - debt.spec.ms)
+          send(
+            { budgetKey: debt.budgetKey, windows: [debt.spec], at: start, reservedUsd: r, spentUsd: s },
+            start,
+            'budget_add',
+          );
         if (++sent >= FLUSH_PER_CALL) return;
       }
       owed.delete(key);
@@ -370,35 +374,22 @@ export function createBudgetStore(link: RedisLink | undefined, maxKeys: number):
 
   /** Books here, and in Redis when usable (after what was owed), or owes it. */
   const share = (
-    budgetKey: string,
-    windows: readonly BudgetWindowSpec[],
-    at: number,
-    reservedUsd: number,
-    spentUsd: number,
+    moved: Move,
     now: number,
     operation: 'budget_add' | 'budget_adjust',
     onWarning?: (warning: BudgetWarning) => void,
   ) => {
     const shared = link?.usable() === true;
-    const warnings = book(budgetKey, windows, at, reservedUsd, spentUsd, now, !shared);
+    const warnings = book(moved, now, !shared);
     if (onWarning !== undefined) for (const warning of warnings) onWarning(warning);
     if (link === undefined) return;
     if (!shared) {
-      owe(budgetKey, windows, at, reservedUsd, spentUsd);
+      owe(moved);
       return;
     }
     if (owed.size > 0) flush(now);
     // Spend without a reservation goes in Redis' current bucket (at 0).
-    send(
-      budgetKey,
-      windows,
-      operation === 'budget_add' ? 0 : at,
-      at,
-      reservedUsd,
-      spentUsd,
-      operation,
-      onWarning,
-    );
+    send({ ...moved, at: operation === 'budget_add' ? 0 : moved.at }, moved.at, operation, onWarning);
   };
 
   /** This replica's decision, on its own buckets. */
@@ -416,8 +407,9 @@ export function createBudgetStore(link: RedisLink | undefined, maxKeys: number):
       return window;
     });
     if (!fits) return { ok: false, at: now, windows: views.map((window) => listOf(window.buckets)) };
-    const warnings = book(budgetKey, windows, now, usd, 0, now, true);
-    owe(budgetKey, windows, now, usd, 0);
+    const reserved: Move = { budgetKey, windows, at: now, reservedUsd: usd, spentUsd: 0 };
+    const warnings = book(reserved, now, true);
+    owe(reserved);
     return { ok: true, at: now, shared: false, warnings };
   };
 
@@ -454,7 +446,7 @@ export function createBudgetStore(link: RedisLink | undefined, maxKeys: number):
             };
           }
           // This replica's own figure (the outage fallback), in Redis' bucket.
-          book(budgetKey, windows, at, usd, 0, now, false);
+          book({ budgetKey, windows, at, reservedUsd: usd, spentUsd: 0 }, now, false);
           return { ok: true, at, shared: true, warnings: warningsOf(answer[2]) };
         });
     },
@@ -463,12 +455,17 @@ export function createBudgetStore(link: RedisLink | undefined, maxKeys: number):
       const spent = spentUsd > 0 && Number.isFinite(spentUsd) ? spentUsd : 0;
       const reserved = Number.isFinite(reservedUsd) ? reservedUsd : 0;
       if (reserved === 0 && spent === 0) return;
-      share(budgetKey, windows, at, -reserved, spent, now, 'budget_adjust', onWarning);
+      share(
+        { budgetKey, windows, at, reservedUsd: -reserved, spentUsd: spent },
+        now,
+        'budget_adjust',
+        onWarning,
+      );
     },
 
     add(budgetKey, windows, usd, now, onWarning) {
       if (!(usd > 0) || !Number.isFinite(usd) || !Number.isFinite(now)) return;
-      share(budgetKey, windows, now, 0, usd, now, 'budget_add', onWarning);
+      share({ budgetKey, windows, at: now, reservedUsd: 0, spentUsd: usd }, now, 'budget_add', onWarning);
     },
 
     read(budgetKey, windows, now): MaybePromise<BudgetRead> {
