@@ -405,3 +405,56 @@ describe('automatic persisted queries (off mode), with the real client libraries
     expect(checks()).toBe(2);
   });
 });
+
+describe('inside a batch (BATCH_LIMIT)', () => {
+  it('enforce: each operation of a batch is resolved and checked as if it came alone', async () => {
+    const g = await gateway({
+      TRUSTED_DOCUMENTS: manifestFile,
+      TRUSTED_DOCUMENTS_MODE: 'enforce',
+      BATCH_LIMIT: '4',
+    });
+    const response = await fetch(g.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json' },
+      body: JSON.stringify([
+        { documentId: `sha256:${TRUSTED_ID}`, variables: { value: 'batch-1' } },
+        { query: OTHER },
+        { query: TRUSTED, variables: { value: 'batch-2' } },
+        { documentId: `sha256:${sha256(OTHER)}` },
+      ]),
+    });
+    const answers = (await response.json()) as Answer['body'][];
+    expect(answers.map((a) => a.errors?.[0]?.extensions?.code ?? 'ok')).toEqual([
+      'ok',
+      'PERSISTED_QUERY_NOT_IN_LIST',
+      'ok',
+      'PERSISTED_QUERY_NOT_IN_LIST',
+    ]);
+    expect(answers[0]?.data).toEqual({ isNull: { __typename: 'NullVerdict' } });
+    // Only the two trusted operations called the upstream.
+    expect(checks()).toBe(2);
+  });
+
+  it('log: each untrusted operation of a batch is counted once', async () => {
+    const g = await gateway({ TRUSTED_DOCUMENTS: manifestFile, BATCH_LIMIT: '4' });
+    const untrusted = async () =>
+      Number(
+        /^gateway_untrusted_operations_total (\d+)/m.exec(
+          await (await fetch(`${g.origin}/metrics`)).text(),
+        )?.[1],
+      );
+    const before = await untrusted();
+    const response = await fetch(g.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json' },
+      body: JSON.stringify([
+        { query: OTHER },
+        { query: TRUSTED, variables: { value: 'b' } },
+        { query: OTHER },
+      ]),
+    });
+    const answers = (await response.json()) as Answer['body'][];
+    expect(answers.every((a) => a.errors === undefined)).toBe(true);
+    expect((await untrusted()) - before).toBe(2);
+  });
+});
