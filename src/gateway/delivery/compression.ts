@@ -3,9 +3,9 @@
  * once per distinct `Accept-Encoding` value, and the body compressed with node:zlib off the main thread
  * (zlib's asynchronous functions run in the thread pool: a megabyte never blocks the event loop).
  *
- * Shared by both request paths: the fast path compresses the string it answers with, and Yoga's path
- * (plugins/use-compression.ts) the Response Yoga made, so one request gets the same encoding on
- * either. Answers below `minBytes` are never compressed (the frame costs more than it saves) and say
+ * Shared by both request paths through one decision, `deliver`: the fast path hands it the string it
+ * answers with, and Yoga's path (plugins/use-compression.ts) the body of the Response Yoga made, so
+ * one request gets the same encoding and headers on either. Answers below `minBytes` are never compressed (the frame costs more than it saves) and say
  * nothing about encodings; every answer at or above it carries `Vary: Accept-Encoding`, compressed or
  * not, since another client would get another encoding.
  *
@@ -76,10 +76,24 @@ const COMPRESSIBLE =
 /** Distinct Accept-Encoding values remembered; browsers send a handful, so a small bound is plenty. */
 const MAX_REMEMBERED = 256;
 
+/** An answer's body as it is sent, and the header fields that say how. */
+export interface Delivered {
+  readonly body: string | Buffer;
+  /** Its length in bytes (Content-Length). */
+  readonly length: number;
+  /** `Vary: Accept-Encoding` at or above `minBytes`; `Content-Encoding` when compressed. */
+  readonly vary: boolean;
+  readonly encoding: ContentEncoding | undefined;
+}
+
 export interface Compression {
   readonly minBytes: number;
-  /** The encoding for this Accept-Encoding value, or undefined: send the body as it is. */
-  encodingFor(acceptEncoding: string | undefined): ContentEncoding | undefined;
+  /**
+   * The one decision both lanes take for a compressible answer: below `minBytes` it goes as it is;
+   * at or above it, it varies on Accept-Encoding and is compressed with the encoding the client
+   * accepts, if any. Synchronous when nothing is compressed (the common, small answer: no copy).
+   */
+  deliver(body: string | Buffer, acceptEncoding: string | undefined): Delivered | Promise<Delivered>;
   /**
    * Whether an answer of this type, status and headers may be compressed at all (a body, not yet
    * encoded, not `no-transform`, a compressible media type).
@@ -98,22 +112,36 @@ export function createCompression(options: CompressionOptions = {}): Compression
   const chosen = new Map<string, ContentEncoding | undefined>();
   const preferred = { preferred: [...SUPPORTED_ENCODINGS] };
   const available = [...SUPPORTED_ENCODINGS, 'identity'];
+  const encodingFor = (acceptEncoding: string | undefined): ContentEncoding | undefined => {
+    if (acceptEncoding === undefined || acceptEncoding === '') return undefined;
+    if (chosen.has(acceptEncoding)) return chosen.get(acceptEncoding);
+    // negotiator 1.x takes the server's preference among equal q-values (its README); the
+    // DefinitelyTyped types still describe 0.6's one-argument form.
+    const negotiator = new Negotiator({ headers: { 'accept-encoding': acceptEncoding } }) as unknown as {
+      encoding(available: string[], options: { preferred: string[] }): string | undefined;
+    };
+    const best = negotiator.encoding(available, preferred);
+    const encoding = SUPPORTED_ENCODINGS.includes(best as ContentEncoding)
+      ? (best as ContentEncoding)
+      : undefined;
+    if (chosen.size < MAX_REMEMBERED) chosen.set(acceptEncoding, encoding);
+    return encoding;
+  };
   return {
     minBytes,
-    encodingFor(acceptEncoding) {
-      if (acceptEncoding === undefined || acceptEncoding === '') return undefined;
-      if (chosen.has(acceptEncoding)) return chosen.get(acceptEncoding);
-      // negotiator 1.x takes the server's preference among equal q-values (its README); the
-      // DefinitelyTyped types still describe 0.6's one-argument form.
-      const negotiator = new Negotiator({ headers: { 'accept-encoding': acceptEncoding } }) as unknown as {
-        encoding(available: string[], options: { preferred: string[] }): string | undefined;
-      };
-      const best = negotiator.encoding(available, preferred);
-      const encoding = SUPPORTED_ENCODINGS.includes(best as ContentEncoding)
-        ? (best as ContentEncoding)
-        : undefined;
-      if (chosen.size < MAX_REMEMBERED) chosen.set(acceptEncoding, encoding);
-      return encoding;
+    deliver(body, acceptEncoding) {
+      const length = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+      const vary = length >= minBytes;
+      const encoding = vary ? encodingFor(acceptEncoding) : undefined;
+      if (encoding === undefined) return { body, length, vary, encoding };
+      return compressors[encoding](typeof body === 'string' ? Buffer.from(body) : body).then(
+        (compressed) => ({
+          body: compressed,
+          length: compressed.length,
+          vary,
+          encoding,
+        }),
+      );
     },
     compressible(status, contentType, contentEncoding, cacheControl) {
       if (status < 200 || status === 204 || status === 304) return false;

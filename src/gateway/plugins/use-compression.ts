@@ -33,33 +33,24 @@ export function useCompression(options: CompressionPluginOptions): Plugin {
       // A known length below the threshold: nothing to read or copy.
       const length = headers.get('content-length');
       if (length !== null && Number(length) < compression.minBytes) return;
-      const body = new Uint8Array(await response.arrayBuffer()) as Uint8Array<ArrayBuffer>;
+      const body = Buffer.from(await response.arrayBuffer());
+      // The same decision as the fast path's (compression.ts `deliver`).
+      const delivered = await compression.deliver(body, request.headers.get('accept-encoding') ?? undefined);
       const newHeaders = new fetchAPI.Headers(headers);
-      const init = { status: response.status, statusText: response.statusText, headers: newHeaders };
-      if (body.length < compression.minBytes) {
-        setResponse(new fetchAPI.Response(body, init));
-        return;
+      if (delivered.vary) newHeaders.append('vary', 'Accept-Encoding');
+      if (delivered.encoding !== undefined) {
+        newHeaders.set('content-encoding', delivered.encoding);
+        newHeaders.set('content-length', String(delivered.length));
       }
-      newHeaders.append('vary', 'Accept-Encoding');
-      const encoding = compression.encodingFor(request.headers.get('accept-encoding') ?? undefined);
-      if (encoding === undefined) {
-        setResponse(new fetchAPI.Response(body, init));
-        return;
-      }
-      const compressed = await compression.compress(
-        Buffer.from(body.buffer, body.byteOffset, body.length),
-        encoding,
-      );
-      newHeaders.set('content-encoding', encoding);
-      newHeaders.set('content-length', String(compressed.length));
+      const sent = delivered.body as Buffer;
       setResponse(
         new fetchAPI.Response(
-          new Uint8Array(
-            compressed.buffer,
-            compressed.byteOffset,
-            compressed.length,
-          ) as Uint8Array<ArrayBuffer>,
-          init,
+          new Uint8Array(sent.buffer, sent.byteOffset, sent.length) as Uint8Array<ArrayBuffer>,
+          {
+            status: response.status,
+            statusText: response.statusText,
+            headers: newHeaders,
+          },
         ),
       );
     },

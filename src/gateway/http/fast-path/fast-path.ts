@@ -17,7 +17,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ExecutionResult } from 'graphql';
 import type { YogaLogger } from 'graphql-yoga';
 import { isPromise } from '../../../shared/is-promise.js';
-import type { Compression } from '../../delivery/compression.js';
+import type { Compression, Delivered } from '../../delivery/compression.js';
 import type { Operation } from '../../operation/operation.js';
 import type { PipelineContext } from '../../plugins/use-request-pipeline.js';
 import { requestFactsOf } from '../../request/facts.js';
@@ -175,7 +175,7 @@ export function createFastPath(options: FastPathOptions): FastPath {
     await sendFetchResponse(response, res);
   };
 
-  /** Writes the answer; small ones (the common case) at once: no zlib, no copy (compression.ts). */
+  /** Writes the answer; small ones (the common case) at once: no zlib, no copy (compression.ts `deliver`). */
   const write = (
     res: ServerResponse,
     state: RequestState,
@@ -199,24 +199,17 @@ export function createFastPath(options: FastPathOptions): FastPath {
     const headers: Record<string, string | number> = {};
     for (const [name, value] of Object.entries(encoded.headers)) headers[name.toLowerCase()] = value;
     if (added !== undefined) Object.assign(headers, added);
-    const length = Buffer.byteLength(encoded.body);
     headers['x-request-id'] = state.facts.requestId;
-    const large = length >= compression.minBytes;
-    if (large) headers.vary = 'Accept-Encoding';
-    const encoding = large ? compression.encodingFor(state.facts.acceptEncoding) : undefined;
-    if (encoding === undefined) {
-      headers['content-length'] = length;
-      res.writeHead(encoded.status, headers);
-      res.end(encoded.body);
-      return;
-    }
-    return compression.compress(Buffer.from(encoded.body), encoding).then((compressed) => {
+    const send = (delivered: Delivered) => {
       if (res.destroyed || res.writableEnded) return;
-      headers['content-encoding'] = encoding;
-      headers['content-length'] = compressed.length;
+      if (delivered.vary) headers.vary = 'Accept-Encoding';
+      if (delivered.encoding !== undefined) headers['content-encoding'] = delivered.encoding;
+      headers['content-length'] = delivered.length;
       res.writeHead(encoded.status, headers);
-      res.end(compressed);
-    });
+      res.end(delivered.body);
+    };
+    const delivered = compression.deliver(encoded.body, state.facts.acceptEncoding);
+    return isPromise(delivered) ? delivered.then(send) : send(delivered);
   };
 
   const run = (
