@@ -131,8 +131,6 @@ export type Resolved =
 
 export interface TrustedDocuments {
   readonly mode: TrustedDocumentsMode;
-  /** Whether this request takes part (an id, an APQ extension, or a mode that checks text). */
-  involves(request: DocumentRequest): boolean;
   /**
    * The text to run, or the refusal (a promise only when an APQ hash is looked up in Redis). In log
    * mode a text outside the manifest is counted, and logged once per document, here.
@@ -226,15 +224,6 @@ export function createTrustedDocuments(options: TrustedDocumentsOptions): Truste
   return {
     mode,
     documents: [...texts],
-    involves(request) {
-      return (
-        mode !== 'off' ||
-        request.documentId !== undefined ||
-        (typeof request.extensions === 'object' &&
-          request.extensions !== null &&
-          'persistedQuery' in request.extensions)
-      );
-    },
     register(hash, text, owner) {
       if (mode !== 'enforce' && apq) store.set(hash, text, APQ_TTL_MS, text.length * 2, owner);
     },
