@@ -27,7 +27,7 @@ import { isPromise } from '../../shared/is-promise.js';
 import type { Operation } from '../operation/operation.js';
 import { usesIncrementalDelivery } from '../request/executor.js';
 import { requestFactsOf, requestIdOf } from '../request/facts.js';
-import type { IncrementalPart, RequestPipeline, RequestState } from '../request/pipeline.js';
+import type { AnswerHeaders, IncrementalPart, RequestPipeline, RequestState } from '../request/pipeline.js';
 import type { DocumentRequest } from '../request/trusted-documents.js';
 
 export interface RequestPipelinePluginOptions {
@@ -142,24 +142,31 @@ export function useRequestPipeline(options: RequestPipelinePluginOptions): Plugi
       }, mediaType);
     },
 
-    async onResponse({ request, response, serverContext }) {
+    onResponse({ request, response, serverContext }) {
       const state = (serverContext as PipelineContext).gateway;
-      // The caller's budget on every GraphQL answer (not on /metrics, /health, GraphiQL's page).
-      if (state !== undefined && state.operations.length > 0) {
-        const added = await pipeline.answerHeaders(state);
-        if (added !== undefined)
-          for (const [name, value] of Object.entries(added)) response.headers.set(name, value);
-      }
       // Early answers (Yoga's /health) may come before onRequest ran here.
       response.headers.set(
         'x-request-id',
         state?.facts.requestId ?? requestIdOf(request.headers.get('x-request-id')),
       );
+      if (state === undefined) return;
       // A stream of parts ends when its last part is sent (finishStream), not here; unless no stream
       // is sent after all (Yoga answers 406 when the Accept takes no streaming type).
       const type = response.headers.get('content-type') ?? '';
       const streamed = type.startsWith('multipart/mixed') || type.startsWith('text/event-stream');
-      if (state !== undefined && (!state.streaming || !streamed)) pipeline.end(state);
+      const end = () => {
+        if (!state.streaming || !streamed) pipeline.end(state);
+      };
+      // The caller's budget on every GraphQL answer (not on /metrics, /health, GraphiQL's page); a
+      // promise only with the budgets in Redis, so the common answer waits for nothing.
+      if (state.operations.length === 0) return end();
+      const added = pipeline.answerHeaders(state);
+      const apply = (fields: AnswerHeaders | undefined) => {
+        if (fields !== undefined)
+          for (const [name, value] of Object.entries(fields)) response.headers.set(name, value);
+        end();
+      };
+      return isPromise(added) ? added.then(apply) : apply(added);
     },
   };
   if (options.batching === true) {
