@@ -28,7 +28,7 @@ import {
 } from '../operation/operation-plan.js';
 import type { BudgetHold, BudgetReservation, BudgetWindowStatus, CostBudget } from './cost-budget.js';
 import type { CostModel } from './cost-model.js';
-import { cheaperSteps, type Fallback, fallbacksOf } from './fallback.js';
+import { cheaperSteps, type Fallback, fallbacksOf, type PricedFieldCalls } from './fallback.js';
 
 export interface CostControlOptions {
   model: CostModel;
@@ -70,6 +70,12 @@ export interface CostControl {
   budgetStatus(
     apiKey: string | undefined,
   ): BudgetWindowStatus[] | undefined | Promise<BudgetWindowStatus[] | undefined>;
+}
+
+/** A step down (fallback.ts): the operation's fields as priced, read once, and the cheaper models. */
+interface StepDown {
+  readonly fields: readonly PricedFieldCalls[];
+  readonly overrides: ReadonlyMap<string, string>;
 }
 
 /** Per plan, the model calls of each distinct text of its priced variables (the arguments are read once). */
@@ -149,15 +155,15 @@ export function createCostControl(options: CostControlOptions): CostControl {
   const estimateOf = (
     plan: OperationPlan,
     variables: Record<string, unknown> | undefined,
-    overrides?: ReadonlyMap<string, string>,
+    down?: StepDown,
   ): CostEstimate => {
     const priced: Array<readonly [UpstreamName, string, number]> = [];
     let usd = 0;
     const calls =
-      overrides === undefined
+      down === undefined
         ? callsOf(plan, variables)
-        : modelCallsByField(plan, variables).flatMap(({ key, calls: of }) => {
-            const model = overrides.get(key);
+        : down.fields.flatMap(({ key, calls: of }) => {
+            const model = down.overrides.get(key);
             return model === undefined ? of : of.map((call) => ({ ...call, model }));
           });
     for (const call of calls) {
@@ -221,9 +227,9 @@ export function createCostControl(options: CostControlOptions): CostControl {
     operation: Operation,
     plan: OperationPlan,
     variables: Record<string, unknown> | undefined,
-    overrides?: ReadonlyMap<string, string>,
+    down?: StepDown,
   ): GraphQLError | undefined | Promise<GraphQLError | undefined> => {
-    const admission = new Admission(() => estimateOf(plan, variables, overrides), budget, overrides);
+    const admission = new Admission(() => estimateOf(plan, variables, down), budget, down?.overrides);
     operation.admission = admission;
     const cap = operation.maxCostUsd;
     if (cap === undefined && budget === undefined) return undefined;
@@ -274,7 +280,7 @@ export function createCostControl(options: CostControlOptions): CostControl {
     const tryStep = (index: number): GraphQLError | undefined | Promise<GraphQLError | undefined> => {
       const overrides = steps[index];
       if (overrides === undefined) return refusal;
-      const verdict = attempt(operation, plan, variables, overrides);
+      const verdict = attempt(operation, plan, variables, { fields, overrides });
       const decided = (again: GraphQLError | undefined) => {
         if (again !== undefined) return tryStep(index + 1);
         (operation.admission as Admission).fallbacks = fallbacksOf(fields, overrides);
