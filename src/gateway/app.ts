@@ -161,6 +161,7 @@ export async function createApp(config: AppConfig, options: AppOptions): Promise
         (await (upstream === 'null-check' ? clients.health.nullCheck() : clients.health.piDigits()))
           .reachable,
       sharedState: () => sharedState.status(),
+      redisTopology: () => sharedState.topology(),
     },
   });
   const fastPath = createFastPath({

@@ -3,6 +3,7 @@
  */
 import { z } from 'zod';
 import { DEFAULT_MAX_DIGITS } from '../digits/digit-engine.js';
+import { redisUrlSchema } from '../shared/process-settings.js';
 import { bool, httpUrl, int, ratio, setting, settingsGroup } from '../shared/settings.js';
 import { parseBudgets } from './cost/budget-policy.js';
 
@@ -200,10 +201,7 @@ export const cacheSettings = settingsGroup('cache', {
   ),
   redisCacheUrl: setting(
     'REDIS_CACHE_URL',
-    z
-      .string()
-      .regex(/^rediss?:\/\/\S+$/, 'must be a redis:// or rediss:// URL')
-      .optional(),
+    redisUrlSchema.optional(),
     'Redis of the response cache, APQ documents and in-flight call sharing, when they should not share REDIS_URL with the cost budgets: it may evict (allkeys-lru), while the budgets’ Redis must not.',
     '(unset: REDIS_URL)',
   ),

@@ -3,7 +3,17 @@
  * reference services (`npm run services`): environment, bind address, shutdown, logs and Redis.
  */
 import { z } from 'zod';
+import { REDIS_URL_FORMS, redisUrlProblem } from './redis-url.js';
 import { int, setting, settingsGroup } from './settings.js';
+
+/**
+ * A Redis URL of any supported form (src/shared/redis-url.ts); a bad one is refused with one line
+ * saying what is wrong, never repeating the URL (it may carry a password).
+ */
+export const redisUrlSchema = z.string().superRefine((url, context) => {
+  const problem = redisUrlProblem(url);
+  if (problem !== undefined) context.addIssue({ code: 'custom', message: problem });
+});
 
 export const processSettings = settingsGroup('process', {
   nodeEnv: setting(
@@ -41,11 +51,8 @@ export const logSettings = settingsGroup('logs', {
 export const redisSettings = settingsGroup('redis', {
   redisUrl: setting(
     'REDIS_URL',
-    z
-      .string()
-      .regex(/^rediss?:\/\/\S+$/, 'must be a redis:// or rediss:// URL')
-      .optional(),
-    'Redis 6+ shared by every replica: the gateway keeps its response cache, in-flight call sharing and hourly cost budgets there, the reference services their rate limits. Redis going away never fails a request: each process falls back to memory until it is back.',
+    redisUrlSchema.optional(),
+    `Redis 6+ shared by every replica: the gateway keeps its response cache, in-flight call sharing and cost budgets there, the reference services their rate limits. One server, Sentinel or Cluster: ${REDIS_URL_FORMS}; credentials in the user-info. Redis going away never fails a request: each process falls back to memory until it is back.`,
     '(unset: state kept in memory, per process)',
   ),
   redisKeyPrefix: setting(

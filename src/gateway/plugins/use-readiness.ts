@@ -25,6 +25,8 @@ export interface ReadinessPluginOptions {
   reachable(upstream: UpstreamName): Promise<boolean>;
   /** Where shared state lives now: memory (no REDIS_URL), redis, or fallback (Redis unreachable). */
   sharedState?: (() => 'memory' | 'redis' | 'fallback') | undefined;
+  /** Which kind of Redis each role uses (single, sentinel, cluster); absent roles use none. */
+  redisTopology?: (() => ReadinessReport['redisTopology']) | undefined;
   /** @default '/ready' */
   path?: string;
   /** How long one probe result is reused, in ms. @default 1000 */
@@ -43,6 +45,8 @@ export interface ReadinessReport {
   status: 'ready' | 'unready';
   upstreams: { nullCheck: UpstreamReadiness; piDigits: UpstreamReadiness };
   redis?: 'memory' | 'redis' | 'fallback';
+  /** With a Redis URL: `{ budgets: 'sentinel', cache: 'cluster' }` (REDIS_URL, REDIS_CACHE_URL). */
+  redisTopology?: { budgets?: 'single' | 'sentinel' | 'cluster'; cache?: 'single' | 'sentinel' | 'cluster' };
 }
 
 export function createReadinessCheck(options: ReadinessPluginOptions): () => Promise<ReadinessReport> {
@@ -70,6 +74,8 @@ export function createReadinessCheck(options: ReadinessPluginOptions): () => Pro
     };
     const redis = options.sharedState?.();
     if (redis !== undefined) report.redis = redis;
+    const topology = options.redisTopology?.();
+    if (topology !== undefined && Object.keys(topology).length > 0) report.redisTopology = topology;
     return report;
   };
 }

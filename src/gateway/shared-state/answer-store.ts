@@ -51,19 +51,13 @@ const DEFAULT_ENTRY_BYTES = 1024;
 // GET and PTTL in one round trip (and one timeout): the local copy must not outlive the shared one.
 const GET_WITH_TTL = `return { redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1]) }`;
 
-// KEYS[1] the entry, KEYS[2] its owner's counter. ARGV: JSON, TTL, most per owner, owner window. An
-// entry already there is only renewed; a new one counts against its owner and is stored while the
-// owner is within its bound. Answers 1 when stored or renewed, 0 when over the bound.
-const SET_OWNED = `
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return 1
-end
-local n = redis.call('INCR', KEYS[2])
-if n == 1 then redis.call('PEXPIRE', KEYS[2], ARGV[4]) end
-if n > tonumber(ARGV[3]) then return 0 end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-return 1`;
+// KEYS[1] an owner's counter, ARGV[1] its window (ms): counts one more new entry of the owner and
+// answers the count. Alone in its script: the entry and its owner's counter have unrelated digests,
+// so on a Redis Cluster they are in different slots, where one script may not touch both.
+const COUNT_OWNER = `
+local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return n`;
 
 export function createAnswerStore(options: AnswerStoreOptions): AnswerStore {
   const { link, now } = options;
@@ -72,7 +66,7 @@ export function createAnswerStore(options: AnswerStoreOptions): AnswerStore {
   const setOperation = `${space}_set` as const;
   const local = new LRUCache<string, Entry>({ max: options.maxEntries, maxSize: options.maxBytes });
   const getWithTtl = link?.script('sharedStateGetWithTtl', 1, GET_WITH_TTL);
-  const setOwned = link?.script('sharedStateSetOwned', 2, SET_OWNED);
+  const countOwner = link?.script('sharedStateCountOwner', 1, COUNT_OWNER);
   const { maxValueBytes, maxPerOwner, onDropped } = options;
   const ownerWindowMs = options.ownerWindowMs ?? 24 * 60 * 60 * 1000;
   /** New entries per owner in this process, within the owner window. */
@@ -155,15 +149,24 @@ export function createAnswerStore(options: AnswerStoreOptions): AnswerStore {
       if (link === undefined || json === undefined || !link.usable()) return;
       const redisTtl = Math.max(1, Math.ceil(ttlMs));
       const entryKey = redisKey(link.keyPrefix, space, key);
-      if (owner === undefined || maxPerOwner === undefined || setOwned === undefined) {
+      if (owner === undefined || maxPerOwner === undefined || countOwner === undefined) {
         void link.run(setOperation, (client) => client.set(entryKey, json, 'PX', redisTtl));
         return;
       }
       const ownerKey = redisKey(link.keyPrefix, 'owner', `${space}\n${owner}`);
+      // An entry already there (any replica's) is only renewed; a new one counts against its owner and
+      // is stored while the owner is within its bound. Three steps, not one script (see COUNT_OWNER):
+      // two replicas registering the same new entry at once may both count it, an error towards the
+      // bound. Registrations are rare (once per document per day), renewals one round trip.
       void link
-        .run(setOperation, () => setOwned(entryKey, ownerKey, json, redisTtl, maxPerOwner, ownerWindowMs))
+        .run(setOperation, async (client) => {
+          if ((await client.set(entryKey, json, 'PX', redisTtl, 'XX')) === 'OK') return true;
+          if (Number(await countOwner(ownerKey, ownerWindowMs)) > maxPerOwner) return false;
+          await client.set(entryKey, json, 'PX', redisTtl);
+          return true;
+        })
         .then((stored) => {
-          if (stored === 0) onDropped?.('owner');
+          if (stored === false) onDropped?.('owner');
         });
     },
     get size() {

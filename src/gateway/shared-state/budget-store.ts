@@ -30,7 +30,7 @@
  * during an outage still counts for every replica after it.
  */
 import { LRUCache } from 'lru-cache';
-import { redisKey } from './redis-keys.js';
+import { redisTaggedKey } from './redis-keys.js';
 import { FAILED, type RedisLink } from './redis-link.js';
 import type {
   BudgetBucket,
@@ -284,8 +284,9 @@ export function createBudgetStore(link: RedisLink | undefined, maxKeys: number):
     return window;
   };
 
+  // One hash tag per budget key: a script touches every window of it, in one Cluster slot.
   const redisKeysOf = (shared: RedisLink, budgetKey: string, windows: readonly BudgetWindowSpec[]) =>
-    windows.map((spec) => redisKey(shared.keyPrefix, 'budget', windowKeyOf(budgetKey, spec)));
+    windows.map((spec) => redisTaggedKey(shared.keyPrefix, 'budget', budgetKey, String(spec.ms)));
 
   /** Whether this process' window is due its warning at `total` (memory mode and outages). */
   const dueLocally = (window: LocalWindow, spec: BudgetWindowSpec, total: number, now: number) => {

@@ -12,7 +12,8 @@
  * the check runs again at each reconnection and every minute, logging an error while it may.
  */
 import type { Logger } from 'pino';
-import { Counter, Gauge, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
+import { createSharedStateMetrics, type RedisConnectionReport } from '../observability/metrics.js';
 import { createAnswerStore } from './answer-store.js';
 import { createBudgetStore } from './budget-store.js';
 import { createFlightCoordinator } from './flight-coordinator.js';
@@ -23,11 +24,12 @@ import {
   type RedisMemoryPolicy,
   safeRedisUrl,
 } from './redis-link.js';
-import type { BudgetRedisCheck, SharedState } from './types.js';
+import type { BudgetRedisCheck, SharedState, SharedStateTopology } from './types.js';
 
 export interface SharedStateOptions {
   /**
-   * Redis shared by every replica (REDIS_URL, redis:// or rediss://): budgets, and unless
+   * Redis shared by every replica (REDIS_URL; one server, Sentinel or Cluster, see
+   * src/shared/redis-url.ts): budgets, and unless
    * `cacheRedisUrl` says otherwise everything else. Unset: budgets in memory.
    * @default undefined (memory only)
    */
@@ -50,9 +52,11 @@ export interface SharedStateOptions {
   /** Outage and recovery lines (one warn per outage, one info per recovery). Required: no @default. */
   logger: Logger;
   /**
-   * Registers `gateway_redis_up` and `gateway_redis_errors_total{operation}` here, only when a Redis
-   * URL is set (in memory mode there is no Redis to report on, and a constant 0 would page whoever
-   * alerts on it), and `gateway_apq_documents_dropped_total{reason}`. One SharedState per registry.
+   * Registers the shared state's metrics here (observability/metrics.ts `createSharedStateMetrics`):
+   * `gateway_redis_up`, `gateway_redis_errors_total{operation}`, `gateway_redis_topology{role,topology}`
+   * and `gateway_redis_topology_changes_total{role}` only when a Redis URL is set (in memory mode there
+   * is no Redis to report on, and a constant 0 would page whoever alerts on it), and
+   * `gateway_apq_documents_dropped_total{reason}`. One SharedState per registry.
    * @default undefined (no metrics)
    */
   registry?: Registry;
@@ -113,7 +117,8 @@ export function mayEvict(memory: RedisMemoryPolicy): boolean {
 /** The one line saying that budgets would live on a Redis that evicts, and what to do. */
 export function evictionMessage(url: string, memory: RedisMemoryPolicy): string {
   const mb = Math.round(memory.maxmemory / 1048576);
-  return `REDIS_URL (${safeRedisUrl(url)}) may evict keys (maxmemory-policy ${memory.policy}, maxmemory ${mb} MB) and the cost budgets live there: traffic could make it forget what a key spent. Give budgets a Redis with maxmemory-policy noeviction (or no maxmemory), and the cache and APQ documents their own (REDIS_CACHE_URL, e.g. allkeys-lru)`;
+  const on = memory.server === undefined ? '' : ` on ${memory.server}`;
+  return `REDIS_URL (${safeRedisUrl(url)}) may evict keys (maxmemory-policy ${memory.policy}, maxmemory ${mb} MB${on}) and the cost budgets live there: traffic could make it forget what a key spent. Give budgets a Redis with maxmemory-policy noeviction (or no maxmemory), and the cache and APQ documents their own (REDIS_CACHE_URL, e.g. allkeys-lru)`;
 }
 
 export function createSharedState(options: SharedStateOptions): SharedState {
@@ -124,60 +129,61 @@ export function createSharedState(options: SharedStateOptions): SharedState {
   const { logger, registry } = options;
   const cacheUrl = options.cacheRedisUrl ?? options.redisUrl;
   const twoLinks = options.redisUrl !== undefined && cacheUrl !== undefined && cacheUrl !== options.redisUrl;
-  const links: RedisLink[] = [];
+  const links: Array<{ link: RedisLink; roles: Array<RedisConnectionReport['role']> }> = [];
 
-  // One errors counter and one up gauge for both links.
   const anyRedis = options.redisUrl !== undefined || cacheUrl !== undefined;
   const metrics =
-    registry !== undefined && anyRedis
-      ? {
-          errors: new Counter({
-            name: 'gateway_redis_errors_total',
-            help: 'Failed Redis commands (timeouts included) and connection errors, by operation. Each one was answered from memory.',
-            labelNames: ['operation'] as const,
-            registers: [registry],
-          }),
-        }
-      : undefined;
-  if (registry !== undefined && anyRedis) {
-    new Gauge({
-      name: 'gateway_redis_up',
-      help: '1 while the shared state is in Redis (every Redis the gateway uses), 0 while the gateway uses its in-memory fallback.',
-      registers: [registry],
-      collect() {
-        this.set(links.every((link) => link.usable()) ? 1 : 0);
-      },
-    });
-  }
-  const dropped =
-    registry === undefined
-      ? undefined
-      : new Counter({
-          name: 'gateway_apq_documents_dropped_total',
-          help: 'APQ documents not registered because of a bound: size (APQ_MAX_DOCUMENT_BYTES) or client (APQ_MAX_DOCUMENTS_PER_CLIENT). They still ran.',
-          labelNames: ['reason'] as const,
-          registers: [registry],
-        });
+    registry === undefined ? undefined : createSharedStateMetrics(registry, { redis: anyRedis });
+  metrics?.setRedisSource(() =>
+    links.flatMap(({ link, roles }) =>
+      roles.map((role) => ({ role, topology: link.topology, up: link.usable() })),
+    ),
+  );
 
-  const linkTo = (url: string, role: string | undefined) => {
-    const link = createRedisLink({ url, keyPrefix, timeoutMs, logger, metrics, role });
-    links.push(link);
+  const linkTo = (url: string, logRole: string | undefined, roles: Array<RedisConnectionReport['role']>) => {
+    const link = createRedisLink({
+      url,
+      keyPrefix,
+      timeoutMs,
+      logger,
+      role: logRole,
+      metrics:
+        metrics === undefined
+          ? undefined
+          : {
+              error: (operation) => metrics.redisError(operation),
+              topologyChanged: () => {
+                for (const role of roles) metrics.redisTopologyChanged(role);
+              },
+            },
+    });
+    links.push({ link, roles });
     return link;
   };
   const stateLink =
-    options.redisUrl === undefined ? undefined : linkTo(options.redisUrl, twoLinks ? 'state' : undefined);
+    options.redisUrl === undefined
+      ? undefined
+      : linkTo(
+          options.redisUrl,
+          twoLinks ? 'state' : undefined,
+          twoLinks ? ['budgets'] : ['budgets', 'cache'],
+        );
   const cacheLink =
     cacheUrl === undefined
       ? undefined
       : twoLinks || stateLink === undefined
-        ? linkTo(cacheUrl, twoLinks ? 'cache' : undefined)
+        ? linkTo(cacheUrl, twoLinks ? 'cache' : undefined, ['cache'])
         : stateLink;
 
   const checkOnce = async (): Promise<BudgetRedisCheck> => {
     if (stateLink === undefined) return { verdict: 'memory' };
-    const memory = await stateLink.memoryPolicy();
-    if (memory === FAILED) return { verdict: 'unknown' };
-    return { verdict: mayEvict(memory) ? 'evicting' : 'safe', memory };
+    const servers = await stateLink.memoryPolicy();
+    if (servers === FAILED) return { verdict: 'unknown' };
+    // On a Cluster every master holds some of the budgets: one that may evict is enough to refuse.
+    const evicting = servers.find(mayEvict);
+    if (evicting !== undefined) return { verdict: 'evicting', memory: evicting };
+    const [memory] = servers;
+    return memory === undefined ? { verdict: 'unknown' } : { verdict: 'safe', memory };
   };
 
   // With budgets, the check again at each reconnection and every minute: an error line each time it
@@ -217,13 +223,18 @@ export function createSharedState(options: SharedStateOptions): SharedState {
       space: 'documents',
       maxValueBytes: options.documentMaxBytes ?? 65_536,
       maxPerOwner: options.documentsPerOwner ?? 1000,
-      onDropped: dropped === undefined ? undefined : (reason) => dropped.labels(reason).inc(),
+      onDropped: metrics === undefined ? undefined : (reason) => metrics.apqDocumentDropped(reason),
     }),
     flights: createFlightCoordinator(cacheLink),
     budgets: createBudgetStore(stateLink, maxEntries),
     status: () => {
       if (links.length === 0) return 'memory';
-      return links.every((link) => link.status() === 'redis') ? 'redis' : 'fallback';
+      return links.every(({ link }) => link.status() === 'redis') ? 'redis' : 'fallback';
+    },
+    topology: () => {
+      const topology: SharedStateTopology = {};
+      for (const { link, roles } of links) for (const role of roles) topology[role] = link.topology;
+      return topology;
     },
     async checkBudgetRedis(waitMs) {
       if (stateLink === undefined) return { verdict: 'memory' };
@@ -232,7 +243,7 @@ export function createSharedState(options: SharedStateOptions): SharedState {
     },
     close: async () => {
       if (recheck !== undefined) clearInterval(recheck);
-      await Promise.all(links.map((link) => link.close()));
+      await Promise.all(links.map(({ link }) => link.close()));
     },
   };
 }

@@ -2,15 +2,16 @@
  * Single flight across replicas (best effort): the first replica to claim a key calls the upstream,
  * the others wait a while for its answer instead of calling too.
  *
- * Keys: `<prefix>flight:<digest>` is the lock (SET NX PX, valued with this process' token, so a
- * leader whose lock expired never releases the next leader's), `<prefix>answer:<digest>` the settled
- * answer (JSON, short TTL). Followers poll both with one MGET, first at once, then at growing
+ * Keys: `<prefix>flight:{<digest>}` is the lock (SET NX PX, valued with this process' token, so a
+ * leader whose lock expired never releases the next leader's), `<prefix>answer:{<digest>}` the settled
+ * answer (JSON, short TTL). One hash tag: the settle script and the followers' MGET touch both, which
+ * a Redis Cluster allows only within one slot. Followers poll both with one MGET, first at once, then at growing
  * intervals (4 ms up to 40 ms): polling keeps one connection per process, where pub/sub would need a
  * second one in subscriber mode, and upstream calls last tens of ms to seconds, so a few polls per
  * wait are cheap. Whatever goes wrong ends in 'lead' or undefined: the caller makes its own call.
  */
 import { randomUUID } from 'node:crypto';
-import { redisKey } from './redis-keys.js';
+import { redisTaggedKey } from './redis-keys.js';
 import { FAILED, type RedisLink } from './redis-link.js';
 import type { FlightCoordinator } from './types.js';
 
@@ -35,8 +36,8 @@ export function createFlightCoordinator(link: RedisLink | undefined): FlightCoor
   }
   const token = randomUUID();
   const settleScript = link.script('sharedStateSettle', 2, SETTLE);
-  const lockKey = (key: string) => redisKey(link.keyPrefix, 'flight', key);
-  const answerKey = (key: string) => redisKey(link.keyPrefix, 'answer', key);
+  const lockKey = (key: string) => redisTaggedKey(link.keyPrefix, 'flight', key);
+  const answerKey = (key: string) => redisTaggedKey(link.keyPrefix, 'answer', key);
 
   const decode = (json: string): unknown => {
     try {

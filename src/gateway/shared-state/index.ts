@@ -16,4 +16,5 @@ export type {
   MaybePromise,
   SharedState,
   SharedStateStatus,
+  SharedStateTopology,
 } from './types.js';

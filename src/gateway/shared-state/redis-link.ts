@@ -21,9 +21,15 @@
  * With a separate cache Redis (REDIS_CACHE_URL) there are two links, each with its own health; their
  * lines carry `role`.
  */
-import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { Counter, Gauge, type Registry } from 'prom-client';
+import {
+  createRedisClient,
+  isCluster,
+  parseRedisUrl,
+  type RedisClient,
+  type RedisTopology,
+  secretsOf,
+} from '../../shared/redis-url.js';
 
 /** What a failed (or timed out) command resolves to: the callers never see a rejection. */
 export const FAILED: unique symbol = Symbol('redis command failed');
@@ -50,21 +56,22 @@ export type RedisOperation =
 export type ScriptCall = (...keysAndArgs: Array<string | number>) => Promise<unknown>;
 
 export interface RedisLinkOptions {
+  /** Any form src/shared/redis-url.ts parses: one server, Sentinel or Cluster. */
   url: string;
   keyPrefix: string;
   timeoutMs: number;
   logger: Logger;
-  /** Registers `gateway_redis_up` and `gateway_redis_errors_total` here (createSharedState's metrics instead, when there are two links). */
-  registry?: Registry;
-  /** Metrics made by the caller (shared by two links). */
-  metrics?: RedisLinkMetrics;
+  /** Where failed commands and topology changes are counted (the shared state's metrics). */
+  metrics?: RedisLinkMetrics | undefined;
   /** What this connection holds, on its log lines, when the process has two: `state` or `cache`. */
-  role?: string;
+  role?: string | undefined;
 }
 
-/** The errors counter a link counts into (one per registry, shared by the links of a process). */
+/** What a link reports to the metrics (shared by the links of a process). */
 export interface RedisLinkMetrics {
-  errors: Counter<'operation'>;
+  error(operation: RedisOperation): void;
+  /** The primary changed (Sentinel) or the masters did (Cluster). */
+  topologyChanged(): void;
 }
 
 /** What Redis says of its memory limit (INFO memory). */
@@ -73,17 +80,22 @@ export interface RedisMemoryPolicy {
   policy: string;
   /** `maxmemory` in bytes; 0: no limit (Redis never evicts). */
   maxmemory: number;
+  /** Which server said it (`host:port`), on a Cluster (one per master). */
+  server?: string | undefined;
 }
 
 export interface RedisLink {
   readonly keyPrefix: string;
+  /** The kind of deployment the URL names: single, sentinel or cluster. */
+  readonly topology: RedisTopology;
   /** Connected and healthy: commands may be sent. A property read or two: call it on every request. */
   usable(): boolean;
   /** Runs one command; its value, or FAILED (counted, and part of a run that makes an outage). */
-  run<T>(operation: RedisOperation, command: (client: Redis) => Promise<T>): Promise<T | Failed>;
+  run<T>(operation: RedisOperation, command: (client: RedisClient) => Promise<T>): Promise<T | Failed>;
   /**
    * Defines a Lua script (EVALSHA, EVAL when Redis lost it) and returns its caller. `numberOfKeys`
-   * undefined: each call gives the number of its keys first.
+   * undefined: each call gives the number of its keys first. On a Cluster every key of one call must
+   * be in one hash slot (redis-keys.ts' tagged keys).
    */
   script(name: string, numberOfKeys: number | undefined, lua: string): ScriptCall;
   status(): 'redis' | 'fallback';
@@ -94,8 +106,12 @@ export interface RedisLink {
    * `timeoutMs` passed first.
    */
   connected(timeoutMs: number): Promise<boolean>;
-  /** Redis' eviction settings (INFO memory), FAILED when it does not say (error, ACL, timeout). */
-  memoryPolicy(): Promise<RedisMemoryPolicy | Failed>;
+  /**
+   * The eviction settings (INFO memory) of every server that holds this link's keys: the one server,
+   * Sentinel's current primary, or every master of a Cluster. FAILED when one does not say (error,
+   * ACL, timeout, no master known yet).
+   */
+  memoryPolicy(): Promise<RedisMemoryPolicy[] | Failed>;
   close(): Promise<void>;
 }
 
@@ -108,20 +124,13 @@ const MAX_RECONNECT_DELAY_MS = 2_000;
 /** A connection attempt that hangs (blackholed address) fails after this, then the next one starts. */
 const CONNECT_TIMEOUT_MS = 2_000;
 
-/** The URL as it may be logged: scheme, host, port and database, never the user or password. */
-export function safeRedisUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    return `${parsed.protocol}//${parsed.host}${parsed.pathname === '/' ? '' : parsed.pathname}`;
-  } catch {
-    return '(unparseable REDIS_URL)';
-  }
-}
+export { safeRedisUrl } from '../../shared/redis-url.js';
 
-function messageOf(error: unknown, password: string): string {
-  const text = error instanceof Error ? error.message : String(error);
+function messageOf(error: unknown, secrets: readonly string[]): string {
+  let text = error instanceof Error ? error.message : String(error);
   // ioredis' messages carry host and port, not credentials; scrub anyway, a log line is forever.
-  return password === '' ? text : text.split(password).join('***');
+  for (const secret of secrets) text = text.split(secret).join('***');
+  return text;
 }
 
 /** Whether a command failed because Redis is full (maxmemory reached, nothing evictable). */
@@ -135,27 +144,26 @@ function infoField(info: string, field: string): string | undefined {
   return match?.[1]?.trim();
 }
 
-export function createRedisLink(options: RedisLinkOptions): RedisLink {
-  const { url, keyPrefix, timeoutMs } = options;
-  const logger = options.role === undefined ? options.logger : options.logger.child({ role: options.role });
-  const where = safeRedisUrl(url);
-  let password = '';
-  try {
-    password = decodeURIComponent(new URL(url).password);
-  } catch {
-    // Unparseable: ioredis will fail to connect and say so; nothing to scrub.
-  }
+/** `host:port` of a Cluster node as ioredis knows it. */
+function nodeAddress(node: { options: { host?: string | undefined; port?: number | undefined } }): string {
+  return `${node.options.host ?? '?'}:${node.options.port ?? '?'}`;
+}
 
-  const client = new Redis(url, {
+export function createRedisLink(options: RedisLinkOptions): RedisLink {
+  const { keyPrefix, timeoutMs, metrics } = options;
+  const logger = options.role === undefined ? options.logger : options.logger.child({ role: options.role });
+  // The settings validated the URL; a caller passing a bad one directly learns it here, at once.
+  const target = parseRedisUrl(options.url);
+  const { topology } = target;
+  const where = target.safe;
+  const secrets = secretsOf(target);
+
+  const client = createRedisClient(target, {
     lazyConnect: true,
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 0,
-    autoResendUnfulfilledCommands: false,
-    commandTimeout: timeoutMs,
-    connectTimeout: CONNECT_TIMEOUT_MS,
-    retryStrategy: (attempt) => Math.min(50 * 2 ** attempt, MAX_RECONNECT_DELAY_MS),
-    // Redis replies with errors the callers turn into misses; never reconnect because of one.
-    reconnectOnError: null,
+    offlineQueue: false,
+    commandTimeoutMs: timeoutMs,
+    connectTimeoutMs: CONNECT_TIMEOUT_MS,
+    reconnectDelayMs: (attempt) => Math.min(50 * 2 ** attempt, MAX_RECONNECT_DELAY_MS),
     connectionName: 'null-pi-gateway',
   });
 
@@ -169,27 +177,8 @@ export function createRedisLink(options: RedisLinkOptions): RedisLink {
   const firstAttemptEnded = new Promise<boolean>((resolve) => {
     firstAttempt = resolve;
   });
-
-  const errors =
-    options.metrics?.errors ??
-    (options.registry
-      ? new Counter({
-          name: 'gateway_redis_errors_total',
-          help: 'Failed Redis commands (timeouts included) and connection errors, by operation. Each one was answered from memory.',
-          labelNames: ['operation'] as const,
-          registers: [options.registry],
-        })
-      : undefined);
-  if (options.registry && options.metrics === undefined) {
-    new Gauge({
-      name: 'gateway_redis_up',
-      help: '1 while the shared state is in Redis, 0 while the gateway uses its in-memory fallback.',
-      registers: [options.registry],
-      collect() {
-        this.set(usable() ? 1 : 0);
-      },
-    });
-  }
+  /** Sentinel: the primary last connected to; Cluster: its masters, sorted (`host:port,…`). */
+  let lastPrimary: string | undefined;
 
   function usable(): boolean {
     return state === 'up' && client.status === 'ready';
@@ -200,15 +189,42 @@ export function createRedisLink(options: RedisLinkOptions): RedisLink {
     probe = undefined;
   }
 
+  /** Where the keys live now: the primary's address (Sentinel), the masters (Cluster). */
+  function primaryNow(): string | undefined {
+    if (isCluster(client)) {
+      const masters = client.nodes('master').map(nodeAddress).sort();
+      return masters.length === 0 ? undefined : masters.join(',');
+    }
+    if (topology !== 'sentinel') return undefined;
+    // The socket ioredis connected to once the sentinels named the primary.
+    const stream = client.stream;
+    return stream?.remoteAddress === undefined ? undefined : `${stream.remoteAddress}:${stream.remotePort}`;
+  }
+
+  /** Logs (info) and counts a change of primary or masters; no credentials in either address. */
+  function watchTopology() {
+    const now = primaryNow();
+    if (now === undefined || now === lastPrimary) return;
+    const before = lastPrimary;
+    lastPrimary = now;
+    if (before === undefined) return;
+    metrics?.topologyChanged();
+    if (topology === 'cluster')
+      logger.info({ redis: where, topology, masters: now, before }, 'redis cluster masters changed');
+    else logger.info({ redis: where, topology, primary: now, before }, 'redis primary switched');
+  }
+
   function markUp() {
     firstAttempt?.(true);
-    if (closing || state === 'up') return;
+    if (closing) return;
+    watchTopology();
+    if (state === 'up') return;
     const previous = state;
     state = 'up';
     failures = 0;
     stopProbe();
-    if (previous === 'down') logger.info({ redis: where }, 'redis back; sharing state again');
-    else logger.info({ redis: where }, 'redis connected; sharing state');
+    if (previous === 'down') logger.info({ redis: where, topology }, 'redis back; sharing state again');
+    else logger.info({ redis: where, topology }, 'redis connected; sharing state');
     for (const listener of connectListeners) listener();
   }
 
@@ -216,7 +232,7 @@ export function createRedisLink(options: RedisLinkOptions): RedisLink {
     firstAttempt?.(false);
     if (closing || state === 'down') return;
     state = 'down';
-    logger.warn({ redis: where, reason }, 'redis unavailable; using in-memory state');
+    logger.warn({ redis: where, topology, reason }, 'redis unavailable; using in-memory state');
   }
 
   // A write (with TTL), not a PING: a Redis that answers but refuses writes (read-only replica, out of
@@ -227,16 +243,16 @@ export function createRedisLink(options: RedisLinkOptions): RedisLink {
     probe = setInterval(() => {
       if (client.status !== 'ready') return; // the socket is down: ioredis' ready event ends the outage
       client.set(probeKey, '1', 'PX', 10_000).then(markUp, (error: unknown) => {
-        errors?.labels('probe').inc();
-        lastError = messageOf(error, password);
+        metrics?.error('probe');
+        lastError = messageOf(error, secrets);
       });
     }, PROBE_INTERVAL_MS);
     probe.unref();
   }
 
   function fail(operation: RedisOperation, error: unknown) {
-    errors?.labels(operation).inc();
-    lastError = messageOf(error, password);
+    metrics?.error(operation);
+    lastError = messageOf(error, secrets);
     // Full is not down: reads and the budget scripts still go through (see the header).
     if (isOutOfMemory(error)) return;
     failures++;
@@ -248,19 +264,41 @@ export function createRedisLink(options: RedisLinkOptions): RedisLink {
 
   // Without an error listener ioredis prints every connection error to the console.
   client.on('error', (error: unknown) => {
-    errors?.labels('connection').inc();
-    lastError = messageOf(error, password);
+    metrics?.error('connection');
+    lastError = messageOf(error, secrets);
     firstAttempt?.(false);
   });
   client.on('ready', markUp);
   client.on('close', () => markDown(lastError));
+  // A Cluster refreshes its slots every few seconds (and after a MOVED): its masters may have changed.
+  if (isCluster(client)) client.on('refresh', watchTopology);
   // Not awaited: the gateway starts now; the events above follow the connection.
   client.connect().catch(() => {});
 
+  /** INFO memory of one server, FAILED when it does not say. */
+  const memoryOf = async (
+    server: { info(section: string): Promise<string> },
+    address: string | undefined,
+  ): Promise<RedisMemoryPolicy | Failed> => {
+    let info: string;
+    try {
+      info = await server.info('memory');
+    } catch (error) {
+      metrics?.error('info');
+      lastError = messageOf(error, secrets);
+      return FAILED;
+    }
+    const policy = infoField(info, 'maxmemory_policy');
+    const maxmemory = Number(infoField(info, 'maxmemory'));
+    if (policy === undefined || !Number.isFinite(maxmemory)) return FAILED;
+    return { policy, maxmemory, server: address };
+  };
+
   return {
     keyPrefix,
+    topology,
     usable,
-    run<T>(operation: RedisOperation, command: (redis: Redis) => Promise<T>): Promise<T | Failed> {
+    run<T>(operation: RedisOperation, command: (redis: RedisClient) => Promise<T>): Promise<T | Failed> {
       let pending: Promise<T>;
       try {
         pending = command(client);
@@ -299,18 +337,18 @@ export function createRedisLink(options: RedisLinkOptions): RedisLink {
     },
     async memoryPolicy() {
       if (client.status !== 'ready') return FAILED;
-      let info: string;
-      try {
-        info = await client.info('memory');
-      } catch (error) {
-        errors?.labels('info').inc();
-        lastError = messageOf(error, password);
-        return FAILED;
+      // Every master of a Cluster holds a share of the budgets; each must keep them.
+      const servers = isCluster(client)
+        ? client.nodes('master').map((node) => memoryOf(node, nodeAddress(node)))
+        : [memoryOf(client, undefined)];
+      if (servers.length === 0) return FAILED;
+      const policies = await Promise.all(servers);
+      const known: RedisMemoryPolicy[] = [];
+      for (const policy of policies) {
+        if (policy === FAILED) return FAILED;
+        known.push(policy);
       }
-      const policy = infoField(info, 'maxmemory_policy');
-      const maxmemory = Number(infoField(info, 'maxmemory'));
-      if (policy === undefined || !Number.isFinite(maxmemory)) return FAILED;
-      return { policy, maxmemory };
+      return known;
     },
     async close() {
       if (closing) return;

@@ -49,7 +49,18 @@ export type BudgetRedisCheck =
   | { verdict: 'unreachable' }
   /** Redis answered but did not say (INFO refused, a proxy): the operator's word is needed. */
   | { verdict: 'unknown' }
-  | { verdict: 'safe' | 'evicting'; memory: { policy: string; maxmemory: number } };
+  | {
+      verdict: 'safe' | 'evicting';
+      memory: { policy: string; maxmemory: number; server?: string | undefined };
+    };
+
+/** The kind of Redis each role uses, as the URLs name it (`/ready`); a role without Redis is absent. */
+export interface SharedStateTopology {
+  /** REDIS_URL */
+  budgets?: 'single' | 'sentinel' | 'cluster';
+  /** REDIS_CACHE_URL (default REDIS_URL): response cache, APQ documents, flights. */
+  cache?: 'single' | 'sentinel' | 'cluster';
+}
 
 export interface SharedState {
   /** Response cache storage. */
@@ -65,6 +76,8 @@ export interface SharedState {
    * unreachable, failing or not connected yet: memory in use). Cheap: no I/O.
    */
   status(): SharedStateStatus;
+  /** Which kind of Redis each role uses (no I/O). */
+  topology(): SharedStateTopology;
   /**
    * Checks the Redis of the budgets (REDIS_URL): waits for its first connection attempt (at most
    * `waitMs`), then reads its eviction settings. Never rejects.

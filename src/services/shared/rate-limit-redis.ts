@@ -8,10 +8,13 @@
  * One warn line per outage and one info line when it ends; the URL in them never shows a password.
  */
 import type { FastifyBaseLogger } from 'fastify';
-import { Redis } from 'ioredis';
+import { createRedisClient, parseRedisUrl, type RedisClient } from '../../shared/redis-url.js';
 
 export interface RateLimitRedisOptions {
-  /** `redis://[user:password@]host:port[/db]` or `rediss://...`. */
+  /**
+   * Any form src/shared/redis-url.ts parses: `redis://[user:password@]host:port[/db]`, `rediss://…`,
+   * `redis+sentinel://host:port[,host:port…]/<master name>`, `redis+cluster://host:port[,host:port…]`.
+   */
   url: string;
   /** Longest wait for one Redis command before the request is counted in memory instead. @default 25 */
   timeoutMs?: number;
@@ -23,7 +26,8 @@ export interface RateLimitRedisOptions {
 
 /** A shared connection plus the outage bookkeeping the store reports to. */
 export interface RateLimitRedis {
-  readonly client: Redis;
+  /** One server or Sentinel's primary (`Redis`), or a `Cluster`: the plugin's store uses one key per call. */
+  readonly client: RedisClient;
   /** Whether the last thing heard from Redis was good (false while it is out). */
   readonly available: boolean;
   /** A command failed or timed out: the outage starts (logged once). */
@@ -59,17 +63,16 @@ export function createRateLimitRedis(options: RateLimitRedisOptions): RateLimitR
   const maxDelay = options.maxReconnectDelayMs ?? 2000;
   const where = redactRedisUrl(options.url);
   const logger = options.logger;
-  const client = new Redis(options.url, {
-    enableOfflineQueue: false,
-    commandTimeout: timeoutMs,
-    // A command caught by a dropped connection fails at once instead of waiting for a reconnect.
-    maxRetriesPerRequest: 0,
-    autoResendUnfulfilledCommands: false,
-    connectTimeout: Math.max(1000, timeoutMs),
+  // No offline queue; a command caught by a dropped connection fails at once instead of waiting for
+  // a reconnect (createRedisClient: no retry, no resend).
+  const client = createRedisClient(parseRedisUrl(options.url), {
+    offlineQueue: false,
+    commandTimeoutMs: timeoutMs,
+    connectTimeoutMs: Math.max(1000, timeoutMs),
     // On close, ioredis waits this long for a socket that may already be gone, holding the process
     // open; nothing is left to flush here (every count is sent or lost already).
-    disconnectTimeout: 100,
-    retryStrategy: (attempt) => Math.min(50 * 2 ** Math.min(attempt, 16), maxDelay),
+    disconnectTimeoutMs: 100,
+    reconnectDelayMs: (attempt) => Math.min(50 * 2 ** Math.min(attempt, 16), maxDelay),
   });
 
   // 'connecting' until the first ready or error: a request racing the first connect is no outage.

@@ -14,7 +14,7 @@
 import { createRequire } from 'node:module';
 import fastifyRateLimit from '@fastify/rate-limit';
 import type { FastifyInstance } from 'fastify';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../shared/redis-url.js';
 import type { RateLimitRedis } from './rate-limit-redis.js';
 import { ServiceError } from './service-error.js';
 import type { TierRateLimits } from './tiers.js';
@@ -51,7 +51,7 @@ interface StoreParams {
 type RedisStoreClass = new (
   continueExceeding: boolean,
   exponentialBackoff: boolean,
-  redis: Redis,
+  redis: RedisClient,
   nameSpace?: string,
 ) => Store;
 type LocalStoreClass = new (continueExceeding: boolean, exponentialBackoff: boolean, cache?: number) => Store;
