@@ -12,26 +12,27 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { budgetKeyOf } from '../../src/gateway/cost/cost-budget.js';
-import { listPrice } from '../../src/gateway/cost/price-table.js';
-import { redisKey } from '../../src/gateway/shared-state/redis-keys.js';
+import { redisTaggedKey } from '../../src/gateway/shared-state/redis-keys.js';
+import {
+  CHECK_USD,
+  type Cost,
+  check,
+  FIRST_ESTIMATE,
+  MAX_ESTIMATE_ERROR,
+  tally,
+  useBurstUpstream,
+} from '../support/budget-bursts.js';
 import type { TestGateway } from '../support/gateway.js';
-import { type GqlResult, gql, gqlInYoga } from '../support/graphql-client.js';
+import { gql, gqlInYoga } from '../support/graphql-client.js';
 import { metricValue } from '../support/metric-values.js';
 import { type RedisServer, requireRedisServer, startRedisServer } from '../support/redis-server.js';
 import { useScriptedGateways } from '../support/scripted-gateways.js';
-import { nullBody } from '../support/upstream-bodies.js';
-import { gate, until } from '../support/waits.js';
+import { until } from '../support/waits.js';
 
 requireRedisServer('budget-burst');
 
-/** What the scripted upstream charges per check. */
-const CHECK_USD = 0.004;
-/** The gateway's first estimate of a check (null-x-4o, from its price table). */
-const FIRST_ESTIMATE = listPrice({ upstream: 'null-check', kind: 'check', model: 'null-x-4o' });
-/** The largest error of one operation's estimate against its bill (estimates lie between both). */
-const MAX_ESTIMATE_ERROR = Math.abs(FIRST_ESTIMATE - CHECK_USD);
 const BUDGET = 0.05;
 
 const ENV = {
@@ -44,80 +45,8 @@ const ENV = {
   OPERATION_DEADLINE_MS: '60000',
 };
 
-const check = (value: string) => `{ isNull(value: ${JSON.stringify(value)}) { __typename } }`;
-
-interface Cost {
-  gpuCostUsd: number;
-  estimatedCostUsd?: number;
-}
-
-/** What a burst came to: the bill (what the upstream reported), answered and refused counts. */
-function tally(results: GqlResult[]) {
-  let billed = 0;
-  let answered = 0;
-  let refused = 0;
-  const other: unknown[] = [];
-  for (const result of results) {
-    billed += (result.extensions?.cost as Cost | undefined)?.gpuCostUsd ?? 0;
-    const codes = (result.errors ?? []).map((e) => e.extensions?.code);
-    if (codes.length === 0 && result.data?.isNull != null) answered++;
-    else if (codes.length === 1 && codes[0] === 'BUDGET_EXCEEDED') {
-      refused++;
-      // Refused before anything: no data, no cost.
-      expect(result.data).toBeUndefined();
-      expect(result.extensions?.cost).toBeUndefined();
-    } else other.push(result.errors ?? result.data);
-  }
-  return { billed: Math.round(billed * 1e8) / 1e8, answered, refused, other };
-}
-
 const scripted = useScriptedGateways();
-/** While a burst is being sent: its checks' answers wait for this. */
-let held: Promise<void> | undefined;
-beforeEach(() => {
-  held = undefined;
-  scripted.upstream.reset();
-  scripted.upstream.route('POST', '/api/v1/check', (req) => {
-    const value = (req.body as { value?: unknown }).value;
-    if (value === 'hang') return { hang: true };
-    if (value === 'fail-500') return { status: 500 };
-    if (value === 'fail-503') return { status: 503 };
-    return { holdUntil: held, body: nullBody({ gpu_cost_usd: CHECK_USD }) };
-  });
-});
-
-const checks = () => scripted.upstream.count('POST', '/api/v1/check');
-
-/**
- * Sends `count` operations together (`send(i)`), their upstream answers held until every one has
- * either reached the upstream (reserved, admitted) or been answered (refused, before any call): the
- * whole burst has reserved before the first cost is known. `meanwhile` runs once all are sent, before
- * that wait. Then the answers go; resolves to every result.
- */
-async function burst(
-  count: number,
-  send: (i: number) => Promise<GqlResult>,
-  meanwhile?: () => Promise<void>,
-): Promise<GqlResult[]> {
-  const answers = gate();
-  held = answers.opened;
-  const before = checks();
-  let settled = 0;
-  const results = Array.from({ length: count }, (_, i) =>
-    send(i).finally(() => {
-      settled++;
-    }),
-  );
-  try {
-    await meanwhile?.();
-    const reserved = await until(() => settled + checks() - before === count, 400);
-    expect(reserved, 'every operation of the burst reached the upstream or was refused').toBe(true);
-  } finally {
-    held = undefined;
-    answers.open();
-  }
-  return Promise.all(results);
-}
+const { burst, checks } = useBurstUpstream(scripted);
 
 async function gateway(env: Record<string, string> = {}): Promise<TestGateway> {
   return scripted.gateway({ ...ENV, ...env });
@@ -233,7 +162,7 @@ describe('two replicas on one redis-server', () => {
     const client = new Redis(redis.url, { lazyConnect: true, maxRetriesPerRequest: 0 });
     try {
       await client.connect();
-      const fields = await client.hgetall(redisKey(prefix, 'budget', `${budgetKeyOf(apiKey)}\n3600000`));
+      const fields = await client.hgetall(redisTaggedKey(prefix, 'budget', budgetKeyOf(apiKey), '3600000'));
       return Object.entries(fields).reduce(
         (sum, [name, usd]) => (/^[sr]/.test(name) ? sum + Number(usd) : sum),
         0,

@@ -7,7 +7,7 @@ import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSharedState, type SharedState } from '../../src/gateway/shared-state/index.js';
-import { redisKey } from '../../src/gateway/shared-state/redis-keys.js';
+import { redisKey, redisTaggedKey } from '../../src/gateway/shared-state/redis-keys.js';
 import { metricValue } from '../support/metric-values.js';
 import { freePort, type RedisServer, requireRedisServer, startRedisServer } from '../support/redis-server.js';
 import { until, within } from '../support/waits.js';
@@ -100,19 +100,22 @@ describe('shared state in Redis, two replicas', () => {
     try {
       expect(await until(() => ownerA.status() === 'redis' && ownerB.status() === 'redis')).toBe(true);
       const hashes = ['1', '2', '3'].map((d) => d.repeat(64));
-      // Each write is in Redis before the next (a claim on the same connection answers after it).
+      const documentKey = (i: number) => redisKey(prefix, 'documents', hashes[i] as string);
+      // Each write is in Redis before the next (a registration takes a few round trips).
       ownerA.documents.set(hashes[0] as string, '{ one }', 60_000, undefined, 'client-9');
-      await ownerA.flights.claim('owner-sync-1', 1000);
+      expect(await until(async () => (await raw.exists(documentKey(0))) === 1)).toBe(true);
       ownerB.documents.set(hashes[1] as string, '{ two }', 60_000, undefined, 'client-9');
-      await ownerB.flights.claim('owner-sync-2', 1000);
+      expect(await until(async () => (await raw.exists(documentKey(1))) === 1)).toBe(true);
       // Through A again: A has counted one of this owner's documents, Redis two.
       ownerA.documents.set(hashes[2] as string, '{ three }', 60_000, undefined, 'client-9');
-      await ownerA.flights.claim('owner-sync-3', 1000);
-      const stored = await Promise.all(hashes.map((h) => raw.exists(redisKey(prefix, 'documents', h))));
-      expect(stored).toEqual([1, 1, 0]);
-      // The owner's counter lives a day, under a digest.
       const counters = await raw.keys(`${prefix}owner:*`);
       expect(counters).toHaveLength(1);
+      // Counted (the third), and then refused: no document stored.
+      expect(await until(async () => (await raw.get(counters[0] as string)) === '3')).toBe(true);
+      await ownerA.flights.claim('owner-sync-3', 1000);
+      const stored = await Promise.all(hashes.map((_, i) => raw.exists(documentKey(i))));
+      expect(stored).toEqual([1, 1, 0]);
+      // The owner's counter lives a day, under a digest.
       expect(await raw.pttl(counters[0] as string)).toBeGreaterThan(23 * HOUR);
     } finally {
       await ownerA.close();
@@ -131,8 +134,8 @@ describe('shared state in Redis, two replicas', () => {
     a.flights.settle('pi\nfree\n10', { digits: '3.141592653' }, 2000);
     expect(await following).toEqual({ digits: '3.141592653' });
     // The lock is released and the answer lives only briefly.
-    expect(await raw.exists(redisKey(prefix, 'flight', 'pi\nfree\n10'))).toBe(0);
-    const answerTtl = await raw.pttl(redisKey(prefix, 'answer', 'pi\nfree\n10'));
+    expect(await raw.exists(redisTaggedKey(prefix, 'flight', 'pi\nfree\n10'))).toBe(0);
+    const answerTtl = await raw.pttl(redisTaggedKey(prefix, 'answer', 'pi\nfree\n10'));
     expect(answerTtl).toBeGreaterThan(0);
     expect(answerTtl).toBeLessThanOrEqual(2000);
   });
@@ -144,19 +147,19 @@ describe('shared state in Redis, two replicas', () => {
     const following = within(b.flights.await('failing', 60_000), 5000);
     a.flights.settle('failing', undefined, 2000);
     expect(await following).toBeUndefined();
-    expect(await raw.exists(redisKey(prefix, 'flight', 'failing'))).toBe(0);
-    expect(await raw.exists(redisKey(prefix, 'answer', 'failing'))).toBe(0);
+    expect(await raw.exists(redisTaggedKey(prefix, 'flight', 'failing'))).toBe(0);
+    expect(await raw.exists(redisTaggedKey(prefix, 'answer', 'failing'))).toBe(0);
   });
 
   it("expires a dead leader's lock by its TTL: the follower gets undefined and may lead", async () => {
     expect(await a.flights.claim('orphan', 300)).toBe('lead');
-    const lockTtl = await raw.pttl(redisKey(prefix, 'flight', 'orphan'));
+    const lockTtl = await raw.pttl(redisTaggedKey(prefix, 'flight', 'orphan'));
     expect(lockTtl).toBeGreaterThan(0);
     expect(lockTtl).toBeLessThanOrEqual(300);
     expect(await b.flights.claim('orphan', 5000)).toBe('follow');
     // A never settles. B would wait a minute; it stops once the lock is gone (bounded far below that).
     expect(await within(b.flights.await('orphan', 60_000), 5000)).toBeUndefined();
-    expect(await raw.exists(redisKey(prefix, 'flight', 'orphan'))).toBe(0);
+    expect(await raw.exists(redisTaggedKey(prefix, 'flight', 'orphan'))).toBe(0);
     expect(await b.flights.claim('orphan', 5000)).toBe('lead');
     b.flights.settle('orphan', undefined, 1000);
   });
@@ -167,12 +170,13 @@ describe('shared state in Redis, two replicas', () => {
     const following = b.flights.await('abandoned', 10_000, signal);
     signal.cancelled = true;
     expect(await following).toBeUndefined();
-    expect(await raw.exists(redisKey(prefix, 'flight', 'abandoned'))).toBe(1);
+    expect(await raw.exists(redisTaggedKey(prefix, 'flight', 'abandoned'))).toBe(1);
     a.flights.settle('abandoned', undefined, 1000);
   });
 
   /** The Redis key of a budget key's window (budget-store.ts: one hash per key and window length). */
-  const budgetHash = (budgetKey: string, ms = HOUR) => redisKey(prefix, 'budget', `${budgetKey}\n${ms}`);
+  const budgetHash = (budgetKey: string, ms = HOUR) =>
+    redisTaggedKey(prefix, 'budget', budgetKey, String(ms));
 
   it('sums the spend of both replicas in one sliding window, in buckets of Redis time', async () => {
     const before = Date.now();
@@ -364,7 +368,7 @@ describe('budgets on a Redis that cannot lose them', () => {
     const inCache = await cache.raw.keys(`${prefix}*`);
     expect(inCache.filter((key) => key.startsWith(`${prefix}budget:`))).toEqual([]);
     const inBudgets = await budgets.raw.keys(`${prefix}*`);
-    expect(inBudgets).toEqual([redisKey(prefix, 'budget', `k\n${HOUR}`)]);
+    expect(inBudgets).toEqual([redisTaggedKey(prefix, 'budget', 'k', String(HOUR))]);
   });
 
   it('a full Redis (noeviction, maxmemory reached) still books budgets; only cache writes are lost, and it is no outage', async () => {
@@ -385,15 +389,14 @@ describe('budgets on a Redis that cannot lose them', () => {
         shared: true,
       });
     expect(await replica.budgets.reserve('full-key', window, 0.01, Date.now())).toMatchObject({ ok: false });
-    const booked = await full.raw.hgetall(redisKey(prefix, 'budget', `full-key\n${HOUR}`));
+    const booked = await full.raw.hgetall(redisTaggedKey(prefix, 'budget', 'full-key', String(HOUR)));
     expect(sumOf(booked, 'r')).toBeCloseTo(0.03, 10);
     // Settlements go through too.
     replica.budgets.settle('full-key', window, Date.now(), 0.01, 0.002, Date.now());
     await replica.budgets.read('full-key', window, Date.now());
-    expect(sumOf(await full.raw.hgetall(redisKey(prefix, 'budget', `full-key\n${HOUR}`)), 's')).toBeCloseTo(
-      0.002,
-      10,
-    );
+    expect(
+      sumOf(await full.raw.hgetall(redisTaggedKey(prefix, 'budget', 'full-key', String(HOUR))), 's'),
+    ).toBeCloseTo(0.002, 10);
     // Cached answers are refused by Redis (counted), and sharing goes on: not an outage.
     for (let i = 0; i < 5; i++) replica.cache.set(`answer-${i}`, { i }, 60_000);
     expect(

@@ -39,7 +39,7 @@ export async function freePort(): Promise<number> {
 }
 
 /** Sends PING until the server answers PONG, at most `tries` times 50 ms apart. */
-async function waitForPong(port: number, tries = 100): Promise<boolean> {
+export async function waitForPong(port: number, tries = 100): Promise<boolean> {
   for (let i = 0; i < tries; i++) {
     const pong = await new Promise<boolean>((resolve) => {
       const socket = new Socket();
