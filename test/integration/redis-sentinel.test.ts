@@ -1,0 +1,161 @@
+/**
+ * Sentinel failover under steady traffic (docs/contract.md §9, More than one machine;
+ * `REDIS_URL=redis+sentinel://…/<name>`): a primary, one replica and three sentinels on loopback; the
+ * primary is killed with SIGKILL while a gateway serves a steady stream of budgeted checks. No request
+ * fails, the sentinels promote the replica, the gateway follows it (a log line, a metric), the budget
+ * writes land on the new primary, and what the switch lost or counted twice is measured against the
+ * bill (printed, and bounded).
+ */
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { budgetKeyOf } from '../../src/gateway/cost/cost-budget.js';
+import { redisTaggedKey } from '../../src/gateway/shared-state/redis-keys.js';
+import { CHECK_USD, type Cost, check, FIRST_ESTIMATE, useBurstUpstream } from '../support/budget-bursts.js';
+import { type GqlResult, gql } from '../support/graphql-client.js';
+import { capturedLogger } from '../support/logs.js';
+import { metricValue } from '../support/metric-values.js';
+import { directClient, type RedisSentinelSetup, startRedisSentinel } from '../support/redis-topologies.js';
+import { useScriptedGateways } from '../support/scripted-gateways.js';
+import { sleep, until } from '../support/waits.js';
+
+/** Clients sending one check after another, each waiting for its answer. */
+const WORKERS = 4;
+const PREFIX = `sn-${randomUUID().slice(0, 8)}:`;
+
+let sentinel: RedisSentinelSetup;
+beforeAll(async () => {
+  sentinel = await startRedisSentinel({ downAfterMs: 1000 });
+}, 60_000);
+afterAll(() => sentinel?.stop());
+
+const scripted = useScriptedGateways();
+useBurstUpstream(scripted);
+
+/** The key's spend and reservations on the server at `port` (every window hash of its budget). */
+async function onServer(port: number, apiKey: string): Promise<{ spent: number; reserved: number }> {
+  const client = directClient(port);
+  try {
+    await client.connect();
+    const fields = await client.hgetall(
+      redisTaggedKey(PREFIX, 'budget', budgetKeyOf(apiKey), String(3_600_000)),
+    );
+    let spent = 0;
+    let reserved = 0;
+    for (const [name, usd] of Object.entries(fields)) {
+      if (name.startsWith('s')) spent += Number(usd);
+      else if (name.startsWith('r')) reserved += Number(usd);
+    }
+    return { spent, reserved };
+  } finally {
+    client.disconnect();
+  }
+}
+
+describe('Sentinel: the primary killed under steady traffic', () => {
+  it('no request fails, the gateway follows the new primary, and the budget lands there', async () => {
+    const logs = capturedLogger('info');
+    const g = await scripted.gateway(
+      {
+        BREAKER_THRESHOLD: '0',
+        RETRY_MAX_ATTEMPTS: '1',
+        COST_BUDGETS: JSON.stringify({ default: { '1h': 100 } }),
+        REDIS_URL: sentinel.url,
+        REDIS_KEY_PREFIX: PREFIX,
+        // Long enough for a loaded machine: the outage here is the failover, not a slow command.
+        REDIS_TIMEOUT_MS: '1000',
+      },
+      { logger: logs.logger },
+    );
+    expect(await until(() => g.app.sharedState.status() === 'redis', 400)).toBe(true);
+    expect(g.app.sharedState.topology()).toEqual({ budgets: 'sentinel', cache: 'sentinel' });
+    const apiKey = `sk-failover-${randomUUID()}`;
+    const headers = { 'x-api-key': apiKey };
+
+    const results: GqlResult[] = [];
+    let running = true;
+    let sent = 0;
+    const worker = async (w: number) => {
+      // Bounded: stops when told, and at most 5,000 checks per worker whatever happens.
+      for (let i = 0; running && i < 5000; i++) {
+        sent++;
+        results.push(await gql(g.url, check(`w${w}-${i}`), { headers }));
+      }
+    };
+    const workers = Promise.all(Array.from({ length: WORKERS }, (_, w) => worker(w)));
+    try {
+      // Traffic on the first primary, then the kill.
+      expect(await until(() => results.length >= 40, 400)).toBe(true);
+      const beforeKill = results.length;
+      const killedAt = performance.now();
+      await sentinel.primary.kill();
+      // The sentinels promote the replica; the gateway finds it.
+      expect(await until(async () => (await sentinel.primaryPort()) === sentinel.replica.port, 600)).toBe(
+        true,
+      );
+      const promotedMs = performance.now() - killedAt;
+      expect(await until(() => g.app.sharedState.status() === 'redis', 600)).toBe(true);
+      const followedMs = performance.now() - killedAt;
+      const duringSwitch = results.length - beforeKill;
+      // More traffic on the new primary.
+      const after = results.length;
+      expect(await until(() => results.length >= after + 40, 400)).toBe(true);
+      running = false;
+      await workers;
+
+      // Not one request failed: every check answered, none refused.
+      const failed = results.filter((r) => r.errors !== undefined || r.data?.isNull == null);
+      expect(failed).toEqual([]);
+      expect(results.length).toBe(sent);
+
+      // Followed: one info line naming the new primary, counted in /metrics, and /ready says sentinel.
+      const switched = logs.lines.filter((line) => line.msg === 'redis primary switched');
+      expect(switched).toHaveLength(1);
+      expect(switched[0]).toMatchObject({
+        primary: `127.0.0.1:${sentinel.replica.port}`,
+        before: `127.0.0.1:${sentinel.primary.port}`,
+        topology: 'sentinel',
+      });
+      expect(logs.text()).not.toContain('password');
+      const registry = g.app.metrics.registry;
+      expect(await metricValue(registry, 'gateway_redis_topology_changes_total', { role: 'budgets' })).toBe(
+        1,
+      );
+      expect(
+        await metricValue(registry, 'gateway_redis_topology', { role: 'budgets', topology: 'sentinel' }),
+      ).toBe(1);
+      const ready = (await (await fetch(new URL('/ready', g.origin))).json()) as Record<string, unknown>;
+      expect(ready).toMatchObject({ redis: 'redis', redisTopology: { budgets: 'sentinel' } });
+
+      // The bill, and what the new primary holds once every settlement (and what was owed from the
+      // switch) has been written: spend equal to the bill, nothing left reserved.
+      const billed = results.reduce(
+        (sum, r) => sum + ((r.extensions?.cost as Cost | undefined)?.gpuCostUsd ?? 0),
+        0,
+      );
+      // A budget write after the switch pushes what the replica owes (bounded wait).
+      await gql(g.url, check('flush'), { headers });
+      const total = billed + CHECK_USD;
+      let held = await onServer(sentinel.replica.port, apiKey);
+      await until(async () => {
+        held = await onServer(sentinel.replica.port, apiKey);
+        return Math.abs(held.spent + held.reserved - total) < 1e-9;
+      }, 100);
+      const lost = Math.max(0, total - (held.spent + held.reserved));
+      const doubled = Math.max(0, held.spent + held.reserved - total);
+      console.info(
+        `sentinel failover: ${results.length} checks (${duringSwitch} during the switch), billed ${total.toFixed(4)} USD; ` +
+          `new primary holds spent ${held.spent.toFixed(4)} + reserved ${held.reserved.toFixed(4)}; ` +
+          `lost ${lost.toFixed(4)} USD, counted twice ${doubled.toFixed(4)} USD; ` +
+          `promoted after ${Math.round(promotedMs)} ms, gateway back on Redis after ${Math.round(followedMs)} ms`,
+      );
+      // Bounded by what was in flight at the kill: each worker has at most one operation in flight,
+      // whose reservation or settlement the dead primary may have taken without replicating it.
+      expect(lost).toBeLessThanOrEqual(WORKERS * FIRST_ESTIMATE + 1e-9);
+      expect(doubled).toBeLessThanOrEqual(WORKERS * FIRST_ESTIMATE + 1e-9);
+    } finally {
+      running = false;
+      await workers;
+      await sleep(0);
+    }
+  }, 60_000);
+});
