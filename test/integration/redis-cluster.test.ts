@@ -10,6 +10,7 @@ import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSharedState, type SharedState } from '../../src/gateway/shared-state/index.js';
+import { type RunningServices, startServices } from '../../src/services/start-services.js';
 import {
   check,
   FIRST_ESTIMATE,
@@ -24,6 +25,7 @@ import { metricValue } from '../support/metric-values.js';
 import { directClient, type RedisCluster, startRedisCluster } from '../support/redis-topologies.js';
 import { useScriptedGateways } from '../support/scripted-gateways.js';
 import { until } from '../support/waits.js';
+import { call, postJson } from './services-test-helpers.js';
 
 const HOUR = 3_600_000;
 const BUDGET = 0.05;
@@ -251,5 +253,33 @@ describe('two gateway replicas on a 3-master Cluster', () => {
     const metrics = await (await fetch(new URL('/metrics', a.origin))).text();
     expect(metrics).toMatch(/gateway_redis_topology\{role="budgets",topology="cluster"\} 1/);
     for (const g of [a, b]) expect(await redisErrors(g.app.metrics.registry)).toBe(0);
+  });
+});
+
+describe('the reference services on a 3-master Cluster', () => {
+  const running: RunningServices[] = [];
+  afterAll(() => Promise.all(running.map((services) => services.close())));
+
+  it('two replicas share one rate limit per caller (REDIS_URL=redis+cluster://…)', async () => {
+    const options = {
+      redisUrl: cluster.url,
+      redisKeyPrefix: `rl-${randomUUID().slice(0, 8)}:`,
+      redisTimeoutMs: 2000,
+      rateLimitWindowMs: 60_000,
+      freeRateLimit: 4,
+    };
+    for (let i = 0; i < 2; i++) running.push(await startServices(options));
+    const [a, b] = running as [RunningServices, RunningServices];
+    const statuses: number[] = [];
+    for (let i = 0; i < 10; i++) {
+      const answer = await call(
+        `${(i % 2 === 0 ? a : b).nullCheckUrl}/api/v1/check`,
+        postJson({ value: null }),
+      );
+      statuses.push(answer.status);
+    }
+    // 4 in total across both replicas, not 4 each.
+    expect(statuses.filter((status) => status === 200)).toHaveLength(4);
+    expect(statuses.filter((status) => status === 429)).toHaveLength(6);
   });
 });
