@@ -3,8 +3,8 @@
  * `REDIS_URL=redis+sentinel://…/<name>`): a primary, one replica and three sentinels on loopback; the
  * primary is killed with SIGKILL while a gateway serves a steady stream of budgeted checks. No request
  * fails, the sentinels promote the replica, the gateway follows it (a log line, a metric), the budget
- * writes land on the new primary, and what the switch lost or counted twice is measured against the
- * bill (printed, and bounded).
+ * writes land on the new primary (whose eviction policy is checked again), and what the switch lost or
+ * counted twice is measured against the bill (printed, and bounded).
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -85,6 +85,12 @@ describe('Sentinel: the primary killed under steady traffic', () => {
     try {
       // Traffic on the first primary, then the kill.
       expect(await until(() => results.length >= 40, 400)).toBe(true);
+      // The replica about to be promoted may evict: the eviction check must read it after the switch.
+      const replica = directClient(sentinel.replica.port);
+      await replica.connect();
+      await replica.config('SET', 'maxmemory', '64mb');
+      await replica.config('SET', 'maxmemory-policy', 'allkeys-lru');
+      replica.disconnect();
       const beforeKill = results.length;
       const killedAt = performance.now();
       await sentinel.primary.kill();
@@ -116,6 +122,12 @@ describe('Sentinel: the primary killed under steady traffic', () => {
         topology: 'sentinel',
       });
       expect(logs.text()).not.toContain('password');
+      // The eviction check ran again on the new primary, and said so (an error line, the start is long past).
+      const evicting = () =>
+        logs.lines.filter(
+          (line) => line.level === 50 && /may evict keys \(maxmemory-policy allkeys-lru/.test(line.msg),
+        );
+      expect(await until(() => evicting().length === 1)).toBe(true);
       const registry = g.app.metrics.registry;
       expect(await metricValue(registry, 'gateway_redis_topology_changes_total', { role: 'budgets' })).toBe(
         1,
