@@ -224,5 +224,9 @@ describe('Redis URL in logs', () => {
       expect(redactRedisUrl(url)).not.toMatch(/pw-/);
     }
     expect(redactRedisUrl('not a url :pw-4')).toBe('(unparsable Redis URL)');
+    expect(redactRedisUrl('redis+sentinel://u:pw-6@s1,s2:5000/m')).toBe(
+      'redis+sentinel://s1:26379,s2:5000/m',
+    );
+    expect(redactRedisUrl('rediss+cluster://:pw-6@n1:7000,n2:7001')).toBe('rediss+cluster://n1:7000,n2:7001');
   });
 });

@@ -1,6 +1,8 @@
 /**
  * The process' one Redis connection and its health: when Redis may be used, and what to log and
- * count when it may not.
+ * count when it may not. One server, Sentinel or Cluster alike (src/shared/redis-url.ts builds the
+ * ioredis client from the URL): the options and the health rules below hold for all three; Sentinel's
+ * failovers and a Cluster's changes of masters are logged (info) and counted as topology changes.
  *
  * Why these ioredis options: a request must never wait for Redis beyond the command timeout, so
  * there is no offline queue (a command while disconnected fails at once), no retry of a command

@@ -8,7 +8,7 @@
  * One warn line per outage and one info line when it ends; the URL in them never shows a password.
  */
 import type { FastifyBaseLogger } from 'fastify';
-import { createRedisClient, parseRedisUrl, type RedisClient } from '../../shared/redis-url.js';
+import { createRedisClient, parseRedisUrl, type RedisClient, safeRedisUrl } from '../../shared/redis-url.js';
 
 export interface RateLimitRedisOptions {
   /**
@@ -45,6 +45,8 @@ export interface RateLimitRedis {
 
 /** The URL as it may be logged: credentials replaced by `***`, no query string. */
 export function redactRedisUrl(url: string): string {
+  // Sentinel and Cluster URLs name several hosts, which WHATWG URLs cannot parse: their logged form.
+  if (/^rediss?\+/.test(url)) return safeRedisUrl(url);
   try {
     const parsed = new URL(url);
     // A user name alone may be a password to some clients: hidden too.
