@@ -107,11 +107,12 @@ describe('Sentinel: the primary killed under steady traffic', () => {
       const killedAt = performance.now();
       await sentinel.primary.kill();
       // The sentinels promote the replica; the gateway finds it.
-      expect(await until(async () => (await sentinel.primaryPort()) === sentinel.replica.port, 600)).toBe(
-        true,
-      );
+      expect(
+        await until(async () => (await sentinel.primaryPort()) === sentinel.replica.port, 600),
+        'the sentinels promoted the replica',
+      ).toBe(true);
       const promotedMs = performance.now() - killedAt;
-      expect(await until(() => g.app.sharedState.status() === 'redis', 600)).toBe(true);
+      expect(await until(() => g.app.sharedState.status() === 'redis', 600), 'back on Redis').toBe(true);
       const followedMs = performance.now() - killedAt;
       const duringSwitch = results.length - beforeKill;
       // More traffic on the new primary.
@@ -122,12 +123,12 @@ describe('Sentinel: the primary killed under steady traffic', () => {
 
       // Not one request failed: every check answered, none refused.
       const failed = results.filter((r) => r.errors !== undefined || r.data?.isNull == null);
-      expect(failed).toEqual([]);
+      expect(failed, 'failed requests').toEqual([]);
       expect(results.length).toBe(sent);
 
       // Followed: one info line naming the new primary, counted in /metrics, and /ready says sentinel.
       const switched = logs.lines.filter((line) => line.msg === 'redis primary switched');
-      expect(switched).toHaveLength(1);
+      expect(switched, JSON.stringify(logs.lines.filter((line) => /redis/.test(line.msg)))).toHaveLength(1);
       expect(switched[0]).toMatchObject({
         primary: `127.0.0.1:${sentinel.replica.port}`,
         before: `127.0.0.1:${sentinel.primary.port}`,
@@ -139,7 +140,9 @@ describe('Sentinel: the primary killed under steady traffic', () => {
         logs.lines.filter(
           (line) => line.level === 50 && /may evict keys \(maxmemory-policy allkeys-lru/.test(line.msg),
         );
-      expect(await until(() => evicting().length === 1)).toBe(true);
+      expect(await until(() => evicting().length === 1), 'the eviction check read the new primary').toBe(
+        true,
+      );
       const registry = g.app.metrics.registry;
       expect(await metricValue(registry, 'gateway_redis_topology_changes_total', { role: 'budgets' })).toBe(
         1,

@@ -240,7 +240,8 @@ export async function startRedisSentinel(
           'sentinel announce-ip 127.0.0.1',
           `sentinel monitor ${name} 127.0.0.1 ${primaryPort} 2`,
           `sentinel down-after-milliseconds ${name} ${options.downAfterMs ?? 1000}`,
-          `sentinel failover-timeout ${name} 10000`,
+          // A failed election is retried after twice this: short, so that a test does not wait for long.
+          `sentinel failover-timeout ${name} 4000`,
           `sentinel parallel-syncs ${name} 1`,
           '',
         ].join('\n'),
