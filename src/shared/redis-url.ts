@@ -278,6 +278,9 @@ export function createRedisClient(target: RedisTarget, options: RedisClientOptio
       retryDelayOnFailover: 0,
       retryDelayOnClusterDown: 0,
       slotsRefreshTimeout: options.connectTimeoutMs,
+      // Asks for the slots every 5 s (one CLUSTER SLOTS), not only after a MOVED: a change of masters
+      // is then seen (and logged) even without traffic to the slots that moved.
+      slotsRefreshInterval: 5000,
       // With TLS the certificates name hosts, not the addresses the nodes announce (managed services'
       // advice: keep the name as given).
       dnsLookup: target.tls ? (address, callback) => callback(null, address) : undefined,

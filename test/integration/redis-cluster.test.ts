@@ -283,3 +283,37 @@ describe('the reference services on a 3-master Cluster', () => {
     expect(statuses.filter((status) => status === 429)).toHaveLength(6);
   });
 });
+
+// Last: it leaves the cluster with four masters.
+describe('the Cluster’s masters change (a fourth master takes slots)', () => {
+  it('the link logs and counts it, and the stores go on', async () => {
+    const logs = capturedLogger('info');
+    const registry = new Registry();
+    const state = createSharedState({
+      redisUrl: cluster.url,
+      keyPrefix: `clm-${randomUUID().slice(0, 8)}:`,
+      timeoutMs: 2000,
+      logger: logs.logger,
+      registry,
+    });
+    try {
+      expect(await until(() => state.status() === 'redis', 400)).toBe(true);
+      const added = await cluster.addMaster(500);
+      // ioredis refreshes its slots every 5 s (and after a MOVED): the new master appears then.
+      const changed = () => logs.lines.filter((line) => line.msg === 'redis cluster masters changed');
+      expect(await until(() => changed().length >= 1, 300)).toBe(true);
+      expect(changed()[0]).toMatchObject({ topology: 'cluster' });
+      expect(String(changed()[0]?.masters)).toContain(`127.0.0.1:${added.port}`);
+      expect(String(changed()[0]?.before)).not.toContain(`127.0.0.1:${added.port}`);
+      expect(
+        await metricValue(registry, 'gateway_redis_topology_changes_total', { role: 'budgets' }),
+      ).toBeGreaterThanOrEqual(1);
+      // Still sharing: a flight across the new layout.
+      expect(await state.flights.claim('after-reshard', 5000)).toBe('lead');
+      expect(await state.flights.claim('after-reshard', 5000)).toBe('follow');
+      expect(state.status()).toBe('redis');
+    } finally {
+      await state.close();
+    }
+  }, 90_000);
+});

@@ -81,6 +81,11 @@ export interface RedisCluster {
   /** `redis+cluster://127.0.0.1:<p1>,127.0.0.1:<p2>,127.0.0.1:<p3>` */
   readonly url: string;
   readonly nodes: readonly RedisNode[];
+  /**
+   * Starts one more master, joins it to the cluster and moves `slots` hash slots to it from the
+   * others (`redis-cli --cluster add-node`, then `reshard`): the cluster's masters change.
+   */
+  addMaster(slots: number): Promise<RedisNode>;
   stop(): Promise<void>;
 }
 
@@ -100,40 +105,50 @@ export async function startRedisCluster(
     await Promise.all(nodes.map((node) => node.kill()));
     rmSync(dir, { recursive: true, force: true });
   };
+  const startNode = async (): Promise<RedisNode> => {
+    const port = await freePort();
+    const bus = await freePort();
+    const node = spawnNode(
+      REDIS_SERVER_BIN,
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--cluster-enabled',
+        'yes',
+        '--cluster-port',
+        String(bus),
+        '--cluster-config-file',
+        join(dir, `nodes-${port}.conf`),
+        '--cluster-node-timeout',
+        '2000',
+        '--dir',
+        dir,
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        ...(options.args ?? []),
+      ],
+      port,
+    );
+    nodes.push(node);
+    await started(node, 'redis-server (cluster node)');
+    return node;
+  };
+  const cli = (args: string[], what: string) => {
+    const run = spawnSync(REDIS_CLI_BIN, args, { encoding: 'utf8', timeout: 60_000 });
+    if (run.status !== 0) throw new Error(`redis-cli ${what} failed: ${run.stdout}${run.stderr}`);
+    return run.stdout;
+  };
+  const clusterOk = async (node: RedisNode) => {
+    const ok = await poll(node.port, async (client) => /cluster_state:ok/.test(await client.cluster('INFO')));
+    if (!ok) throw new Error(`cluster node ${node.port} never said cluster_state:ok`);
+  };
   try {
-    for (let i = 0; i < (options.masters ?? 3); i++) {
-      const port = await freePort();
-      const bus = await freePort();
-      const node = spawnNode(
-        REDIS_SERVER_BIN,
-        [
-          '--port',
-          String(port),
-          '--bind',
-          '127.0.0.1',
-          '--cluster-enabled',
-          'yes',
-          '--cluster-port',
-          String(bus),
-          '--cluster-config-file',
-          join(dir, `nodes-${port}.conf`),
-          '--cluster-node-timeout',
-          '2000',
-          '--dir',
-          dir,
-          '--save',
-          '',
-          '--appendonly',
-          'no',
-          ...(options.args ?? []),
-        ],
-        port,
-      );
-      nodes.push(node);
-      await started(node, 'redis-server (cluster node)');
-    }
-    const create = spawnSync(
-      REDIS_CLI_BIN,
+    for (let i = 0; i < (options.masters ?? 3); i++) await startNode();
+    cli(
       [
         '--cluster',
         'create',
@@ -142,16 +157,9 @@ export async function startRedisCluster(
         '0',
         '--cluster-yes',
       ],
-      { encoding: 'utf8', timeout: 30_000 },
+      '--cluster create',
     );
-    if (create.status !== 0)
-      throw new Error(`redis-cli --cluster create failed: ${create.stdout}${create.stderr}`);
-    for (const node of nodes) {
-      const ok = await poll(node.port, async (client) =>
-        /cluster_state:ok/.test(await client.cluster('INFO')),
-      );
-      if (!ok) throw new Error(`cluster node ${node.port} never said cluster_state:ok`);
-    }
+    for (const node of nodes) await clusterOk(node);
   } catch (error) {
     await stop();
     throw error;
@@ -159,6 +167,58 @@ export async function startRedisCluster(
   return {
     url: `redis+cluster://${nodes.map((n) => `127.0.0.1:${n.port}`).join(',')}`,
     nodes,
+    async addMaster(slots) {
+      const [first] = nodes;
+      if (first === undefined) throw new Error('no cluster');
+      const node = await startNode();
+      cli(
+        ['--cluster', 'add-node', `127.0.0.1:${node.port}`, `127.0.0.1:${first.port}`],
+        '--cluster add-node',
+      );
+      const client = directClient(node.port);
+      let myId = '';
+      try {
+        await client.connect();
+        myId = String(await client.cluster('MYID'));
+      } finally {
+        client.disconnect();
+      }
+      // Every node must know the newcomer before slots move to it.
+      for (const other of nodes) {
+        const knows = await poll(other.port, async (c) => String(await c.cluster('NODES')).includes(myId));
+        if (!knows) throw new Error(`cluster node ${other.port} never learnt of ${node.port}`);
+      }
+      // The newcomer must see the cluster as up (else it refuses the keys migrated to it: CLUSTERDOWN),
+      // and every node must agree on the configuration (the check says so), before the reshard starts.
+      await clusterOk(node);
+      let agreed = false;
+      for (let i = 0; i < 40 && !agreed; i++) {
+        const check = spawnSync(REDIS_CLI_BIN, ['--cluster', 'check', `127.0.0.1:${first.port}`], {
+          encoding: 'utf8',
+          timeout: 30_000,
+        });
+        agreed = check.status === 0 && !check.stdout.includes('[ERR]');
+        if (!agreed) await sleep(250);
+      }
+      if (!agreed) throw new Error(`the cluster never agreed on its configuration after adding ${node.port}`);
+      cli(
+        [
+          '--cluster',
+          'reshard',
+          `127.0.0.1:${first.port}`,
+          '--cluster-from',
+          'all',
+          '--cluster-to',
+          myId,
+          '--cluster-slots',
+          String(slots),
+          '--cluster-yes',
+        ],
+        '--cluster reshard',
+      );
+      for (const each of nodes) await clusterOk(each);
+      return node;
+    },
     stop,
   };
 }
