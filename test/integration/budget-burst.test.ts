@@ -14,7 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { budgetKeyOf } from '../../src/gateway/cost/cost-budget.js';
-import { redisTaggedKey } from '../../src/gateway/shared-state/redis-keys.js';
+import { budgetRedisKeys } from '../../src/gateway/shared-state/redis-keys.js';
 import {
   CHECK_USD,
   type Cost,
@@ -162,7 +162,9 @@ describe('two replicas on one redis-server', () => {
     const client = new Redis(redis.url, { lazyConnect: true, maxRetriesPerRequest: 0 });
     try {
       await client.connect();
-      const fields = await client.hgetall(redisTaggedKey(prefix, 'budget', budgetKeyOf(apiKey), '3600000'));
+      const fields = await client.hgetall(
+        budgetRedisKeys(prefix, budgetKeyOf(apiKey), [3_600_000]).windows[0] as string,
+      );
       return Object.entries(fields).reduce(
         (sum, [name, usd]) => (/^[sr]/.test(name) ? sum + Number(usd) : sum),
         0,

@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { budgetKeyOf } from '../../src/gateway/cost/cost-budget.js';
-import { redisTaggedKey } from '../../src/gateway/shared-state/redis-keys.js';
+import { budgetRedisKeys } from '../../src/gateway/shared-state/redis-keys.js';
 import {
   CHECK_USD,
   type Cost,
@@ -49,7 +49,7 @@ async function onServer(
   try {
     await client.connect();
     const fields = await client.hgetall(
-      redisTaggedKey(prefix, 'budget', budgetKeyOf(apiKey), String(3_600_000)),
+      budgetRedisKeys(prefix, budgetKeyOf(apiKey), [3_600_000]).windows[0] as string,
     );
     let spent = 0;
     let reserved = 0;

@@ -7,7 +7,7 @@ import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSharedState, type SharedState } from '../../src/gateway/shared-state/index.js';
-import { redisKey, redisTaggedKey } from '../../src/gateway/shared-state/redis-keys.js';
+import { budgetRedisKeys, redisKey, taggedRedisKey } from '../../src/gateway/shared-state/redis-keys.js';
 import { metricValue } from '../support/metric-values.js';
 import { freePort, type RedisServer, requireRedisServer, startRedisServer } from '../support/redis-server.js';
 import { until, within } from '../support/waits.js';
@@ -134,8 +134,8 @@ describe('shared state in Redis, two replicas', () => {
     a.flights.settle('pi\nfree\n10', { digits: '3.141592653' }, 2000);
     expect(await following).toEqual({ digits: '3.141592653' });
     // The lock is released and the answer lives only briefly.
-    expect(await raw.exists(redisTaggedKey(prefix, 'flight', 'pi\nfree\n10'))).toBe(0);
-    const answerTtl = await raw.pttl(redisTaggedKey(prefix, 'answer', 'pi\nfree\n10'));
+    expect(await raw.exists(taggedRedisKey(prefix, 'flight', 'pi\nfree\n10'))).toBe(0);
+    const answerTtl = await raw.pttl(taggedRedisKey(prefix, 'answer', 'pi\nfree\n10'));
     expect(answerTtl).toBeGreaterThan(0);
     expect(answerTtl).toBeLessThanOrEqual(2000);
   });
@@ -147,19 +147,19 @@ describe('shared state in Redis, two replicas', () => {
     const following = within(b.flights.await('failing', 60_000), 5000);
     a.flights.settle('failing', undefined, 2000);
     expect(await following).toBeUndefined();
-    expect(await raw.exists(redisTaggedKey(prefix, 'flight', 'failing'))).toBe(0);
-    expect(await raw.exists(redisTaggedKey(prefix, 'answer', 'failing'))).toBe(0);
+    expect(await raw.exists(taggedRedisKey(prefix, 'flight', 'failing'))).toBe(0);
+    expect(await raw.exists(taggedRedisKey(prefix, 'answer', 'failing'))).toBe(0);
   });
 
   it("expires a dead leader's lock by its TTL: the follower gets undefined and may lead", async () => {
     expect(await a.flights.claim('orphan', 300)).toBe('lead');
-    const lockTtl = await raw.pttl(redisTaggedKey(prefix, 'flight', 'orphan'));
+    const lockTtl = await raw.pttl(taggedRedisKey(prefix, 'flight', 'orphan'));
     expect(lockTtl).toBeGreaterThan(0);
     expect(lockTtl).toBeLessThanOrEqual(300);
     expect(await b.flights.claim('orphan', 5000)).toBe('follow');
     // A never settles. B would wait a minute; it stops once the lock is gone (bounded far below that).
     expect(await within(b.flights.await('orphan', 60_000), 5000)).toBeUndefined();
-    expect(await raw.exists(redisTaggedKey(prefix, 'flight', 'orphan'))).toBe(0);
+    expect(await raw.exists(taggedRedisKey(prefix, 'flight', 'orphan'))).toBe(0);
     expect(await b.flights.claim('orphan', 5000)).toBe('lead');
     b.flights.settle('orphan', undefined, 1000);
   });
@@ -170,13 +170,13 @@ describe('shared state in Redis, two replicas', () => {
     const following = b.flights.await('abandoned', 10_000, signal);
     signal.cancelled = true;
     expect(await following).toBeUndefined();
-    expect(await raw.exists(redisTaggedKey(prefix, 'flight', 'abandoned'))).toBe(1);
+    expect(await raw.exists(taggedRedisKey(prefix, 'flight', 'abandoned'))).toBe(1);
     a.flights.settle('abandoned', undefined, 1000);
   });
 
   /** The Redis key of a budget key's window (budget-store.ts: one hash per key and window length). */
   const budgetHash = (budgetKey: string, ms = HOUR) =>
-    redisTaggedKey(prefix, 'budget', budgetKey, String(ms));
+    budgetRedisKeys(prefix, budgetKey, [ms]).windows[0] as string;
 
   it('sums the spend of both replicas in one sliding window, in buckets of Redis time', async () => {
     const before = Date.now();
@@ -368,7 +368,7 @@ describe('budgets on a Redis that cannot lose them', () => {
     const inCache = await cache.raw.keys(`${prefix}*`);
     expect(inCache.filter((key) => key.startsWith(`${prefix}budget:`))).toEqual([]);
     const inBudgets = await budgets.raw.keys(`${prefix}*`);
-    expect(inBudgets).toEqual([redisTaggedKey(prefix, 'budget', 'k', String(HOUR))]);
+    expect(inBudgets).toEqual(budgetRedisKeys(prefix, 'k', [HOUR]).windows);
   });
 
   it('a full Redis (noeviction, maxmemory reached) still books budgets; only cache writes are lost, and it is no outage', async () => {
@@ -389,13 +389,13 @@ describe('budgets on a Redis that cannot lose them', () => {
         shared: true,
       });
     expect(await replica.budgets.reserve('full-key', window, 0.01, Date.now())).toMatchObject({ ok: false });
-    const booked = await full.raw.hgetall(redisTaggedKey(prefix, 'budget', 'full-key', String(HOUR)));
+    const booked = await full.raw.hgetall(budgetRedisKeys(prefix, 'full-key', [HOUR]).windows[0] as string);
     expect(sumOf(booked, 'r')).toBeCloseTo(0.03, 10);
     // Settlements go through too.
     replica.budgets.settle('full-key', window, Date.now(), 0.01, 0.002, Date.now());
     await replica.budgets.read('full-key', window, Date.now());
     expect(
-      sumOf(await full.raw.hgetall(redisTaggedKey(prefix, 'budget', 'full-key', String(HOUR))), 's'),
+      sumOf(await full.raw.hgetall(budgetRedisKeys(prefix, 'full-key', [HOUR]).windows[0] as string), 's'),
     ).toBeCloseTo(0.002, 10);
     // Cached answers are refused by Redis (counted), and sharing goes on: not an outage.
     for (let i = 0; i < 5; i++) replica.cache.set(`answer-${i}`, { i }, 60_000);

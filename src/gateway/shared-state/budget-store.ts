@@ -30,7 +30,7 @@
  * during an outage still counts for every replica after it.
  */
 import { LRUCache } from 'lru-cache';
-import { redisTaggedKey } from './redis-keys.js';
+import { budgetRedisKeys } from './redis-keys.js';
 import { FAILED, type RedisLink } from './redis-link.js';
 import type {
   BudgetBucket,
@@ -286,7 +286,11 @@ export function createBudgetStore(link: RedisLink | undefined, maxKeys: number):
 
   // One hash tag per budget key: a script touches every window of it, in one Cluster slot.
   const redisKeysOf = (shared: RedisLink, budgetKey: string, windows: readonly BudgetWindowSpec[]) =>
-    windows.map((spec) => redisTaggedKey(shared.keyPrefix, 'budget', budgetKey, String(spec.ms)));
+    budgetRedisKeys(
+      shared.keyPrefix,
+      budgetKey,
+      windows.map((spec) => spec.ms),
+    ).windows;
 
   /** Whether this process' window is due its warning at `total` (memory mode and outages). */
   const dueLocally = (window: LocalWindow, spec: BudgetWindowSpec, total: number, now: number) => {

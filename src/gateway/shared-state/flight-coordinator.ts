@@ -11,7 +11,7 @@
  * wait are cheap. Whatever goes wrong ends in 'lead' or undefined: the caller makes its own call.
  */
 import { randomUUID } from 'node:crypto';
-import { redisTaggedKey } from './redis-keys.js';
+import { taggedRedisKey } from './redis-keys.js';
 import { FAILED, type RedisLink } from './redis-link.js';
 import type { FlightCoordinator } from './types.js';
 
@@ -36,8 +36,8 @@ export function createFlightCoordinator(link: RedisLink | undefined): FlightCoor
   }
   const token = randomUUID();
   const settleScript = link.script('sharedStateSettle', 2, SETTLE);
-  const lockKey = (key: string) => redisTaggedKey(link.keyPrefix, 'flight', key);
-  const answerKey = (key: string) => redisTaggedKey(link.keyPrefix, 'answer', key);
+  const lockKey = (key: string) => taggedRedisKey(link.keyPrefix, 'flight', key);
+  const answerKey = (key: string) => taggedRedisKey(link.keyPrefix, 'answer', key);
 
   const decode = (json: string): unknown => {
     try {

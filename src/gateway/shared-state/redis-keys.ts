@@ -3,21 +3,12 @@
  * can share one Redis) and carries the caller's key only as a SHA-256 digest: cache and budget keys
  * contain API keys and request bodies, which must not be readable by whoever can list Redis keys,
  * and a digest keeps every key short whatever the request's size.
- *
- * Hash tags: a Redis Cluster refuses a script or a multi-key command whose keys are in different hash
- * slots (`CROSSSLOT`). The keys one call touches together therefore share a tag, the digest in braces
- * (`redisTaggedKey`): Redis hashes only what is between the first `{` and `}`, so a flight's lock and
- * its answer, or the windows of one budget, land in one slot whatever their space. Keys always
- * touched alone (cached answers, documents, owners' counters, the probe) are untagged, and spread
- * over the slots by their digests.
  */
 import { createHash } from 'node:crypto';
 
-export type KeySpace = 'cache' | 'documents' | 'owner' | 'flight' | 'answer' | 'budget';
+export type KeySpace = 'cache' | 'documents' | 'owner' | 'flight' | 'answer' | 'budget' | 'lease';
 
-function digestOf(key: string): string {
-  return createHash('sha256').update(key).digest('base64url');
-}
+const digestOf = (key: string) => createHash('sha256').update(key).digest('base64url');
 
 /** `<prefix><space>:<sha256 of key, base64url>` */
 export function redisKey(prefix: string, space: KeySpace, key: string): string {
@@ -25,10 +16,25 @@ export function redisKey(prefix: string, space: KeySpace, key: string): string {
 }
 
 /**
- * `<prefix><space>:{<sha256 of key, base64url>}[:<suffix>]`: every tagged key of one `key`, whatever
- * its space and suffix, is in one Cluster hash slot (base64url has no braces, so the tag is exactly
- * the digest).
+ * `<prefix><space>:{<sha256 of key, base64url>}<suffix>`: the digest is a Redis Cluster hash tag, so
+ * every key made from one `key` (whatever its space and suffix) is in one hash slot, and one Lua
+ * script may touch them all (no CROSSSLOT). base64url never contains a brace, nor does the prefix.
  */
-export function redisTaggedKey(prefix: string, space: KeySpace, key: string, suffix?: string): string {
-  return `${prefix}${space}:{${digestOf(key)}}${suffix === undefined ? '' : `:${suffix}`}`;
+export function taggedRedisKey(prefix: string, space: KeySpace, key: string, suffix = ''): string {
+  return `${prefix}${space}:{${digestOf(key)}}${suffix}`;
+}
+
+/**
+ * The keys of one budget key (a caller's budget scope): its lease set, `<prefix>lease:{<digest>}`,
+ * and one hash per window, `<prefix>budget:{<digest>}:<window ms>`, all in one hash slot.
+ */
+export function budgetRedisKeys(
+  prefix: string,
+  budgetKey: string,
+  windowsMs: readonly number[],
+): { lease: string; windows: string[] } {
+  return {
+    lease: taggedRedisKey(prefix, 'lease', budgetKey),
+    windows: windowsMs.map((ms) => taggedRedisKey(prefix, 'budget', budgetKey, `:${ms}`)),
+  };
 }
