@@ -32,7 +32,8 @@ const PREFIX = `sn-${randomUUID().slice(0, 8)}:`;
 
 let sentinel: RedisSentinelSetup;
 beforeAll(async () => {
-  sentinel = await startRedisSentinel({ downAfterMs: 1000 });
+  // The data nodes ask for a password (given in the URL's user-info): it must never reach a log.
+  sentinel = await startRedisSentinel({ downAfterMs: 1000, password: 'data-secret-pw-7' });
 }, 60_000);
 afterAll(() => sentinel?.stop());
 
@@ -43,9 +44,10 @@ const { burst, checks } = useBurstUpstream(scripted);
 async function onServer(
   port: number,
   apiKey: string,
-  prefix = PREFIX,
+  prefix: string,
+  password: string | undefined,
 ): Promise<{ spent: number; reserved: number }> {
-  const client = directClient(port);
+  const client = directClient(port, password);
   try {
     await client.connect();
     const fields = await client.hgetall(
@@ -98,7 +100,7 @@ describe('Sentinel: the primary killed under steady traffic', () => {
       // Traffic on the first primary, then the kill.
       expect(await until(() => results.length >= 40, 400)).toBe(true);
       // The replica about to be promoted may evict: the eviction check must read it after the switch.
-      const replica = directClient(sentinel.replica.port);
+      const replica = directClient(sentinel.replica.port, sentinel.password);
       await replica.connect();
       await replica.config('SET', 'maxmemory', '64mb');
       await replica.config('SET', 'maxmemory-policy', 'allkeys-lru');
@@ -134,7 +136,7 @@ describe('Sentinel: the primary killed under steady traffic', () => {
         before: `127.0.0.1:${sentinel.primary.port}`,
         topology: 'sentinel',
       });
-      expect(logs.text()).not.toContain('password');
+      expect(logs.text()).not.toContain('data-secret-pw-7');
       // The eviction check ran again on the new primary, and said so (an error line, the start is long past).
       const evicting = () =>
         logs.lines.filter(
@@ -162,9 +164,9 @@ describe('Sentinel: the primary killed under steady traffic', () => {
       // A budget write after the switch pushes what the replica owes (bounded wait).
       await gql(g.url, check('flush'), { headers });
       const total = billed + CHECK_USD;
-      let held = await onServer(sentinel.replica.port, apiKey);
+      let held = await onServer(sentinel.replica.port, apiKey, PREFIX, sentinel.password);
       await until(async () => {
-        held = await onServer(sentinel.replica.port, apiKey);
+        held = await onServer(sentinel.replica.port, apiKey, PREFIX, sentinel.password);
         return Math.abs(held.spent + held.reserved - total) < 1e-9;
       }, 100);
       // Spend counted twice (+) or lost (−), reservations left over (a settlement whose reply the dying
@@ -250,9 +252,9 @@ describe('Sentinel: the primary killed in the middle of a budget burst across tw
       const otherKey = { 'x-api-key': `sk-other-${randomUUID()}` };
       for (const g of [a, b])
         expect((await gql(g.url, check(`flush-${g.url}`), { headers: otherKey })).errors).toBeUndefined();
-      let held = await onServer(setup.replica.port, apiKey, prefix);
+      let held = await onServer(setup.replica.port, apiKey, prefix, undefined);
       await until(async () => {
-        held = await onServer(setup.replica.port, apiKey, prefix);
+        held = await onServer(setup.replica.port, apiKey, prefix, undefined);
         return Math.abs(held.spent + held.reserved - billed) < 1e-9;
       }, 100);
       const spentOff = held.spent - billed;

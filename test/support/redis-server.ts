@@ -49,7 +49,8 @@ export async function waitForPong(port: number, tries = 100): Promise<boolean> {
       };
       socket.setTimeout(500, () => done(false));
       socket.once('error', () => done(false));
-      socket.once('data', (data) => done(data.toString().startsWith('+PONG')));
+      // NOAUTH: up, and asking for the password it was started with (requirepass).
+      socket.once('data', (data) => done(/^(\+PONG|-NOAUTH)/.test(data.toString())));
       socket.connect(port, '127.0.0.1', () => socket.write('PING\r\n'));
     });
     if (pong) return true;

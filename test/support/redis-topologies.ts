@@ -57,13 +57,19 @@ async function started(node: RedisNode, what: string): Promise<void> {
 }
 
 /** A client of one loopback port, for the tests' own checks (not the gateway's). */
-export function directClient(port: number): Redis {
-  return new Redis({ host: '127.0.0.1', port, lazyConnect: true, maxRetriesPerRequest: 1 });
+export function directClient(port: number, password?: string): Redis {
+  return new Redis({ host: '127.0.0.1', port, password, lazyConnect: true, maxRetriesPerRequest: 1 });
 }
 
 /** Asks `port` until `check` says yes, at most `tries` times `everyMs` apart. */
-async function poll(port: number, check: (client: Redis) => Promise<boolean>, tries = 200, everyMs = 50) {
-  const client = directClient(port);
+async function poll(
+  port: number,
+  check: (client: Redis) => Promise<boolean>,
+  tries = 200,
+  everyMs = 50,
+  password?: string,
+) {
+  const client = directClient(port, password);
   client.on('error', () => {});
   try {
     await client.connect();
@@ -224,8 +230,13 @@ export async function startRedisCluster(
 }
 
 export interface RedisSentinelSetup {
-  /** `redis+sentinel://127.0.0.1:<s1>,127.0.0.1:<s2>,127.0.0.1:<s3>/<name>` */
+  /**
+   * `redis+sentinel://127.0.0.1:<s1>,127.0.0.1:<s2>,127.0.0.1:<s3>/<name>`, with `:<password>@` when
+   * the data nodes have one.
+   */
   readonly url: string;
+  /** The data nodes' password (requirepass and masterauth), if any; the sentinels have none. */
+  readonly password: string | undefined;
   readonly name: string;
   /** The primary as started (killed by the test to fail over). */
   readonly primary: RedisNode;
@@ -244,8 +255,9 @@ export interface RedisSentinelSetup {
  * a failover could not be authorised).
  */
 export async function startRedisSentinel(
-  options: { name?: string; downAfterMs?: number; args?: string[] } = {},
+  options: { name?: string; downAfterMs?: number; password?: string; args?: string[] } = {},
 ): Promise<RedisSentinelSetup> {
+  const { password } = options;
   requireRedisServer('redis sentinel');
   requireBinary('redis sentinel', REDIS_SENTINEL_BIN, 'redis-sentinel');
   const name = options.name ?? 'gateway';
@@ -266,6 +278,7 @@ export async function startRedisSentinel(
     '',
     '--appendonly',
     'no',
+    ...(password === undefined ? [] : ['--requirepass', password, '--masterauth', password]),
     ...(options.args ?? []),
   ];
   try {
@@ -281,8 +294,12 @@ export async function startRedisSentinel(
     );
     nodes.push(replica);
     await started(replica, 'redis-server (replica)');
-    const synced = await poll(replicaPort, async (client) =>
-      /master_link_status:up/.test(await client.info('replication')),
+    const synced = await poll(
+      replicaPort,
+      async (client) => /master_link_status:up/.test(await client.info('replication')),
+      200,
+      50,
+      password,
     );
     if (!synced) throw new Error('the replica never synced with the primary');
 
@@ -299,6 +316,7 @@ export async function startRedisSentinel(
           'sentinel resolve-hostnames no',
           'sentinel announce-ip 127.0.0.1',
           `sentinel monitor ${name} 127.0.0.1 ${primaryPort} 2`,
+          ...(password === undefined ? [] : [`sentinel auth-pass ${name} ${password}`]),
           `sentinel down-after-milliseconds ${name} ${options.downAfterMs ?? 1000}`,
           // A failed election is retried after twice this: short, so that a test does not wait for long.
           `sentinel failover-timeout ${name} 4000`,
@@ -342,7 +360,10 @@ export async function startRedisSentinel(
       return undefined;
     };
     return {
-      url: `redis+sentinel://${sentinels.map((s) => `127.0.0.1:${s.port}`).join(',')}/${name}`,
+      url: `redis+sentinel://${password === undefined ? '' : `:${encodeURIComponent(password)}@`}${sentinels
+        .map((s) => `127.0.0.1:${s.port}`)
+        .join(',')}/${name}`,
+      password,
       name,
       primary,
       replica,
