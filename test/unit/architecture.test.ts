@@ -1,5 +1,5 @@
 /**
- * The README's architecture table says what each folder of the gateway holds: it must name every
+ * docs/architecture.md's table says what each folder of the gateway holds: it must name every
  * folder under src/gateway/ and every file directly in it, and nothing that is not there. A folder
  * added, moved or removed without the table following fails here.
  */
@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const gateway = join(root, 'src/gateway');
-const readme = readFileSync(join(root, 'README.md'), 'utf8');
+const readme = readFileSync(join(root, 'docs/architecture.md'), 'utf8');
 const table = readme.slice(
   readme.indexOf('| where | what | decisions |'),
   readme.indexOf('### Libraries, and why'),
@@ -22,7 +22,7 @@ const rows = table
   .filter((line) => line.startsWith('| `'))
   .map((line) => line.split('|')[1] as string);
 
-describe("the README's architecture table", () => {
+describe("docs/architecture.md's table", () => {
   const entries = readdirSync(gateway);
   const folders = entries.filter((e) => statSync(join(gateway, e)).isDirectory()).sort();
   const files = entries.filter((e) => e.endsWith('.ts')).sort();
