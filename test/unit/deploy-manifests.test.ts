@@ -393,6 +393,10 @@ describe('deploy/compose.yaml: the local stack', () => {
     for (const [, gateway] of gateways) {
       const config = loadConfig(envOf(gateway));
       expect(`${config.server.port}`).toBe((gateway.ports as string[])[0]!.split(':')[2]);
+      // Its health check asks the port it listens on.
+      expect((gateway.healthcheck as { test: string[] }).test.join(' ')).toContain(
+        `127.0.0.1:${config.server.port}/health`,
+      );
       for (const [url, port] of [
         [config.upstreams.nullBaseUrl, servicesConfig.services.nullPort],
         [config.upstreams.piBaseUrl, servicesConfig.services.piPort],
