@@ -233,7 +233,9 @@ describe('two replicas on one redis-server', () => {
     const client = new Redis(redis.url, { lazyConnect: true, maxRetriesPerRequest: 0 });
     try {
       await client.connect();
-      const fields = await client.hgetall(budgetRedisKeys(prefix, budgetKeyOf(apiKey), [3_600_000]).windows[0] as string);
+      const fields = await client.hgetall(
+        budgetRedisKeys(prefix, budgetKeyOf(apiKey), [3_600_000]).windows[0] as string,
+      );
       return Object.entries(fields).reduce(
         (sum, [name, usd]) => (/^[sr]/.test(name) ? sum + Number(usd) : sum),
         0,

@@ -188,7 +188,11 @@ describe('a flood of APQ registrations through two replicas', () => {
 
     await flood(pair, CONTROL_DOCUMENTS);
     expect(await evictedKeys(shared.raw)).toBeGreaterThan(0);
-    expect(await shared.raw.exists(budgetRedisKeys(prefix, budgetKeyOf(PRO_KEY), [3_600_000]).windows[0] as string)).toBe(0);
+    expect(
+      await shared.raw.exists(
+        budgetRedisKeys(prefix, budgetKeyOf(PRO_KEY), [3_600_000]).windows[0] as string,
+      ),
+    ).toBe(0);
     // Redis decides while it answers, and it forgot: served again on both replicas (the defect).
     const headers = { 'x-api-key': PRO_KEY };
     for (const g of pair)

@@ -172,7 +172,8 @@ describe('shared state in Redis, two replicas', () => {
   });
 
   /** The Redis key of a budget key's window (budget-store.ts: one hash per key and window length). */
-  const budgetHash = (budgetKey: string, ms = HOUR) => budgetRedisKeys(prefix, budgetKey, [ms]).windows[0] as string;
+  const budgetHash = (budgetKey: string, ms = HOUR) =>
+    budgetRedisKeys(prefix, budgetKey, [ms]).windows[0] as string;
 
   it('sums the spend of both replicas in one sliding window, in buckets of Redis time', async () => {
     const before = Date.now();
@@ -391,10 +392,9 @@ describe('budgets on a Redis that cannot lose them', () => {
     // Settlements go through too.
     replica.budgets.settle('full-key', window, Date.now(), 0.01, 0.002, Date.now());
     await replica.budgets.read('full-key', window, Date.now());
-    expect(sumOf(await full.raw.hgetall(budgetRedisKeys(prefix, 'full-key', [HOUR]).windows[0] as string), 's')).toBeCloseTo(
-      0.002,
-      10,
-    );
+    expect(
+      sumOf(await full.raw.hgetall(budgetRedisKeys(prefix, 'full-key', [HOUR]).windows[0] as string), 's'),
+    ).toBeCloseTo(0.002, 10);
     // Cached answers are refused by Redis (counted), and sharing goes on: not an outage.
     for (let i = 0; i < 5; i++) replica.cache.set(`answer-${i}`, { i }, 60_000);
     expect(
