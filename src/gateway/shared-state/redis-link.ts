@@ -5,12 +5,15 @@
  * Why these ioredis options: a request must never wait for Redis beyond the command timeout, so
  * there is no offline queue (a command while disconnected fails at once), no retry of a command
  * (`maxRetriesPerRequest: 0`: a command in flight when the socket drops fails at once, and is not
- * replayed later), and every command times out after `timeoutMs`. The connection is lazy and opened
+ * replayed later), and every command times out: after `timeoutMs` (the cache, flights), or the longer
+ * wait its caller gives `run` (the budget scripts, `slowTimeoutMs`). The connection is lazy and opened
  * without awaiting it, so the gateway starts whether Redis is up or not; ioredis then reconnects in
  * the background forever, at most every 2 s.
  *
  * Health: 'up' from the connection's ready event; 'down' when the connection closes or a run of
- * commands fails (timeouts included) while the socket stays open. While down, `usable()` is false and
+ * commands fails (timeouts included) while the socket stays open and Redis has answered nothing for
+ * `slowTimeoutMs` (slow is not away: a cache command timed out at 25 ms on a loaded machine while the
+ * budget scripts still get answers is no outage). While down, `usable()` is false and
  * the stores do not send anything: a dead Redis costs a property read per call. A socket outage ends
  * with ioredis' reconnection; a command-failure outage with a probe (a SET with TTL, every second).
  * Each outage logs one warning and each recovery one info line; the URL is logged without credentials.
