@@ -81,12 +81,19 @@ export async function createApp(config: AppConfig, options: AppOptions): Promise
     defaultMetrics: options.defaultMetrics,
   });
   const budgets = budgetPolicyOf(config);
-  const sharedState = await sharedStateOf(config, budgets, logger, metrics.registry);
+  const sharedState = await sharedStateOf(config, budgets, logger, metrics);
   const tracer = createTracer({
     enabled: config.observability.tracing,
     tracerProvider: options.tracerProvider,
   });
-  const costControl = costControlOf(budgets, sharedState, metrics, logger, options.now);
+  const costControl = costControlOf(
+    budgets,
+    sharedState,
+    metrics,
+    logger,
+    options.now,
+    config.cost.budgetLeaseMarginMs,
+  );
   const clients = upstreamClientsOf(config, services.upstreams, {
     logger,
     metrics,
@@ -224,7 +231,7 @@ async function sharedStateOf(
   config: AppConfig,
   budgets: BudgetPolicy | undefined,
   logger: Logger,
-  registry: Registry,
+  metrics: GatewayMetrics,
 ): Promise<SharedState> {
   const { redisUrl } = config.redis;
   const sharedState = createSharedState({
@@ -232,8 +239,10 @@ async function sharedStateOf(
     cacheRedisUrl: config.cache.redisCacheUrl,
     keyPrefix: config.redis.redisKeyPrefix,
     timeoutMs: config.redis.redisTimeoutMs,
+    budgetTimeoutMs: config.cost.redisBudgetTimeoutMs,
+    onBudgetLapse: (count, usd) => metrics.recordLapsedReservations(count, usd),
     logger,
-    registry,
+    registry: metrics.registry,
     localMaxEntries: config.cache.responseCacheMaxEntries,
     documentMaxBytes: config.server.apqMaxDocumentBytes,
     documentsPerOwner: config.server.apqMaxDocumentsPerClient,
@@ -259,6 +268,7 @@ function costControlOf(
   metrics: GatewayMetrics,
   logger: Logger,
   now: (() => number) | undefined,
+  leaseMarginMs: number,
 ): CostControl {
   const warnings = new Counter({
     name: 'gateway_budget_warnings_total',
@@ -275,6 +285,7 @@ function costControlOf(
             store: sharedState.budgets,
             policy: budgets,
             now,
+            leaseMarginMs,
             onWarning: ({ caller, window, totalUsd }) => {
               warnings.labels(caller.scope.kind, window.label).inc();
               logger.warn(

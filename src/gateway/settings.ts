@@ -243,6 +243,16 @@ export const costSettings = settingsGroup('cost', {
     ratio().default(0.8),
     'When a key’s spend and reservations in a budget window reach this share of its limit: one warning line per key and window (at most once per window length) and gateway_budget_warnings_total. 0 turns it off.',
   ),
+  budgetLeaseMarginMs: setting(
+    'BUDGET_LEASE_MARGIN_MS',
+    int(0, 30_000).default(30_000),
+    'A reservation its replica never settles (killed, crashed, cut off) lapses this long after its operation’s deadline (OPERATION_DEADLINE_MS from its start) and then counts as spent at its estimate (gateway_budget_lapsed_reservations_total).',
+  ),
+  redisBudgetTimeoutMs: setting(
+    'REDIS_BUDGET_TIMEOUT_MS',
+    int(1, 10_000).default(1500),
+    'Longest wait for one budget script in Redis (REDIS_TIMEOUT_MS stays the cache’s and single flight’s): a slow Redis is waited for, not taken for an outage. The budgets use this replica’s own figures only in an outage: the connection lost, or 3 commands failed in a row with nothing answered for this long.',
+  ),
 });
 
 export const observabilitySettings = settingsGroup('observability', {

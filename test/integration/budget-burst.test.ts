@@ -15,7 +15,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { budgetKeyOf } from '../../src/gateway/cost/cost-budget.js';
 import { listPrice } from '../../src/gateway/cost/price-table.js';
-import { redisKey } from '../../src/gateway/shared-state/redis-keys.js';
+import { budgetRedisKeys } from '../../src/gateway/shared-state/redis-keys.js';
 import type { TestGateway } from '../support/gateway.js';
 import { type GqlResult, gql, gqlInYoga } from '../support/graphql-client.js';
 import { metricValue } from '../support/metric-values.js';
@@ -233,7 +233,9 @@ describe('two replicas on one redis-server', () => {
     const client = new Redis(redis.url, { lazyConnect: true, maxRetriesPerRequest: 0 });
     try {
       await client.connect();
-      const fields = await client.hgetall(redisKey(prefix, 'budget', `${budgetKeyOf(apiKey)}\n3600000`));
+      const fields = await client.hgetall(
+        budgetRedisKeys(prefix, budgetKeyOf(apiKey), [3_600_000]).windows[0] as string,
+      );
       return Object.entries(fields).reduce(
         (sum, [name, usd]) => (/^[sr]/.test(name) ? sum + Number(usd) : sum),
         0,

@@ -21,7 +21,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { budgetKeyOf } from '../../src/gateway/cost/cost-budget.js';
-import { redisKey } from '../../src/gateway/shared-state/redis-keys.js';
+import { budgetRedisKeys } from '../../src/gateway/shared-state/redis-keys.js';
 import type { TestGateway } from '../support/gateway.js';
 import { type GqlResult, gql, parsed } from '../support/graphql-client.js';
 import { type RedisServer, requireRedisServer, startRedisServer } from '../support/redis-server.js';
@@ -149,7 +149,7 @@ describe('a flood of APQ registrations through two replicas', () => {
       REDIS_KEY_PREFIX: prefix,
     });
     await spendTheHour(pair, 'split');
-    const budgetHash = redisKey(prefix, 'budget', `${budgetKeyOf(PRO_KEY)}\n3600000`);
+    const budgetHash = budgetRedisKeys(prefix, budgetKeyOf(PRO_KEY), [3_600_000]).windows[0] as string;
     expect(await budgets.raw.exists(budgetHash)).toBe(1);
 
     await flood(pair, DOCUMENTS);
@@ -188,7 +188,11 @@ describe('a flood of APQ registrations through two replicas', () => {
 
     await flood(pair, CONTROL_DOCUMENTS);
     expect(await evictedKeys(shared.raw)).toBeGreaterThan(0);
-    expect(await shared.raw.exists(redisKey(prefix, 'budget', `${budgetKeyOf(PRO_KEY)}\n3600000`))).toBe(0);
+    expect(
+      await shared.raw.exists(
+        budgetRedisKeys(prefix, budgetKeyOf(PRO_KEY), [3_600_000]).windows[0] as string,
+      ),
+    ).toBe(0);
     // Redis decides while it answers, and it forgot: served again on both replicas (the defect).
     const headers = { 'x-api-key': PRO_KEY };
     for (const g of pair)

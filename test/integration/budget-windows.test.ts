@@ -12,7 +12,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { budgetKeyOf } from '../../src/gateway/cost/cost-budget.js';
-import { redisKey } from '../../src/gateway/shared-state/redis-keys.js';
+import { budgetRedisKeys } from '../../src/gateway/shared-state/redis-keys.js';
 import type { TestGateway } from '../support/gateway.js';
 import { type GqlResult, gql } from '../support/graphql-client.js';
 import { capturedLogger } from '../support/logs.js';
@@ -98,7 +98,7 @@ async function spentEarlier(apiKey: string, windowMs: number, ago: number, usd: 
   const bucketMs = windowMs / 60;
   const at = (await redisNow()) - ago;
   const start = at - (at % bucketMs);
-  const key = redisKey(prefix, 'budget', `${budgetKeyOf(apiKey)}\n${windowMs}`);
+  const key = budgetRedisKeys(prefix, budgetKeyOf(apiKey), [windowMs]).windows[0] as string;
   await raw.hincrbyfloat(key, `s${start}`, usd);
   await raw.pexpire(key, windowMs + 2 * bucketMs);
   return start;

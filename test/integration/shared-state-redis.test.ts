@@ -7,7 +7,7 @@ import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSharedState, type SharedState } from '../../src/gateway/shared-state/index.js';
-import { redisKey } from '../../src/gateway/shared-state/redis-keys.js';
+import { budgetRedisKeys, redisKey } from '../../src/gateway/shared-state/redis-keys.js';
 import { metricValue } from '../support/metric-values.js';
 import { freePort, type RedisServer, requireRedisServer, startRedisServer } from '../support/redis-server.js';
 import { until, within } from '../support/waits.js';
@@ -172,7 +172,8 @@ describe('shared state in Redis, two replicas', () => {
   });
 
   /** The Redis key of a budget key's window (budget-store.ts: one hash per key and window length). */
-  const budgetHash = (budgetKey: string, ms = HOUR) => redisKey(prefix, 'budget', `${budgetKey}\n${ms}`);
+  const budgetHash = (budgetKey: string, ms = HOUR) =>
+    budgetRedisKeys(prefix, budgetKey, [ms]).windows[0] as string;
 
   it('sums the spend of both replicas in one sliding window, in buckets of Redis time', async () => {
     const before = Date.now();
@@ -364,7 +365,8 @@ describe('budgets on a Redis that cannot lose them', () => {
     const inCache = await cache.raw.keys(`${prefix}*`);
     expect(inCache.filter((key) => key.startsWith(`${prefix}budget:`))).toEqual([]);
     const inBudgets = await budgets.raw.keys(`${prefix}*`);
-    expect(inBudgets).toEqual([redisKey(prefix, 'budget', `k\n${HOUR}`)]);
+    const k = budgetRedisKeys(prefix, 'k', [HOUR]);
+    expect(inBudgets.sort()).toEqual([...k.windows, k.lease].sort());
   });
 
   it('a full Redis (noeviction, maxmemory reached) still books budgets; only cache writes are lost, and it is no outage', async () => {
@@ -385,15 +387,14 @@ describe('budgets on a Redis that cannot lose them', () => {
         shared: true,
       });
     expect(await replica.budgets.reserve('full-key', window, 0.01, Date.now())).toMatchObject({ ok: false });
-    const booked = await full.raw.hgetall(redisKey(prefix, 'budget', `full-key\n${HOUR}`));
+    const booked = await full.raw.hgetall(budgetRedisKeys(prefix, 'full-key', [HOUR]).windows[0] as string);
     expect(sumOf(booked, 'r')).toBeCloseTo(0.03, 10);
     // Settlements go through too.
     replica.budgets.settle('full-key', window, Date.now(), 0.01, 0.002, Date.now());
     await replica.budgets.read('full-key', window, Date.now());
-    expect(sumOf(await full.raw.hgetall(redisKey(prefix, 'budget', `full-key\n${HOUR}`)), 's')).toBeCloseTo(
-      0.002,
-      10,
-    );
+    expect(
+      sumOf(await full.raw.hgetall(budgetRedisKeys(prefix, 'full-key', [HOUR]).windows[0] as string), 's'),
+    ).toBeCloseTo(0.002, 10);
     // Cached answers are refused by Redis (counted), and sharing goes on: not an outage.
     for (let i = 0; i < 5; i++) replica.cache.set(`answer-${i}`, { i }, 60_000);
     expect(

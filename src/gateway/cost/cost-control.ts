@@ -252,7 +252,8 @@ export function createCostControl(options: CostControlOptions): CostControl {
       if (batch !== undefined) batch.estimatedUsd = before + estimated;
     }
     if (budget === undefined || estimate.calls.length === 0) return undefined;
-    const verdict = budget.reserve(operation.apiKey, estimated);
+    // The reservation lapses at the operation's deadline plus the lease margin (cost-budget.ts).
+    const verdict = budget.reserve(operation.apiKey, estimated, operation.deadline);
     return isPromise(verdict)
       ? verdict.then((resolved) => overBudget(resolved, operation, admission, estimated))
       : overBudget(verdict, operation, admission, estimated);

@@ -88,6 +88,11 @@ export interface GatewayMetrics {
   recordAbandonedCall(upstream: UpstreamName, model: string, usd: number): void;
   /** An operation refused by a cost cap or budget. */
   recordBudgetRefusal(reason: 'max-cost' | 'hourly-budget'): void;
+  /**
+   * Budget reservations whose replica never settled them, lapsed into spend at their estimates
+   * (`usd` in all), counted by the replica that noticed (each lease once across replicas).
+   */
+  recordLapsedReservations(count: number, usd: number): void;
   /** An operation whose document is not in the trusted-documents manifest (TRUSTED_DOCUMENTS_MODE=log). */
   recordUntrustedOperation(): void;
   /** Where the breaker state of an upstream is read at each scrape. */
@@ -187,6 +192,16 @@ export function createGatewayMetrics(options: GatewayMetricsOptions = {}): Gatew
     labelNames: ['reason'] as const,
     registers,
   });
+  const lapsedReservations = new Counter({
+    name: 'gateway_budget_lapsed_reservations_total',
+    help: 'Budget reservations never settled by their replica (killed, crashed, cut off) that lapsed at their operation deadline plus BUDGET_LEASE_MARGIN_MS and were counted as spent at their estimate. Counted once, by whichever replica noticed.',
+    registers,
+  });
+  const lapsedUsd = new Counter({
+    name: 'gateway_budget_lapsed_usd_total',
+    help: 'US dollars of the lapsed budget reservations (their estimates), counted as spent.',
+    registers,
+  });
   const abandonedCalls = new Counter({
     name: 'gateway_upstream_calls_abandoned_total',
     help: 'Upstream calls in flight when their client went away: aborted, not retried, and billed at their estimate (the upstream may bill them).',
@@ -281,6 +296,10 @@ export function createGatewayMetrics(options: GatewayMetricsOptions = {}): Gatew
     },
     recordBudgetRefusal(reason) {
       budgetRefusals.labels(reason).inc();
+    },
+    recordLapsedReservations(count, usd) {
+      lapsedReservations.inc(count);
+      lapsedUsd.inc(usd);
     },
     recordUntrustedOperation() {
       untrusted.inc();

@@ -47,6 +47,14 @@ export interface SharedStateOptions {
    * @default 25
    */
   timeoutMs?: number;
+  /**
+   * Longest wait for one budget script, in ms (REDIS_BUDGET_TIMEOUT_MS): a slow Redis is waited for.
+   * Also how long Redis must have answered nothing before a run of failed commands is an outage.
+   * @default timeoutMs
+   */
+  budgetTimeoutMs?: number;
+  /** Hears of budget reservations that lapsed (count, USD), once each across replicas. */
+  onBudgetLapse?: (count: number, usd: number) => void;
   /** Outage and recovery lines (one warn per outage, one info per recovery). Required: no @default. */
   logger: Logger;
   /**
@@ -121,6 +129,7 @@ export function createSharedState(options: SharedStateOptions): SharedState {
   const maxEntries = options.localMaxEntries ?? 10_000;
   const keyPrefix = options.keyPrefix ?? 'null-pi:';
   const timeoutMs = options.timeoutMs ?? 25;
+  const budgetTimeoutMs = Math.max(timeoutMs, options.budgetTimeoutMs ?? timeoutMs);
   const { logger, registry } = options;
   const cacheUrl = options.cacheRedisUrl ?? options.redisUrl;
   const twoLinks = options.redisUrl !== undefined && cacheUrl !== undefined && cacheUrl !== options.redisUrl;
@@ -160,7 +169,15 @@ export function createSharedState(options: SharedStateOptions): SharedState {
         });
 
   const linkTo = (url: string, role: string | undefined) => {
-    const link = createRedisLink({ url, keyPrefix, timeoutMs, logger, metrics, role });
+    const link = createRedisLink({
+      url,
+      keyPrefix,
+      timeoutMs,
+      slowTimeoutMs: budgetTimeoutMs,
+      logger,
+      metrics,
+      role,
+    });
     links.push(link);
     return link;
   };
@@ -220,7 +237,10 @@ export function createSharedState(options: SharedStateOptions): SharedState {
       onDropped: dropped === undefined ? undefined : (reason) => dropped.labels(reason).inc(),
     }),
     flights: createFlightCoordinator(cacheLink),
-    budgets: createBudgetStore(stateLink, maxEntries),
+    budgets: createBudgetStore(stateLink, maxEntries, {
+      timeoutMs: budgetTimeoutMs,
+      onLapse: options.onBudgetLapse,
+    }),
     status: () => {
       if (links.length === 0) return 'memory';
       return links.every((link) => link.status() === 'redis') ? 'redis' : 'fallback';

@@ -6,9 +6,35 @@
  */
 import { createHash } from 'node:crypto';
 
-export type KeySpace = 'cache' | 'documents' | 'owner' | 'flight' | 'answer' | 'budget';
+export type KeySpace = 'cache' | 'documents' | 'owner' | 'flight' | 'answer' | 'budget' | 'lease';
+
+const digestOf = (key: string) => createHash('sha256').update(key).digest('base64url');
 
 /** `<prefix><space>:<sha256 of key, base64url>` */
 export function redisKey(prefix: string, space: KeySpace, key: string): string {
-  return `${prefix}${space}:${createHash('sha256').update(key).digest('base64url')}`;
+  return `${prefix}${space}:${digestOf(key)}`;
+}
+
+/**
+ * `<prefix><space>:{<sha256 of key, base64url>}<suffix>`: the digest is a Redis Cluster hash tag, so
+ * every key made from one `key` (whatever its space and suffix) is in one hash slot, and one Lua
+ * script may touch them all (no CROSSSLOT). base64url never contains a brace, nor does the prefix.
+ */
+export function taggedRedisKey(prefix: string, space: KeySpace, key: string, suffix = ''): string {
+  return `${prefix}${space}:{${digestOf(key)}}${suffix}`;
+}
+
+/**
+ * The keys of one budget key (a caller's budget scope): its lease set, `<prefix>lease:{<digest>}`,
+ * and one hash per window, `<prefix>budget:{<digest>}:<window ms>`, all in one hash slot.
+ */
+export function budgetRedisKeys(
+  prefix: string,
+  budgetKey: string,
+  windowsMs: readonly number[],
+): { lease: string; windows: string[] } {
+  return {
+    lease: taggedRedisKey(prefix, 'lease', budgetKey),
+    windows: windowsMs.map((ms) => taggedRedisKey(prefix, 'budget', budgetKey, `:${ms}`)),
+  };
 }

@@ -5,12 +5,15 @@
  * Why these ioredis options: a request must never wait for Redis beyond the command timeout, so
  * there is no offline queue (a command while disconnected fails at once), no retry of a command
  * (`maxRetriesPerRequest: 0`: a command in flight when the socket drops fails at once, and is not
- * replayed later), and every command times out after `timeoutMs`. The connection is lazy and opened
+ * replayed later), and every command times out: after `timeoutMs` (the cache, flights), or the longer
+ * wait its caller gives `run` (the budget scripts, `slowTimeoutMs`). The connection is lazy and opened
  * without awaiting it, so the gateway starts whether Redis is up or not; ioredis then reconnects in
  * the background forever, at most every 2 s.
  *
  * Health: 'up' from the connection's ready event; 'down' when the connection closes or a run of
- * commands fails (timeouts included) while the socket stays open. While down, `usable()` is false and
+ * commands fails (timeouts included) while the socket stays open and Redis has answered nothing for
+ * `slowTimeoutMs` (slow is not away: a cache command timed out at 25 ms on a loaded machine while the
+ * budget scripts still get answers is no outage). While down, `usable()` is false and
  * the stores do not send anything: a dead Redis costs a property read per call. A socket outage ends
  * with ioredis' reconnection; a command-failure outage with a probe (a SET with TTL, every second).
  * Each outage logs one warning and each recovery one info line; the URL is logged without credentials.
@@ -53,6 +56,13 @@ export interface RedisLinkOptions {
   url: string;
   keyPrefix: string;
   timeoutMs: number;
+  /**
+   * The longest timeout a caller gives `run` (the budget scripts', REDIS_BUDGET_TIMEOUT_MS), and how
+   * long Redis must have answered nothing before a run of failed commands makes an outage: a command
+   * that timed out at `timeoutMs` shows a slow Redis, not one that is away.
+   * @default timeoutMs
+   */
+  slowTimeoutMs?: number;
   logger: Logger;
   /** Registers `gateway_redis_up` and `gateway_redis_errors_total` here (createSharedState's metrics instead, when there are two links). */
   registry?: Registry;
@@ -79,8 +89,15 @@ export interface RedisLink {
   readonly keyPrefix: string;
   /** Connected and healthy: commands may be sent. A property read or two: call it on every request. */
   usable(): boolean;
-  /** Runs one command; its value, or FAILED (counted, and part of a run that makes an outage). */
-  run<T>(operation: RedisOperation, command: (client: Redis) => Promise<T>): Promise<T | Failed>;
+  /**
+   * Runs one command; its value, or FAILED (counted, and part of a run that makes an outage).
+   * `timeoutMs`: this call's own timeout, at most `slowTimeoutMs` (default: the link's `timeoutMs`).
+   */
+  run<T>(
+    operation: RedisOperation,
+    command: (client: Redis) => Promise<T>,
+    timeoutMs?: number,
+  ): Promise<T | Failed>;
   /**
    * Defines a Lua script (EVALSHA, EVAL when Redis lost it) and returns its caller. `numberOfKeys`
    * undefined: each call gives the number of its keys first.
@@ -135,8 +152,28 @@ function infoField(info: string, field: string): string | undefined {
   return match?.[1]?.trim();
 }
 
+/** `pending`, or a rejection once `ms` passed first (ioredis' own message, so the logs read alike). */
+function within<T>(pending: Promise<T>, ms: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('Command timed out')), ms);
+    pending.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
+}
+
 export function createRedisLink(options: RedisLinkOptions): RedisLink {
   const { url, keyPrefix, timeoutMs } = options;
+  // ioredis times every command out at the longest wait any caller may ask for; the shorter waits
+  // (the cache's, the flights') are timed here, per call.
+  const slowTimeoutMs = Math.max(timeoutMs, options.slowTimeoutMs ?? timeoutMs);
   const logger = options.role === undefined ? options.logger : options.logger.child({ role: options.role });
   const where = safeRedisUrl(url);
   let password = '';
@@ -151,7 +188,7 @@ export function createRedisLink(options: RedisLinkOptions): RedisLink {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
     autoResendUnfulfilledCommands: false,
-    commandTimeout: timeoutMs,
+    commandTimeout: slowTimeoutMs,
     connectTimeout: CONNECT_TIMEOUT_MS,
     retryStrategy: (attempt) => Math.min(50 * 2 ** attempt, MAX_RECONNECT_DELAY_MS),
     // Redis replies with errors the callers turn into misses; never reconnect because of one.
@@ -162,6 +199,8 @@ export function createRedisLink(options: RedisLinkOptions): RedisLink {
   let state: 'connecting' | 'up' | 'down' = 'connecting';
   let closing = false;
   let failures = 0;
+  /** When Redis last answered anything (performance.now()). */
+  let answeredAt = performance.now();
   let lastError = 'connection closed';
   let probe: NodeJS.Timeout | undefined;
   const connectListeners: Array<() => void> = [];
@@ -206,6 +245,7 @@ export function createRedisLink(options: RedisLinkOptions): RedisLink {
     const previous = state;
     state = 'up';
     failures = 0;
+    answeredAt = performance.now();
     stopProbe();
     if (previous === 'down') logger.info({ redis: where }, 'redis back; sharing state again');
     else logger.info({ redis: where }, 'redis connected; sharing state');
@@ -240,7 +280,14 @@ export function createRedisLink(options: RedisLinkOptions): RedisLink {
     // Full is not down: reads and the budget scripts still go through (see the header).
     if (isOutOfMemory(error)) return;
     failures++;
-    if (failures >= FAILURES_FOR_OUTAGE && state === 'up') {
+    // Slow is not away: a run of failures is an outage only once Redis has answered nothing for as
+    // long as the longest wait (a budget script's), so commands timed out at the cache's short wait on
+    // a loaded machine never send the budgets to memory while Redis still answers them.
+    if (
+      failures >= FAILURES_FOR_OUTAGE &&
+      state === 'up' &&
+      performance.now() - answeredAt >= slowTimeoutMs
+    ) {
       markDown(`${failures} commands failed in a row: ${lastError}`);
       startProbe();
     }
@@ -260,10 +307,15 @@ export function createRedisLink(options: RedisLinkOptions): RedisLink {
   return {
     keyPrefix,
     usable,
-    run<T>(operation: RedisOperation, command: (redis: Redis) => Promise<T>): Promise<T | Failed> {
+    run<T>(
+      operation: RedisOperation,
+      command: (redis: Redis) => Promise<T>,
+      callTimeoutMs = timeoutMs,
+    ): Promise<T | Failed> {
       let pending: Promise<T>;
       try {
         pending = command(client);
+        if (callTimeoutMs < slowTimeoutMs) pending = within(pending, callTimeoutMs);
       } catch (error) {
         fail(operation, error);
         return Promise.resolve(FAILED);
@@ -271,9 +323,11 @@ export function createRedisLink(options: RedisLinkOptions): RedisLink {
       return pending.then(
         (value) => {
           failures = 0;
+          answeredAt = performance.now();
           return value;
         },
         (error: unknown) => {
+          if (isOutOfMemory(error)) answeredAt = performance.now();
           fail(operation, error);
           return FAILED;
         },

@@ -122,9 +122,10 @@ export type BudgetReserveResult =
   /**
    * Reserved in every window, in the bucket of `at` (the store's time: Redis' clock with Redis).
    * `shared`: whether Redis counted it (false in memory mode, during an outage, or when the Redis call
-   * failed). `warnings`: the windows this reservation brought to their warning figure.
+   * failed). `warnings`: the windows this reservation brought to their warning figure. `lease`: its
+   * id, for `settle`.
    */
-  | { ok: true; at: number; shared: boolean; warnings: BudgetWarning[] }
+  | { ok: true; at: number; shared: boolean; warnings: BudgetWarning[]; lease: string }
   /** Did not fit in at least one window: every window as it was judged (buckets oldest first). */
   | { ok: false; at: number; windows: BudgetBucket[][] };
 
@@ -141,19 +142,25 @@ export interface BudgetStore {
    * `usd` stays within its limit; otherwise reserves nothing. Atomic across the windows: in memory
    * synchronously, in Redis with one Lua script (so two replicas never both take the last dollar).
    * When Redis is unavailable or the script fails, this replica's own windows decide (and what it
-   * reserved is pushed to Redis once it is back). Never rejects.
+   * reserved is pushed to Redis, as spend, once it is back). Never rejects.
+   *
+   * The reservation is a lease of `leaseMs` (the operation's deadline plus the lease margin; default
+   * budget-store.ts' DEFAULT_LEASE_MS): not settled by then, it lapses and counts as spent at `usd`.
    */
   reserve(
     budgetKey: string,
     windows: readonly BudgetWindowSpec[],
     usd: number,
     now: number,
+    leaseMs?: number,
   ): MaybePromise<BudgetReserveResult>;
   /**
    * Settles a reservation made at `at` (the reservation's own `at`): `reservedUsd` leaves the
    * reservations and `spentUsd` is added to the spend, in the bucket the reservation was made in (a
    * bucket already out of a window is left alone there). `onWarning` hears of the windows this
-   * brought to their warning figure. Never throws; fire and forget.
+   * brought to their warning figure. `lease`: the reservation's (else one of the same `at` and
+   * `reservedUsd`). A lease that lapsed already is not settled again (it counted at its estimate).
+   * Never throws; fire and forget.
    */
   settle(
     budgetKey: string,
@@ -163,6 +170,7 @@ export interface BudgetStore {
     spentUsd: number,
     now: number,
     onWarning?: (warning: BudgetWarning) => void,
+    lease?: string,
   ): void;
   /** Spend without a reservation, now. Ignores non-positive or non-finite amounts. Never throws. */
   add(
