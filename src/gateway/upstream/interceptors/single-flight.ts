@@ -11,6 +11,7 @@
  * for it, each waiter still wanting the answer makes its own call. Waiters get the answer marked
  * `source: 'shared'`: it costs them nothing.
  */
+import { callerIdOf } from '../../identity.js';
 import type { Dispatch, Interceptor, UpstreamAnswer, UpstreamRequest } from '../dispatch.js';
 
 /** Coordination of one call across replicas (src/gateway/shared-state). */
@@ -32,7 +33,8 @@ export interface SingleFlightOptions {
 export function sharingKey(request: UpstreamRequest): string | undefined {
   const shareKey = request.shareKey;
   if (shareKey === undefined) return undefined;
-  return `${request.upstream}\n${request.operation?.apiKey ?? 'free'}\n${shareKey}`;
+  // Per caller (identity.ts): a cached or shared answer never crosses keys.
+  return `${request.upstream}\n${callerIdOf(request.operation?.apiKey)}\n${shareKey}`;
 }
 
 interface InFlight {
