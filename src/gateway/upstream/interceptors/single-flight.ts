@@ -3,8 +3,9 @@
  * within this process and (best effort, when a coordinator is given) across replicas through Redis.
  *
  * Only calls with a `shareKey` take part (the clients set one for deterministic calls only: sharing a
- * sampled answer between callers would deprive each of its own sample). The key includes the API key,
- * so an answer never crosses callers (tiers decide 418s, clamps and sponsor messages).
+ * sampled answer between callers would deprive each of its own sample). The key includes the caller's
+ * name (identity.ts: the sha256 of its API key, or `anonymous`), so an answer never crosses callers
+ * (tiers decide 418s, clamps and sponsor messages).
  *
  * The shared call is the first caller's own call (its key, request id, cancellation and deadline):
  * alone, a call behaves exactly as without this layer. If that caller goes away and the call fails
