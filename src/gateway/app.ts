@@ -92,18 +92,15 @@ export async function createApp(config: GatewayConfig, options: AppOptions): Pro
     tracerProvider: options.tracerProvider,
   });
   const costControl = costControlOf(budgets, sharedState, metrics, logger, options.now);
-  const clients = upstreamClientsOf(
-    config,
-    { nullBaseUrl, piBaseUrl },
-    {
-      logger,
-      metrics,
-      sharedState,
-      tracer,
-      costControl,
-      backoff: options.backoff,
-    },
-  );
+  const upstreams = { nullBaseUrl, piBaseUrl };
+  const clients = upstreamClientsOf(config, upstreams, {
+    logger,
+    metrics,
+    sharedState,
+    tracer,
+    costControl,
+    backoff: options.backoff,
+  });
   // The first calls already go to each upstream's API version (a discovery is bounded by its timeout).
   await clients.ready();
 
