@@ -9,8 +9,8 @@
  * fails before listening (a bad port, say) stops the whole start with exit code 1; a worker that dies
  * later is replaced (at most once a second). SIGTERM/SIGINT: every worker is asked to shut down (each
  * drains its own in-flight requests, SHUTDOWN_TIMEOUT_MS), then `onStopped` runs (the entry stops
- * the services) and the primary exits. A signal sent to the whole process group reaches the workers too; their shutdown is
- * idempotent.
+ * the services) and the primary exits. A signal sent to the whole process group reaches the workers
+ * too; their shutdown is idempotent.
  */
 import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from '../shared/logger.js';
