@@ -1,22 +1,20 @@
 /**
- * The composition root: `createApp(config)` builds the whole gateway from its settings (embedded
- * reference services when no upstream URLs are given, shared state, observability, the upstream
- * clients and their layers, the schema's context, Yoga, the fast path and the HTTP server) and returns
- * it ready to listen. `src/main.ts`, each cluster worker and the tests' fixture all use it; nothing
- * else wires components together.
+ * The composition root: `createApp(config)` builds the whole gateway from its settings (shared
+ * state, observability, the upstream clients and their layers, the schema's context, Yoga, the fast
+ * path and the HTTP server) and returns it ready to listen. `src/main.ts`, each cluster worker and the
+ * tests' fixture all use it (through src/embedded-services.ts, which starts the reference services
+ * first when an upstream URL is not set); nothing else wires components together. The gateway
+ * reaches its upstreams only over HTTP, at the URLs its settings give.
  */
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { Counter } from 'prom-client';
-import type { AppConfig } from '../config.js';
 import { DEFAULT_MAX_DIGITS, type DigitEngine, sharedDigitEngine } from '../digits/digit-engine.js';
-import { apiKeyMap } from '../services/shared/api-keys.js';
 import { type BudgetPolicy, budgetPolicy } from './cost/budget-policy.js';
 import { createCostBudget } from './cost/cost-budget.js';
 import { type CostControl, createCostControl } from './cost/cost-control.js';
 import { createCostModel } from './cost/cost-model.js';
 import { createCompression } from './delivery/compression.js';
-import { startEmbeddedServices, type UpstreamUrls } from './embedded-services.js';
 import { createFastPath, type FastPath } from './http/fast-path/fast-path.js';
 import { createPreparedOperations } from './http/fast-path/prepared-operations.js';
 import { createGatewayServer, type GatewayServer } from './http/server.js';
@@ -34,6 +32,7 @@ import { createRequestPipeline } from './request/pipeline.js';
 import { createTrustedDocuments, loadManifest, trustedMode } from './request/trusted-documents.js';
 import { createContextFactory } from './schema/context.js';
 import { schema } from './schema/index.js';
+import type { GatewayConfig } from './settings.js';
 import { createSharedState, evictionMessage, type SharedState } from './shared-state/index.js';
 import { createUpstreamClients, type UpstreamClients } from './upstream/clients.js';
 
@@ -61,21 +60,27 @@ export interface App {
   readonly clients: UpstreamClients;
   readonly metrics: GatewayMetrics;
   readonly sharedState: SharedState;
-  /** The upstream base URLs in use (the embedded services' when they were started). */
-  readonly upstreams: UpstreamUrls;
   /** Listens on `port` and `host` (default: PORT and HOST); resolves with the GraphQL URL (server.ts). */
   listen(port?: number, host?: string): Promise<string>;
   /**
    * Graceful stop: no new connections, accepted requests answered (for at most SHUTDOWN_TIMEOUT_MS),
-   * then the upstream pools, shared state and embedded services closed. Idempotent.
+   * then the upstream pools and shared state closed. Idempotent.
    */
   close(): Promise<{ timedOut: boolean; inFlight: number }>;
 }
 
-export async function createApp(config: AppConfig, options: AppOptions): Promise<App> {
+/**
+ * The gateway, in front of `config.upstreams`' URLs (NULL_BASE_URL and PI_BASE_URL; both must be set:
+ * src/embedded-services.ts fills them with the embedded services' when they are not).
+ */
+export async function createApp(config: GatewayConfig, options: AppOptions): Promise<App> {
   const { logger } = options;
   const digits = options.digits ?? sharedDigitEngine();
-  const services = await startEmbeddedServices(config, { logger, digits });
+  const { nullBaseUrl, piBaseUrl } = config.upstreams;
+  if (nullBaseUrl === undefined || piBaseUrl === undefined)
+    throw new Error(
+      'createApp needs NULL_BASE_URL and PI_BASE_URL (src/embedded-services.ts starts the reference services for them)',
+    );
   const metrics = createGatewayMetrics({
     registry: options.registry,
     defaultMetrics: options.defaultMetrics,
@@ -94,7 +99,8 @@ export async function createApp(config: AppConfig, options: AppOptions): Promise
     options.now,
     config.cost.budgetLeaseMarginMs,
   );
-  const clients = upstreamClientsOf(config, services.upstreams, {
+  const upstreams = { nullBaseUrl, piBaseUrl };
+  const clients = upstreamClientsOf(config, upstreams, {
     logger,
     metrics,
     sharedState,
@@ -190,14 +196,13 @@ export async function createApp(config: AppConfig, options: AppOptions): Promise
     clients,
     metrics,
     sharedState,
-    upstreams: services.upstreams,
     listen: (port = config.server.port, host = config.process.host) => http.listen(port, host),
     close() {
       closing ??= (async () => {
         const drained = http.server.listening
           ? await http.drain(config.process.shutdownTimeoutMs)
           : { timedOut: false, inFlight: 0 };
-        await Promise.allSettled([clients.close(), sharedState.close(), services.close()]);
+        await Promise.allSettled([clients.close(), sharedState.close()]);
         return drained;
       })();
       return closing;
@@ -206,15 +211,15 @@ export async function createApp(config: AppConfig, options: AppOptions): Promise
 }
 
 /**
- * The budgets in force (COST_BUDGETS, COST_BUDGET_USD_PER_HOUR; tiers from API_KEYS), undefined for
- * none. Throws one line when the two settings conflict.
+ * The budgets in force (COST_BUDGETS, COST_BUDGET_USD_PER_HOUR; tiers from the gateway's API_KEYS),
+ * undefined for none. Throws one line when the two settings conflict.
  */
-function budgetPolicyOf(config: AppConfig): BudgetPolicy | undefined {
+function budgetPolicyOf(config: GatewayConfig): BudgetPolicy | undefined {
   return budgetPolicy({
     budgets: config.cost.costBudgets,
     usdPerHour: config.cost.costBudgetUsdPerHour,
     warningRatio: config.cost.costBudgetWarningRatio,
-    tiers: apiKeyMap(config.services.apiKeys),
+    tiers: config.server.apiKeys,
   });
 }
 
@@ -228,7 +233,7 @@ const BUDGET_REDIS_CHECK_MS = 2_500;
  * check runs again once it connects, an error line if it evicts).
  */
 async function sharedStateOf(
-  config: AppConfig,
+  config: GatewayConfig,
   budgets: BudgetPolicy | undefined,
   logger: Logger,
   metrics: GatewayMetrics,
@@ -308,8 +313,8 @@ function costControlOf(
 
 /** The two upstream clients, their layers observed (log, metrics, spans, sponsors, spend). */
 function upstreamClientsOf(
-  config: AppConfig,
-  upstreams: UpstreamUrls,
+  config: GatewayConfig,
+  upstreams: { nullBaseUrl: string; piBaseUrl: string },
   parts: {
     logger: Logger;
     metrics: GatewayMetrics;

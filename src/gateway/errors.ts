@@ -32,7 +32,10 @@ export const ERROR_CODES = {
     field: true,
     when: 'the upstream answered with a body that does not fit its interface',
   },
-  UNAUTHENTICATED: { field: true, when: 'the upstream rejected the API key' },
+  UNAUTHENTICATED: {
+    field: true,
+    when: 'the upstream rejected the API key; or, for the whole request (HTTP 401, nothing called), an Authorization header that is not Bearer <key>',
+  },
   WAIVER_REQUIRED: {
     field: true,
     when: 'inference without liabilityWaiverSigned: true, or pi over the v2 endpoint without PI_WAIVER_ACCEPTED',

@@ -1,10 +1,22 @@
 /**
  * The gateway's settings, one group per component; `createApp` hands each component its own group.
+ * The gateway reads only these (and the process, log and Redis groups): none of the reference
+ * services', which it reaches over HTTP like any other upstream.
  */
 import { z } from 'zod';
 import { DEFAULT_MAX_DIGITS } from '../digits/digit-engine.js';
-import { bool, httpUrl, int, ratio, setting, settingsGroup } from '../shared/settings.js';
+import { logSettings, processSettings, redisSettings } from '../shared/process-settings.js';
+import {
+  bool,
+  httpUrl,
+  int,
+  ratio,
+  type SettingsValues,
+  setting,
+  settingsGroup,
+} from '../shared/settings.js';
 import { parseBudgets } from './cost/budget-policy.js';
+import { parseApiKeys } from './identity.js';
 
 export const serverSettings = settingsGroup('gateway', {
   port: setting('PORT', int(0, 65535).default(4000), 'Port the gateway listens on.'),
@@ -59,7 +71,28 @@ export const serverSettings = settingsGroup('gateway', {
   apqMaxDocumentsPerClient: setting(
     'APQ_MAX_DOCUMENTS_PER_CLIENT',
     int(1, 10_000_000).default(1000),
-    'Most new APQ documents one client may register in 24 hours (across replicas with Redis); later ones still run but are not stored. A client is its API key (by its sha256), or its address without a key.',
+    'Most new APQ documents one client may register in 24 hours (across replicas with Redis); later ones still run but are not stored. A client is its API key (by its sha256), or its address for a caller without a key or with the key free.',
+  ),
+  apiKeys: setting(
+    'API_KEYS',
+    z
+      .string()
+      .optional()
+      .transform((value, context) => {
+        if (value === undefined) return undefined;
+        try {
+          return parseApiKeys(value);
+        } catch {
+          // The reference services' wording: under `npm start` both read this variable, one line says it.
+          context.addIssue({
+            code: 'custom',
+            message: 'must be key:tier,key:tier with tiers free|pro|enterprise',
+          });
+          return z.NEVER;
+        }
+      }),
+    'API keys and their tiers, as key:tier pairs (tiers free|pro|enterprise): a listed key gets the COST_BUDGETS scope of its tier. The gateway forwards every key and lets the upstreams accept or refuse it; "free" and no key are the anonymous caller. The embedded reference services read the same variable.',
+    '(unset: no tiers; with the embedded services, theirs: demo-pro:pro,demo-enterprise:enterprise)',
   ),
   compressionMinBytes: setting(
     'COMPRESSION_MIN_BYTES',
@@ -278,3 +311,14 @@ export const gatewaySettings = {
   cost: costSettings,
   observability: observabilitySettings,
 };
+
+/** Every group `createApp` reads: the gateway's, and the process, Redis and log groups. */
+export const gatewayAppSettings = {
+  process: processSettings,
+  ...gatewaySettings,
+  redis: redisSettings,
+  logs: logSettings,
+};
+
+/** The validated configuration of a gateway (`createApp`). */
+export type GatewayConfig = SettingsValues<typeof gatewayAppSettings>;

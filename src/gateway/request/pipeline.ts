@@ -27,12 +27,13 @@ import { maskError, processRegularResult, type YogaLogger } from 'graphql-yoga';
 import { isPromise } from '../../shared/is-promise.js';
 import type { CostControl } from '../cost/cost-control.js';
 import { gatewayError } from '../errors.js';
+import { clientOf } from '../identity.js';
 import type { OperationReporter } from '../observability/operation-report.js';
 import { Operation, type OperationBatch } from '../operation/operation.js';
 import type { OperationPlan } from '../operation/operation-plan.js';
 import type { GatewayContext } from '../schema/context.js';
 import type { Execution, Executor } from './executor.js';
-import { clientOf, type RequestFacts } from './facts.js';
+import type { RequestFacts } from './facts.js';
 import { httpStatusOf } from './http-status.js';
 import type { JsonMediaType } from './media-type.js';
 import { rateLimitHeaders } from './rate-limit-headers.js';
@@ -204,7 +205,7 @@ export function createRequestPipeline(options: RequestPipelineOptions): RequestP
         deadlineMs,
         name: typeof operationName === 'string' ? operationName : null,
         maxCostUsd: typeof facts.maxCost === 'number' ? facts.maxCost : undefined,
-        headerRefusal: typeof facts.maxCost === 'object' ? facts.maxCost : undefined,
+        headerRefusal: facts.authRefusal ?? (typeof facts.maxCost === 'object' ? facts.maxCost : undefined),
         address: facts.address,
         fallback: facts.fallback ?? options.fallbackByDefault ?? false,
         batch: state.batch,
