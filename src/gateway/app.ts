@@ -24,6 +24,7 @@ import { createGatewayYoga, type GatewayYoga } from './http/yoga.js';
 import { createGatewayMetrics, type GatewayMetrics } from './observability/metrics.js';
 import { createOperationReporter } from './observability/operation-report.js';
 import { createSponsorLog } from './observability/sponsor-log.js';
+import { traceFlushMs } from './observability/trace-export.js';
 import { createTracing, type Tracing, type TracingOptions } from './observability/tracing.js';
 import { createUpstreamObserver } from './observability/upstream-observer.js';
 import { yogaLogger } from './observability/yoga-logger.js';
@@ -214,15 +215,6 @@ export async function createApp(config: AppConfig, options: AppOptions): Promise
       return closing;
     },
   };
-}
-
-/**
- * How long the last spans may take to reach the collector on close: what is left of
- * SHUTDOWN_TIMEOUT_MS after the drain, at least 1 s (within the few seconds the contract allows past
- * it) and at most 5 s (a collector that answers at all answers in far less).
- */
-export function traceFlushMs(leftMs: number): number {
-  return Math.round(Math.min(Math.max(leftMs, 1000), 5000));
 }
 
 /**

@@ -137,6 +137,16 @@ export function traceExportPlan(env: NodeJS.ProcessEnv): TraceExportPlan | undef
   return { endpoint, endpointForLog: `${url.origin}${url.pathname}`, protocol };
 }
 
+/**
+ * How long the last spans may take to reach the collector when the gateway closes: what is left of
+ * SHUTDOWN_TIMEOUT_MS after the drain, at least 1 s (within the few seconds the contract allows past
+ * it) and at most 5 s (a collector that answers at all answers in far less; one that does not must
+ * not hold the exit).
+ */
+export function traceFlushMs(leftMs: number): number {
+  return Math.round(Math.min(Math.max(leftMs, 1000), 5000));
+}
+
 /** The SDK's own warnings and errors (a failed export, dropped spans) as log lines; no chatter below. */
 function diagnosticsTo(logger: Logger): DiagLogger {
   const write =
