@@ -254,7 +254,7 @@ export const observabilitySettings = settingsGroup('observability', {
   tracing: setting(
     'OTEL_TRACING',
     bool().default(false),
-    'OpenTelemetry spans for each operation and upstream call through an SDK the host registers (e.g. via --import). Not needed with OTEL_EXPORTER_OTLP_ENDPOINT, which makes the gateway export its spans itself (docs/operations.md, Tracing).',
+    'OpenTelemetry spans for each operation and upstream call (needs an SDK registered by the host, e.g. via --import).',
   ),
 });
 
