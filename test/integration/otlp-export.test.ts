@@ -229,13 +229,18 @@ describe('exporting over OTLP/HTTP', () => {
       // An export attempt for every span, while the requests run.
       OTEL_BSP_SCHEDULE_DELAY: '10',
       OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '1',
+      // Each export gives up (retries included) after 1 s: the failures are logged while the test runs.
+      OTEL_EXPORTER_OTLP_TIMEOUT: '1000',
       SHUTDOWN_TIMEOUT_MS: '2000',
     });
     for (let round = 0; round < 3; round++)
       await Promise.all(
         Array.from({ length: 10 }, () => send(g, { traceparent: callerTrace(true).traceparent })),
       );
-    expect(await until(() => g.lines.some((l) => /^trace export: /.test(l.msg)), 200)).toBe(true);
+    const failed = () => g.lines.filter((l) => /^trace export failed/.test(l.msg));
+    expect(await until(() => failed().length > 0, 400)).toBe(true);
+    // One line at error level saying why.
+    expect(failed()[0]).toMatchObject({ level: 50, code: 'ECONNREFUSED' });
     await g.stop(20_000);
     expect(g.child.exitCode).toBe(0);
   });

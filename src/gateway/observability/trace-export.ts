@@ -160,6 +160,33 @@ function diagnosticsTo(logger: Logger): DiagLogger {
   return { error: write('error'), warn: write('warn'), info: ignore, debug: ignore, verbose: ignore };
 }
 
+/** At most one line per this many ms about failed exports (a dead collector fails every one). */
+const FAILURE_LOG_INTERVAL_MS = 10_000;
+
+/**
+ * The SDK's errors (a failed export: the collector refused, timed out, answered an error) as one
+ * error line, at most one per FAILURE_LOG_INTERVAL_MS, saying how many were left unsaid since.
+ */
+function failedExportsTo(logger: Logger): (error: unknown) => void {
+  let lastAt = Number.NEGATIVE_INFINITY;
+  let unsaid = 0;
+  return (error) => {
+    const now = performance.now();
+    if (now - lastAt < FAILURE_LOG_INTERVAL_MS) {
+      unsaid++;
+      return;
+    }
+    lastAt = now;
+    const reason = error instanceof Error ? error.message : String(error);
+    const code = (error as { code?: unknown } | null)?.code;
+    logger.error(
+      { reason, code: typeof code === 'string' ? code : undefined, failuresNotLogged: unsaid },
+      'trace export failed (spans dropped; requests unaffected)',
+    );
+    unsaid = 0;
+  };
+}
+
 /** The caller's `traceparent` and `tracestate`, read through the request's header reader. */
 const REQUEST_HEADERS: TextMapGetter<HeaderReader> = {
   get: (header, key) => header(key) ?? undefined,
@@ -187,6 +214,7 @@ export async function startTraceExport(
       : import('@opentelemetry/exporter-trace-otlp-proto'),
   ]);
   diag.setLogger(diagnosticsTo(logger), { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true });
+  core.setGlobalErrorHandler(failedExportsTo(logger));
 
   const version = process.env.npm_package_version;
   const resource = resources
