@@ -22,7 +22,8 @@ import { createGatewayYoga, type GatewayYoga } from './http/yoga.js';
 import { createGatewayMetrics, type GatewayMetrics } from './observability/metrics.js';
 import { createOperationReporter } from './observability/operation-report.js';
 import { createSponsorLog } from './observability/sponsor-log.js';
-import { createTracer, type Tracer, type TracingOptions } from './observability/tracing.js';
+import { traceFlushMs } from './observability/trace-export.js';
+import { createTracing, type Tracing, type TracingOptions } from './observability/tracing.js';
 import { createUpstreamObserver } from './observability/upstream-observer.js';
 import { yogaLogger } from './observability/yoga-logger.js';
 import { createPlanner } from './operation/operation-plan.js';
@@ -45,7 +46,10 @@ export interface AppOptions {
   registry?: Registry;
   /** Collect prom-client's default process metrics. @default true */
   defaultMetrics?: boolean;
-  /** Where the tracer comes from when OTEL_TRACING is on. @default the host SDK's global provider */
+  /**
+   * Where the tracer comes from when OTEL_TRACING is on; given, the gateway exports nothing itself.
+   * @default the host SDK's global provider
+   */
   tracerProvider?: TracingOptions['tracerProvider'];
   /** Clock of the cost budgets in memory (tests move it; with Redis, Redis' clock). @default Date.now */
   now?: () => number;
@@ -87,9 +91,11 @@ export async function createApp(config: GatewayConfig, options: AppOptions): Pro
   });
   const budgets = budgetPolicyOf(config);
   const sharedState = await sharedStateOf(config, budgets, logger, metrics);
-  const tracer = createTracer({
+  // OTEL_EXPORTER_OTLP_ENDPOINT: the SDK and exporter are loaded here, and only then.
+  const tracing = await createTracing({
     enabled: config.observability.tracing,
     tracerProvider: options.tracerProvider,
+    logger,
   });
   const costControl = costControlOf(
     budgets,
@@ -104,7 +110,7 @@ export async function createApp(config: GatewayConfig, options: AppOptions): Pro
     logger,
     metrics,
     sharedState,
-    tracer,
+    tracing,
     costControl,
     backoff: options.backoff,
   });
@@ -150,7 +156,12 @@ export async function createApp(config: GatewayConfig, options: AppOptions): Pro
     fallbackByDefault: config.cost.costBudgetFallback === 'cheaper-model',
     trusted,
     costControl,
-    reporter: createOperationReporter({ metrics, logger, tracer, responseCache: config.cache.responseCache }),
+    reporter: createOperationReporter({
+      metrics,
+      logger,
+      tracing,
+      responseCache: config.cache.responseCache,
+    }),
     executor,
     context,
     plan,
@@ -199,10 +210,13 @@ export async function createApp(config: GatewayConfig, options: AppOptions): Pro
     listen: (port = config.server.port, host = config.process.host) => http.listen(port, host),
     close() {
       closing ??= (async () => {
+        const started = performance.now();
         const drained = http.server.listening
           ? await http.drain(config.process.shutdownTimeoutMs)
           : { timedOut: false, inFlight: 0 };
-        await Promise.allSettled([clients.close(), sharedState.close()]);
+        // The spans of the requests just answered are sent now, in what is left of the bound.
+        const flushMs = traceFlushMs(config.process.shutdownTimeoutMs - (performance.now() - started));
+        await Promise.allSettled([clients.close(), sharedState.close(), tracing?.close(flushMs)]);
         return drained;
       })();
       return closing;
@@ -319,17 +333,18 @@ function upstreamClientsOf(
     logger: Logger;
     metrics: GatewayMetrics;
     sharedState: SharedState;
-    tracer: Tracer | undefined;
+    tracing: Tracing | undefined;
     costControl: CostControl;
     backoff: AppOptions['backoff'];
   },
 ): UpstreamClients {
-  const { logger, metrics, sharedState, tracer, costControl } = parts;
+  const { logger, metrics, sharedState, tracing, costControl } = parts;
   const observer = createUpstreamObserver({
     logger,
     metrics,
     sponsorLog: createSponsorLog({ logger, intervalMs: config.observability.sponsorLogIntervalMs }),
-    tracer,
+    tracer: tracing?.tracer,
+    traceHeaders: tracing?.upstreamHeaders,
     onSpent: costControl.spent,
   });
   const responseCache = config.cache.responseCache;

@@ -49,6 +49,11 @@ export interface UpstreamObserverOptions {
   sponsorLog: SponsorLog;
   /** Undefined when tracing is off: then no tracer call is made at all. */
   tracer: Tracer | undefined;
+  /**
+   * The headers that carry a call's span to the upstream (tracing.ts, `upstreamHeaders`), when the
+   * gateway exports its own traces; undefined: none are added (a host's HTTP instrumentation does it).
+   */
+  traceHeaders?: ((span: Span) => Record<string, string>) | undefined;
   /** Told of every cost actually spent (the hourly budgets and the running mean per model). */
   onSpent?: ((operation: Operation | undefined, call: ModelCall, usd: number) => void) | undefined;
 }
@@ -63,7 +68,7 @@ export interface UpstreamObserver {
 }
 
 export function createUpstreamObserver(options: UpstreamObserverOptions): UpstreamObserver {
-  const { logger, metrics, sponsorLog, tracer } = options;
+  const { logger, metrics, sponsorLog, tracer, traceHeaders } = options;
 
   const onExchange = (event: ExchangeEvent): void => {
     const { error, request } = event;
@@ -205,8 +210,11 @@ export function createUpstreamObserver(options: UpstreamObserverOptions): Upstre
             },
             parent === undefined ? context.active() : trace.setSpan(context.active(), parent),
           );
+          // Own export: each attempt of this call carries the span's traceparent (transport.ts).
+          const traced =
+            traceHeaders === undefined ? request : { ...request, traceHeaders: traceHeaders(span) };
           // In the span's context, a host's HTTP instrumentation nests under it and propagates the trace.
-          answer = await context.with(trace.setSpan(context.active(), span), () => next(request));
+          answer = await context.with(trace.setSpan(context.active(), span), () => next(traced));
         }
       } catch (error) {
         if (inFlight !== undefined) request.operation?.ledger.end(inFlight, false);

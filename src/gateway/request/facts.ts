@@ -30,6 +30,11 @@ export interface RequestFacts {
   readonly fallback: boolean | undefined;
   /** The client's address (the socket's peer), for bounds per client without an API key. */
   readonly address: string | undefined;
+  /**
+   * The request's headers, for what only some settings read, when they read it: the caller's
+   * `traceparent` when the gateway exports its own traces (observability/tracing.ts).
+   */
+  readonly header: HeaderReader;
 }
 
 /** A request's header, by lower-case name: node's headers and Fetch headers both give one. */
@@ -43,6 +48,7 @@ export function requestFactsOf(header: HeaderReader, address: string | undefined
     apiKey: typeof key === 'string' ? key : undefined,
     authRefusal: typeof key === 'object' ? key : undefined,
     address,
+    header,
     maxCost: maxCostOf(header(MAX_COST_HEADER)),
     mediaType: negotiateMediaType(header('accept')),
     acceptEncoding: header('accept-encoding') ?? undefined,

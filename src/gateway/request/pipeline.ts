@@ -211,7 +211,7 @@ export function createRequestPipeline(options: RequestPipelineOptions): RequestP
         batch: state.batch,
       });
       state.operations.push(operation);
-      reporter.start(operation);
+      reporter.start(operation, facts);
       return operation;
     },
 

@@ -81,6 +81,11 @@ export interface UpstreamRequest<T = unknown> {
    * versions: clients, and the log, never notice a migration).
    */
   mayBeGone?: boolean | undefined;
+  /**
+   * Headers that carry the call's trace to the upstream (`traceparent`, `tracestate`): set by the
+   * observer when the gateway exports its own traces, sent with every attempt.
+   */
+  traceHeaders?: Readonly<Record<string, string>> | undefined;
 }
 
 /** Where an answer came from. */

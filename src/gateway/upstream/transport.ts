@@ -153,6 +153,8 @@ export function createTransport(options: TransportOptions): Transport {
       if (operation.apiKey !== undefined && request.anonymous !== true)
         headers[authHeader] = bearer ? `Bearer ${operation.apiKey}` : operation.apiKey;
     }
+    const traceHeaders = request.traceHeaders;
+    if (traceHeaders !== undefined) Object.assign(headers, traceHeaders);
 
     let statusCode: number | undefined;
     let responseHeaders: ResponseHeaders = {};
