@@ -27,41 +27,11 @@ import {
   trace,
 } from '@opentelemetry/api';
 import type { Logger } from 'pino';
+import { OTEL_VARIABLES } from '../../shared/otel-variables.js';
 import type { HeaderReader } from '../request/facts.js';
 import type { Tracing } from './tracing.js';
 
-/**
- * The standard OpenTelemetry variables the gateway's trace export honours (read by the gateway or by
- * the SDK it loads). OTEL_TRACING is the gateway's own setting (settings.ts), not one of these.
- */
-export const OTEL_VARIABLES = [
-  'OTEL_EXPORTER_OTLP_ENDPOINT',
-  'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
-  'OTEL_EXPORTER_OTLP_PROTOCOL',
-  'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL',
-  'OTEL_EXPORTER_OTLP_HEADERS',
-  'OTEL_EXPORTER_OTLP_TRACES_HEADERS',
-  'OTEL_EXPORTER_OTLP_TIMEOUT',
-  'OTEL_EXPORTER_OTLP_TRACES_TIMEOUT',
-  'OTEL_EXPORTER_OTLP_COMPRESSION',
-  'OTEL_EXPORTER_OTLP_TRACES_COMPRESSION',
-  'OTEL_EXPORTER_OTLP_CERTIFICATE',
-  'OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE',
-  'OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE',
-  'OTEL_EXPORTER_OTLP_TRACES_CLIENT_CERTIFICATE',
-  'OTEL_EXPORTER_OTLP_CLIENT_KEY',
-  'OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY',
-  'OTEL_SERVICE_NAME',
-  'OTEL_RESOURCE_ATTRIBUTES',
-  'OTEL_TRACES_SAMPLER',
-  'OTEL_TRACES_SAMPLER_ARG',
-  'OTEL_TRACES_EXPORTER',
-  'OTEL_SDK_DISABLED',
-  'OTEL_BSP_SCHEDULE_DELAY',
-  'OTEL_BSP_EXPORT_TIMEOUT',
-  'OTEL_BSP_MAX_QUEUE_SIZE',
-  'OTEL_BSP_MAX_EXPORT_BATCH_SIZE',
-] as const;
+export { OTEL_VARIABLES };
 
 /** `service.name` unless OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES says otherwise. */
 export const DEFAULT_SERVICE_NAME = 'null-pi-gateway';
