@@ -115,15 +115,18 @@ class Admission implements CostAdmission {
   /** Whether the reservation was still held when the admission settled. */
   reservedAtSettle = false;
 
-  /** Settles once; whether this call did. */
-  settle(actualUsd: number): boolean {
-    if (this.#settled) return false;
+  get settled(): boolean {
+    return this.#settled;
+  }
+
+  /** Settles, once. */
+  settle(actualUsd: number): void {
+    if (this.#settled) return;
     this.#settled = true;
     const hold = this.#hold;
     this.reservedAtSettle = hold !== undefined;
     this.#hold = undefined;
     if (hold !== undefined) this.budget?.settle(hold, actualUsd);
-    return true;
   }
 }
 
@@ -316,7 +319,8 @@ export function createCostControl(options: CostControlOptions): CostControl {
 
     settle(operation) {
       const admission = operation.admission as Admission | undefined;
-      if (admission === undefined) return;
+      // Once: what follows is counted (metrics, the budget), whoever calls it again.
+      if (admission === undefined || admission.settled) return;
       let abandonedUsd = 0;
       const abandoned = operation.cancelled ? operation.ledger.abandoned : [];
       for (const call of abandoned) {
@@ -326,7 +330,7 @@ export function createCostControl(options: CostControlOptions): CostControl {
         abandonedUsd += usd;
         onAbandoned?.(pricing.upstream, pricing.model, usd);
       }
-      if (!admission.settle(operation.ledger.costUsd + abandonedUsd)) return;
+      admission.settle(operation.ledger.costUsd + abandonedUsd);
       // Without a reservation, abandoned calls are billed as they are found (a late cost as it comes).
       if (!admission.reservedAtSettle && abandonedUsd > 0) budget?.add(operation.apiKey, abandonedUsd);
       if (!operation.ledger.touchedUpstream || onEstimate === undefined) return;

@@ -17,7 +17,7 @@
  *   encode   the JSON media type by the rules of media-type.ts, the status (http-status.ts: the
  *            2026 draft's for application/graphql-response+json), the body, and the caller's
  *            budget as RateLimit header fields (rate-limit-headers.ts)
- *   end      settles each operation's cost admission, once
+ *   end      settles each operation's cost admission, once per request whichever lane calls it
  *
  * Per-request state lives in a `RequestState` the lane carries (node's response on the fast path,
  * Yoga's server context on its lane): nothing is kept in a side table keyed by a request.
@@ -77,6 +77,11 @@ export interface RequestState {
    * stream does (its last part, or the client leaving), not when the response starts.
    */
   streaming: boolean;
+  /**
+   * Set by `end`: a request the fast path hands to Yoga's lane is watched by both (node's response
+   * closing, Yoga's onResponse or the end of its stream), and whichever comes first ends it.
+   */
+  ended: boolean;
 }
 
 /** One part of an incremental result (GraphQL over HTTP's incremental delivery). */
@@ -193,7 +198,14 @@ export function createRequestPipeline(options: RequestPipelineOptions): RequestP
 
   return {
     begin(facts) {
-      return { facts, batch: undefined, operations: [], resolved: undefined, streaming: false };
+      return {
+        facts,
+        batch: undefined,
+        operations: [],
+        resolved: undefined,
+        streaming: false,
+        ended: false,
+      };
     },
 
     open(state, operationName) {
@@ -279,6 +291,8 @@ export function createRequestPipeline(options: RequestPipelineOptions): RequestP
     },
 
     end(state) {
+      if (state.ended) return;
+      state.ended = true;
       for (const operation of state.operations) costControl.settle(operation);
     },
   };
