@@ -12,8 +12,8 @@
  *            estimate, cap and budget reservation (cost/cost-control.ts), APQ registration; one
  *            refusal shape for all of them
  *   execute  one executor: graphql-js, then graphql-jit once a document repeats (executor.ts)
- *   finish   codes on request errors, masking of unexpected errors, the report (extensions, log
- *            line, metrics, span)
+ *   finish   an execution's request errors coded (request-error-codes.ts), masking of unexpected
+ *            errors, the report (extensions, log line, metrics, span)
  *   encode   the JSON media type by the rules of media-type.ts, the status (http-status.ts: the
  *            2026 draft's for application/graphql-response+json), the body, and the caller's
  *            budget as RateLimit header fields (rate-limit-headers.ts)
@@ -259,7 +259,10 @@ export function createRequestPipeline(options: RequestPipelineOptions): RequestP
     },
 
     finish(operation, result) {
-      return reporter.finish(operation, withRequestErrorCodes(masked(result)));
+      // Codes first (request-error-codes.ts), then masking, which still masks an unexpected error.
+      // A refusal is coded where it was made.
+      if (operation.rejected) return reporter.finish(operation, masked(result));
+      return reporter.finish(operation, masked(withRequestErrorCodes(result, operation.executed)));
     },
 
     finishStream(state, operation, stream) {
