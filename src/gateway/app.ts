@@ -7,7 +7,6 @@
  */
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { Counter } from 'prom-client';
 import type { AppConfig } from '../config.js';
 import { DEFAULT_MAX_DIGITS, type DigitEngine, sharedDigitEngine } from '../digits/digit-engine.js';
 import { apiKeyMap } from '../services/shared/api-keys.js';
@@ -260,12 +259,6 @@ function costControlOf(
   logger: Logger,
   now: (() => number) | undefined,
 ): CostControl {
-  const warnings = new Counter({
-    name: 'gateway_budget_warnings_total',
-    help: 'A key’s spend and reservations in a budget window reached COST_BUDGET_WARNING_RATIO of its limit (once per key and window per window length), by scope (default, anonymous, tier:<tier>, key) and window.',
-    labelNames: ['scope', 'window'] as const,
-    registers: [metrics.registry],
-  });
   return createCostControl({
     model: createCostModel(),
     budget:
@@ -276,7 +269,7 @@ function costControlOf(
             policy: budgets,
             now,
             onWarning: ({ caller, window, totalUsd }) => {
-              warnings.labels(caller.scope.kind, window.label).inc();
+              metrics.recordBudgetWarning(caller.scope.kind, window.label);
               logger.warn(
                 {
                   budgetKey: caller.id,

@@ -233,7 +233,7 @@ export function createCostControl(options: CostControlOptions): CostControl {
     down?: StepDown,
   ): GraphQLError | undefined | Promise<GraphQLError | undefined> => {
     const admission = new Admission(() => estimateOf(plan, variables, down), budget, down?.overrides);
-    operation.admission = admission;
+    operation.admit(admission);
     const cap = operation.maxCostUsd;
     if (cap === undefined && budget === undefined) return undefined;
     const estimate = admission.estimate();
@@ -286,7 +286,8 @@ export function createCostControl(options: CostControlOptions): CostControl {
       const verdict = attempt(operation, plan, variables, { fields, overrides });
       const decided = (again: GraphQLError | undefined) => {
         if (again !== undefined) return tryStep(index + 1);
-        (operation.admission as Admission).fallbacks = fallbacksOf(fields, overrides);
+        const admitted = operation.admission;
+        if (admitted instanceof Admission) admitted.fallbacks = fallbacksOf(fields, overrides);
         return undefined;
       };
       return isPromise(verdict) ? verdict.then(decided) : decided(verdict);
@@ -318,13 +319,13 @@ export function createCostControl(options: CostControlOptions): CostControl {
     },
 
     settle(operation) {
-      const admission = operation.admission as Admission | undefined;
+      const admission = operation.admission;
       // Once: what follows is counted (metrics, the budget), whoever calls it again.
-      if (admission === undefined || admission.settled) return;
+      if (!(admission instanceof Admission) || admission.settled) return;
       let abandonedUsd = 0;
       const abandoned = operation.cancelled ? operation.ledger.abandoned : [];
       for (const call of abandoned) {
-        const pricing = call.pricing as ModelCall | undefined;
+        const pricing = call.pricing;
         if (pricing === undefined) continue;
         const usd = model.expected(pricing);
         abandonedUsd += usd;

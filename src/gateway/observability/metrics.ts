@@ -88,6 +88,8 @@ export interface GatewayMetrics {
   recordAbandonedCall(upstream: UpstreamName, model: string, usd: number): void;
   /** An operation refused by a cost cap or budget. */
   recordBudgetRefusal(reason: 'max-cost' | 'hourly-budget'): void;
+  /** A key's spend reached COST_BUDGET_WARNING_RATIO of a window's limit (once per key and window). */
+  recordBudgetWarning(scope: string, window: string): void;
   /** An operation whose document is not in the trusted-documents manifest (TRUSTED_DOCUMENTS_MODE=log). */
   recordUntrustedOperation(): void;
   /** Where the breaker state of an upstream is read at each scrape. */
@@ -183,8 +185,14 @@ export function createGatewayMetrics(options: GatewayMetricsOptions = {}): Gatew
   });
   const budgetRefusals = new Counter({
     name: 'gateway_budget_refusals_total',
-    help: 'Operations refused with BUDGET_EXCEEDED before any upstream call, by reason (max-cost: X-Max-Cost-Usd; hourly-budget: COST_BUDGET_USD_PER_HOUR).',
+    help: 'Operations refused with BUDGET_EXCEEDED before any upstream call, by reason (max-cost: X-Max-Cost-Usd; hourly-budget: a window of COST_BUDGETS or COST_BUDGET_USD_PER_HOUR, whatever its length).',
     labelNames: ['reason'] as const,
+    registers,
+  });
+  const budgetWarnings = new Counter({
+    name: 'gateway_budget_warnings_total',
+    help: 'A key’s spend and reservations in a budget window reached COST_BUDGET_WARNING_RATIO of its limit (once per key and window per window length), by scope (default, anonymous, tier:<tier>, key) and window.',
+    labelNames: ['scope', 'window'] as const,
     registers,
   });
   const abandonedCalls = new Counter({
@@ -281,6 +289,9 @@ export function createGatewayMetrics(options: GatewayMetricsOptions = {}): Gatew
     },
     recordBudgetRefusal(reason) {
       budgetRefusals.labels(reason).inc();
+    },
+    recordBudgetWarning(scope, window) {
+      budgetWarnings.labels(scope, window).inc();
     },
     recordUntrustedOperation() {
       untrusted.inc();
