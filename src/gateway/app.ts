@@ -8,7 +8,6 @@
  */
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { Counter } from 'prom-client';
 import { DEFAULT_MAX_DIGITS, type DigitEngine, sharedDigitEngine } from '../digits/digit-engine.js';
 import { type BudgetPolicy, budgetPolicy } from './cost/budget-policy.js';
 import { createCostBudget } from './cost/cost-budget.js';
@@ -289,12 +288,6 @@ function costControlOf(
   now: (() => number) | undefined,
   leaseMarginMs: number,
 ): CostControl {
-  const warnings = new Counter({
-    name: 'gateway_budget_warnings_total',
-    help: 'A key’s spend and reservations in a budget window reached COST_BUDGET_WARNING_RATIO of its limit (once per key and window per window length), by scope (default, anonymous, tier:<tier>, key) and window.',
-    labelNames: ['scope', 'window'] as const,
-    registers: [metrics.registry],
-  });
   return createCostControl({
     model: createCostModel(),
     budget:
@@ -306,7 +299,7 @@ function costControlOf(
             now,
             leaseMarginMs,
             onWarning: ({ caller, window, totalUsd }) => {
-              warnings.labels(caller.scope.kind, window.label).inc();
+              metrics.recordBudgetWarning(caller.scope.kind, window.label);
               logger.warn(
                 {
                   budgetKey: caller.id,

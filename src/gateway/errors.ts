@@ -70,7 +70,10 @@ export const ERROR_CODES = {
     field: false,
     when: 'TRUSTED_DOCUMENTS_MODE=enforce and the document is not in the manifest (HTTP 403); nothing is called',
   },
-  METHOD_NOT_ALLOWED: { field: false, when: 'a method other than GET and POST (HTTP 405)' },
+  METHOD_NOT_ALLOWED: {
+    field: false,
+    when: 'a method other than GET, POST and QUERY (HTTP 405, Allow: GET, POST, QUERY); a mutation sent by QUERY (HTTP 405, Allow: POST)',
+  },
   UNSUPPORTED_MEDIA_TYPE: {
     field: false,
     when: 'a POST whose Content-Type no parser takes (text/plain, none, XML) (HTTP 415, before any CSRF check)',

@@ -45,7 +45,7 @@ export const redisSettings = settingsGroup('redis', {
       .string()
       .regex(/^rediss?:\/\/\S+$/, 'must be a redis:// or rediss:// URL')
       .optional(),
-    'Redis 6+ shared by every replica: the gateway keeps its response cache, in-flight call sharing and hourly cost budgets there, the reference services their rate limits. Redis going away never fails a request: each process falls back to memory until it is back.',
+    'Redis 6+ shared by every replica: the gateway keeps its response cache, in-flight call sharing and cost budgets there, the reference services their rate limits. Redis going away never fails a request: each process falls back to memory until it is back.',
     '(unset: state kept in memory, per process)',
   ),
   redisKeyPrefix: setting(

@@ -115,15 +115,18 @@ class Admission implements CostAdmission {
   /** Whether the reservation was still held when the admission settled. */
   reservedAtSettle = false;
 
-  /** Settles once; whether this call did. */
-  settle(actualUsd: number): boolean {
-    if (this.#settled) return false;
+  get settled(): boolean {
+    return this.#settled;
+  }
+
+  /** Settles, once. */
+  settle(actualUsd: number): void {
+    if (this.#settled) return;
     this.#settled = true;
     const hold = this.#hold;
     this.reservedAtSettle = hold !== undefined;
     this.#hold = undefined;
     if (hold !== undefined) this.budget?.settle(hold, actualUsd);
-    return true;
   }
 }
 
@@ -230,7 +233,7 @@ export function createCostControl(options: CostControlOptions): CostControl {
     down?: StepDown,
   ): GraphQLError | undefined | Promise<GraphQLError | undefined> => {
     const admission = new Admission(() => estimateOf(plan, variables, down), budget, down?.overrides);
-    operation.admission = admission;
+    operation.admit(admission);
     const cap = operation.maxCostUsd;
     if (cap === undefined && budget === undefined) return undefined;
     const estimate = admission.estimate();
@@ -284,7 +287,8 @@ export function createCostControl(options: CostControlOptions): CostControl {
       const verdict = attempt(operation, plan, variables, { fields, overrides });
       const decided = (again: GraphQLError | undefined) => {
         if (again !== undefined) return tryStep(index + 1);
-        (operation.admission as Admission).fallbacks = fallbacksOf(fields, overrides);
+        const admitted = operation.admission;
+        if (admitted instanceof Admission) admitted.fallbacks = fallbacksOf(fields, overrides);
         return undefined;
       };
       return isPromise(verdict) ? verdict.then(decided) : decided(verdict);
@@ -316,18 +320,19 @@ export function createCostControl(options: CostControlOptions): CostControl {
     },
 
     settle(operation) {
-      const admission = operation.admission as Admission | undefined;
-      if (admission === undefined) return;
+      const admission = operation.admission;
+      // Once: what follows is counted (metrics, the budget), whoever calls it again.
+      if (!(admission instanceof Admission) || admission.settled) return;
       let abandonedUsd = 0;
       const abandoned = operation.cancelled ? operation.ledger.abandoned : [];
       for (const call of abandoned) {
-        const pricing = call.pricing as ModelCall | undefined;
+        const pricing = call.pricing;
         if (pricing === undefined) continue;
         const usd = model.expected(pricing);
         abandonedUsd += usd;
         onAbandoned?.(pricing.upstream, pricing.model, usd);
       }
-      if (!admission.settle(operation.ledger.costUsd + abandonedUsd)) return;
+      admission.settle(operation.ledger.costUsd + abandonedUsd);
       // Without a reservation, abandoned calls are billed as they are found (a late cost as it comes).
       if (!admission.reservedAtSettle && abandonedUsd > 0) budget?.add(operation.apiKey, abandonedUsd);
       if (!operation.ledger.touchedUpstream || onEstimate === undefined) return;

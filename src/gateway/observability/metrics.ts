@@ -93,6 +93,8 @@ export interface GatewayMetrics {
    * (`usd` in all), counted by the replica that noticed (each lease once across replicas).
    */
   recordLapsedReservations(count: number, usd: number): void;
+  /** A key's spend reached COST_BUDGET_WARNING_RATIO of a window's limit (once per key and window). */
+  recordBudgetWarning(scope: string, window: string): void;
   /** An operation whose document is not in the trusted-documents manifest (TRUSTED_DOCUMENTS_MODE=log). */
   recordUntrustedOperation(): void;
   /** Where the breaker state of an upstream is read at each scrape. */
@@ -188,7 +190,7 @@ export function createGatewayMetrics(options: GatewayMetricsOptions = {}): Gatew
   });
   const budgetRefusals = new Counter({
     name: 'gateway_budget_refusals_total',
-    help: 'Operations refused with BUDGET_EXCEEDED before any upstream call, by reason (max-cost: X-Max-Cost-Usd; hourly-budget: COST_BUDGET_USD_PER_HOUR).',
+    help: 'Operations refused with BUDGET_EXCEEDED before any upstream call, by reason (max-cost: X-Max-Cost-Usd; hourly-budget: a window of COST_BUDGETS or COST_BUDGET_USD_PER_HOUR, whatever its length).',
     labelNames: ['reason'] as const,
     registers,
   });
@@ -200,6 +202,12 @@ export function createGatewayMetrics(options: GatewayMetricsOptions = {}): Gatew
   const lapsedUsd = new Counter({
     name: 'gateway_budget_lapsed_usd_total',
     help: 'US dollars of the lapsed budget reservations (their estimates), counted as spent.',
+    registers,
+  });
+  const budgetWarnings = new Counter({
+    name: 'gateway_budget_warnings_total',
+    help: 'A key’s spend and reservations in a budget window reached COST_BUDGET_WARNING_RATIO of its limit (once per key and window per window length), by scope (default, anonymous, tier:<tier>, key) and window.',
+    labelNames: ['scope', 'window'] as const,
     registers,
   });
   const abandonedCalls = new Counter({
@@ -300,6 +308,9 @@ export function createGatewayMetrics(options: GatewayMetricsOptions = {}): Gatew
     recordLapsedReservations(count, usd) {
       lapsedReservations.inc(count);
       lapsedUsd.inc(usd);
+    },
+    recordBudgetWarning(scope, window) {
+      budgetWarnings.labels(scope, window).inc();
     },
     recordUntrustedOperation() {
       untrusted.inc();
