@@ -36,14 +36,6 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund
 
 FROM ${BASE_IMAGE}
-ARG VERSION=0.1.0
-ARG REVISION=unknown
-ARG CREATED=unknown
-LABEL org.opencontainers.image.title="null-pi-gateway" \
-      org.opencontainers.image.description="GraphQL gateway in front of the null-check and pi-digits REST services, with reference implementations of both." \
-      org.opencontainers.image.version="${VERSION}" \
-      org.opencontainers.image.revision="${REVISION}" \
-      org.opencontainers.image.created="${CREATED}"
 # HOST stays at its default (`::`, every interface, IPv4 and IPv6, falling back to 0.0.0.0 where IPv6
 # is off): reachable from outside the container. JSON log lines on standard output.
 ENV NODE_ENV=production
@@ -68,3 +60,12 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
 # forks workers that the primary waits for itself).
 STOPSIGNAL SIGTERM
 CMD ["node", "dist/main.js"]
+# Last: a new revision changes only these metadata layers, not the copied ones above.
+ARG VERSION=0.1.0
+ARG REVISION=unknown
+ARG CREATED=unknown
+LABEL org.opencontainers.image.title="null-pi-gateway" \
+      org.opencontainers.image.description="GraphQL gateway in front of the null-check and pi-digits REST services, with reference implementations of both." \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.created="${CREATED}"

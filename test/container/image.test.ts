@@ -57,8 +57,21 @@ const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 const report = (line: string) => process.stdout.write(`container image: ${line}\n`);
 
 let baseImage = '';
+/** Why the image could not be built: every test fails with it (never skipped). */
+let setupError: unknown;
+const built = () => {
+  if (setupError !== undefined) throw setupError;
+};
 
 beforeAll(async () => {
+  try {
+    await buildImage();
+  } catch (error) {
+    setupError = error;
+  }
+}, 600_000);
+
+async function buildImage(): Promise<void> {
   await requirePodman(SUITE);
   const base = await ensureTestBase();
   baseImage = base.image;
@@ -93,7 +106,7 @@ beforeAll(async () => {
   // The image this tag named before, if the sources changed since: removed, so reruns leave no pile.
   const current = (await podman(['image', 'inspect', '--format', '{{.Id}}', IMAGE])).stdout.trim();
   if (previous !== '' && previous !== current) await podman(['rmi', previous]);
-}, 600_000);
+}
 
 afterAll(async () => {
   // The image stays (tagged, for the next run's layer cache); the containers go.
@@ -160,6 +173,7 @@ async function graphql(origin: string, query: string): Promise<{ status: number;
 
 describe('the container image', { timeout: 120_000 }, () => {
   it('is the base plus dist/ and the production dependencies: nothing of development, at most 150 MB added', async () => {
+    built();
     const image = await inspectImage(IMAGE);
     const base = await inspectImage(baseImage);
     const added = image.Size - base.Size;
@@ -221,6 +235,7 @@ describe('the container image', { timeout: 120_000 }, () => {
   });
 
   it('runs read-only, without capabilities, as 65532: answers GraphQL, /health, /ready and its own health check', async () => {
+    built();
     const container = name('serve');
     const port = await freePort();
     const origin = `http://127.0.0.1:${port}`;
@@ -282,6 +297,7 @@ describe('the container image', { timeout: 120_000 }, () => {
   });
 
   it('on podman stop (SIGTERM) answers the request in flight and exits 0 within the shutdown bound', async () => {
+    built();
     // A scripted upstream on loopback holds the null check until the test has seen the signal taken:
     // the request is in flight whatever the machine's speed. The container shares the host's network
     // (loopback only: HOST=127.0.0.1) to reach it.

@@ -85,6 +85,8 @@ export function run(
       clearTimeout(timer);
       resolve({ status, stdout, stderr });
     });
+    // A command that exits without reading its input must not fail the caller with EPIPE.
+    child.stdin.on('error', () => {});
     child.stdin.end(options.input ?? '');
   });
 }
