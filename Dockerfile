@@ -9,9 +9,10 @@
 # these arguments).
 #
 # BUILD_IMAGE needs node 22.15+ and npm on PATH; BASE_IMAGE needs node 24 on PATH (`node` is the
-# command and the health check). The default for both is the official node:24-slim (Debian bookworm,
-# with a shell for debugging): one image pulled for the three stages. A distroless Node 24 base works
-# as BASE_IMAGE where it puts `node` on PATH.
+# command and the health check) and no ENTRYPOINT of its own. The default for both is the official
+# node:24-slim (Debian bookworm, a shell for debugging): one image pulled for the three stages, and the
+# build stages need npm, which a distroless Node image does not have. Distroless as BASE_IMAGE is not a
+# drop-in (its ENTRYPOINT is node itself, and node is not on its PATH): not tried here.
 ARG BUILD_IMAGE=node:24-slim
 ARG BASE_IMAGE=node:24-slim
 
