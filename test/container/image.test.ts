@@ -161,6 +161,20 @@ async function started(container: string, origin: string): Promise<void> {
   throw new Error(`the container did not answer /health in 30 s:\n${logs.stdout}${logs.stderr}`);
 }
 
+/** A time in podman's inspect JSON (RFC 3339, nanoseconds) in ms since the epoch. */
+const podmanTime = (text: string) => Date.parse(text.replace(/(\.\d{3})\d+/, '$1'));
+
+/**
+ * From the gateway's "shutting down" log line (pino's `time`: when the process took SIGTERM) to the
+ * container's exit as podman recorded it, for the report.
+ */
+function signalToExit(logs: string, finished: ContainerState): string {
+  const line = logs.split('\n').find((l) => l.includes('"shutting down'));
+  const taken = line === undefined ? Number.NaN : (JSON.parse(line) as { time: number }).time;
+  const ms = podmanTime(finished.FinishedAt) - taken;
+  return Number.isFinite(ms) ? seconds(ms) : '(not measured)';
+}
+
 async function graphql(origin: string, query: string): Promise<{ status: number; body: unknown }> {
   const response = await fetch(`${origin}/graphql`, {
     method: 'POST',
@@ -292,8 +306,12 @@ describe('the container image', { timeout: 120_000 }, () => {
 
     const stopped = Date.now();
     await podmanOk(['stop', '--time', String(STOP_AFTER_S), container], (STOP_AFTER_S + 30) * 1000);
-    report(`idle: podman stop (SIGTERM) to exit ${seconds(Date.now() - stopped)}`);
-    expect((await state(container)).ExitCode).toBe(0);
+    const idle = await state(container);
+    report(
+      `idle: podman stop to exit ${seconds(Date.now() - stopped)}; ` +
+        `SIGTERM taken to exit ${signalToExit((await podman(['logs', container])).stdout, idle)}`,
+    );
+    expect(idle.ExitCode).toBe(0);
   });
 
   it('on podman stop (SIGTERM) answers the request in flight and exits 0 within the shutdown bound', async () => {
@@ -365,7 +383,8 @@ describe('the container image', { timeout: 120_000 }, () => {
       const finished = await state(container);
       const logs = (await podman(['logs', container])).stdout;
       report(
-        `request in flight: podman stop (SIGTERM) to exit ${seconds(exitMs)}, the answer held until the drain began`,
+        `request in flight: podman stop to exit ${seconds(exitMs)}; SIGTERM taken to exit ` +
+          `${signalToExit(logs, finished)} (the answer held until the drain began)`,
       );
 
       expect(draining).toBe(true);
