@@ -2,21 +2,21 @@
 #
 #   podman build --format docker -t null-pi-gateway .      (or: docker build -t null-pi-gateway .)
 #
-# Three stages: `build` compiles dist/ with the development dependencies, `dependencies` installs the
-# production dependencies alone, and the image is BASE_IMAGE plus those two, nothing else. Both bases
-# are build arguments so an air-gapped or proxied builder can supply its own (which is also why there
-# is no `# syntax=` line and no `COPY --from=` of a remote image: every image named here comes from
-# these arguments).
+# Stages: `development-dependencies` installs every non-optional dependency once, `build` compiles
+# dist/ with them, `dependencies` prunes them to the production ones, and the image is BASE_IMAGE plus
+# dist/ and those, nothing else. Both bases are build arguments so an air-gapped or proxied builder can
+# supply its own (which is also why there is no `# syntax=` line and no `COPY --from=` of a remote
+# image: every image named here comes from these arguments).
 #
 # BUILD_IMAGE needs node 22.15+ and npm on PATH; BASE_IMAGE needs node 24 on PATH (`node` is the
 # command and the health check) and no ENTRYPOINT of its own. The default for both is the official
-# node:24-slim (Debian bookworm, a shell for debugging): one image pulled for the three stages, and the
+# node:24-slim (Debian bookworm, a shell for debugging): one image pulled for every stage, and the
 # build stages need npm, which a distroless Node image does not have. Distroless as BASE_IMAGE is not a
 # drop-in (its ENTRYPOINT is node itself, and node is not on its PATH): not tried here.
 ARG BUILD_IMAGE=node:24-slim
 ARG BASE_IMAGE=node:24-slim
 
-FROM ${BUILD_IMAGE} AS build
+FROM ${BUILD_IMAGE} AS development-dependencies
 # The registry npm installs from: a builder behind a mirror passes its own.
 ARG NPM_CONFIG_REGISTRY=https://registry.npmjs.org/
 WORKDIR /src
@@ -25,16 +25,16 @@ COPY package.json package-lock.json ./
 # the like, 120 MB); the build only needs tsc. --ignore-scripts: no dependency the build uses has an
 # install script (esbuild's, for tsx, is not used here).
 RUN npm ci --omit=optional --ignore-scripts --no-audit --no-fund
+
+FROM development-dependencies AS build
 COPY tsconfig.json tsconfig.build.json tsconfig.browser.json ./
 COPY src ./src
 RUN npm run build
 
-FROM ${BUILD_IMAGE} AS dependencies
-ARG NPM_CONFIG_REGISTRY=https://registry.npmjs.org/
-WORKDIR /src
-COPY package.json package-lock.json ./
-# Production dependencies only: the image runs on the base's Node, not on the optional Node packages.
-RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund
+# Production dependencies only, pruned from the installed tree (the lockfile's, nothing downloaded
+# twice): the image runs on the base's Node, not on the optional Node packages.
+FROM development-dependencies AS dependencies
+RUN npm prune --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund
 
 FROM ${BASE_IMAGE}
 # HOST stays at its default (`::`, every interface, IPv4 and IPv6, falling back to 0.0.0.0 where IPv6
