@@ -61,12 +61,9 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
 # forks workers that the primary waits for itself).
 STOPSIGNAL SIGTERM
 CMD ["node", "dist/main.js"]
-# Last: a new revision changes only these metadata layers, not the copied ones above.
-ARG VERSION=0.1.0
-ARG REVISION=unknown
-ARG CREATED=unknown
+# The labels that never change. The version, revision and creation time are given by whoever builds
+# (`--label org.opencontainers.image.revision=...`, docs/operations.md): from build arguments, a
+# builder's layer cache can keep an older value (buildah reuses a LABEL layer when only an ARG's
+# value changed), a label given on the command line is always the one given.
 LABEL org.opencontainers.image.title="null-pi-gateway" \
-      org.opencontainers.image.description="GraphQL gateway in front of the null-check and pi-digits REST services, with reference implementations of both." \
-      org.opencontainers.image.version="${VERSION}" \
-      org.opencontainers.image.revision="${REVISION}" \
-      org.opencontainers.image.created="${CREATED}"
+      org.opencontainers.image.description="GraphQL gateway in front of the null-check and pi-digits REST services, with reference implementations of both."

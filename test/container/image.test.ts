@@ -10,8 +10,8 @@
  *
  * Never skipped: without podman (npm test installs it) every test fails with one line saying why.
  * Builds take minutes the first time (debootstrap, npm ci in the build stages), seconds when the base
- * and podman's layer cache are warm. One run at a time per machine: containers and the image tag are
- * named per process, the build cache is shared.
+ * and podman's layer cache are warm. One run at a time per machine: the containers are named per
+ * process, but the image tag (kept for the next run's layer cache) and the cached base are shared.
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -79,6 +79,7 @@ async function buildImage(): Promise<void> {
 
   const registry = spawnSync('npm', ['config', 'get', 'registry'], { encoding: 'utf8' }).stdout.trim();
   const revision = spawnSync('git', ['rev-parse', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).stdout.trim();
+  const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
   const previous = (await podman(['image', 'inspect', '--format', '{{.Id}}', IMAGE])).stdout.trim();
   const started = Date.now();
   // --format docker: the OCI format has no HEALTHCHECK, podman would drop it. --network host: the
@@ -95,7 +96,13 @@ async function buildImage(): Promise<void> {
       '--build-arg',
       `BASE_IMAGE=${base.image}`,
       ...(registry ? ['--build-arg', `NPM_CONFIG_REGISTRY=${registry}`] : []),
-      ...(revision ? ['--build-arg', `REVISION=${revision}`] : []),
+      // The labels a release build gives (docs/operations.md, "Container image").
+      '--label',
+      `org.opencontainers.image.version=${version}`,
+      '--label',
+      `org.opencontainers.image.revision=${revision || 'unknown'}`,
+      '--label',
+      `org.opencontainers.image.created=${new Date().toISOString()}`,
       '--tag',
       IMAGE,
       ROOT,
@@ -158,7 +165,9 @@ async function answers(url: string): Promise<boolean> {
 async function started(container: string, origin: string): Promise<void> {
   if (await until(() => answers(`${origin}/health`), 120, 250)) return;
   const logs = await podman(['logs', container]);
-  throw new Error(`the container did not answer /health in 30 s:\n${logs.stdout}${logs.stderr}`);
+  throw new Error(
+    `the container did not answer /health (120 tries, 250 ms apart):\n${logs.stdout}${logs.stderr}`,
+  );
 }
 
 /** A time in podman's inspect JSON (RFC 3339, nanoseconds) in ms since the epoch. */
@@ -207,7 +216,10 @@ describe('the container image', { timeout: 120_000 }, () => {
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
     expect(labels['org.opencontainers.image.title']).toBe('null-pi-gateway');
     expect(labels['org.opencontainers.image.version']).toBe(pkg.version);
-    expect(labels['org.opencontainers.image.revision']).toMatch(/^[0-9a-f]{40}$|^unknown$/);
+    const revision = spawnSync('git', ['rev-parse', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).stdout.trim();
+    expect(labels['org.opencontainers.image.revision']).toBe(revision || 'unknown');
+    expect(labels['org.opencontainers.image.created']).toMatch(/^\d{4}-\d\d-\d\dT/);
+    expect(image.Config.StopSignal).toBe('SIGTERM');
 
     // Every package the lockfile marks development-only or optional (the Node binary packages among
     // them), and what only a checkout has: none may be in /app.
