@@ -111,11 +111,11 @@ const lastLine = (text: string) => text.trim().split('\n').at(-1) ?? '';
 
 /**
  * Throws one line saying why when podman cannot run containers here (the container tests are never
- * skipped: `npm test` installs podman, runc and debootstrap when they are missing).
+ * skipped: scripts/test-prerequisites.mjs installs podman, runc, netavark, iptables and debootstrap).
  */
 export async function requirePodman(suite: string): Promise<void> {
   const how =
-    'npm test installs podman, runc and debootstrap; by hand: sudo apt-get install -y podman runc debootstrap';
+    'npm test installs them; by hand: sudo apt-get install -y --no-install-recommends podman runc netavark iptables debootstrap';
   if (
     spawnSync('sh', ['-c', 'command -v podman && command -v debootstrap'], { encoding: 'utf8' }).status !== 0
   ) {
