@@ -21,6 +21,7 @@ import { createFastPath, type FastPath } from './http/fast-path/fast-path.js';
 import { createPreparedOperations } from './http/fast-path/prepared-operations.js';
 import { createGatewayServer, type GatewayServer } from './http/server.js';
 import { createGatewayYoga, type GatewayYoga } from './http/yoga.js';
+import { createModelScoring, type ModelScoring } from './models/model-scoring.js';
 import { createGatewayMetrics, type GatewayMetrics } from './observability/metrics.js';
 import { createOperationReporter } from './observability/operation-report.js';
 import { createSponsorLog } from './observability/sponsor-log.js';
@@ -86,7 +87,19 @@ export async function createApp(config: AppConfig, options: AppOptions): Promise
     enabled: config.observability.tracing,
     tracerProvider: options.tracerProvider,
   });
-  const costControl = costControlOf(budgets, sharedState, metrics, logger, options.now);
+  const maxCompareDigits = Math.min(config.limits.maxDigits, DEFAULT_MAX_DIGITS);
+  // Models scored against the truth, and routing by minAccuracy (docs/graphql.md, Models).
+  const models = createModelScoring({
+    store: sharedState.scores,
+    digits,
+    maxCompareDigits,
+    costModel: createCostModel(),
+    metrics,
+    minSamples: config.cost.modelMinSamples,
+    exploration: config.cost.modelExploration,
+    onError: (error) => logger.warn({ err: error }, 'a model answer could not be scored'),
+  });
+  const costControl = costControlOf(budgets, sharedState, metrics, logger, options.now, models);
   const clients = upstreamClientsOf(config, services.upstreams, {
     logger,
     metrics,
@@ -94,6 +107,7 @@ export async function createApp(config: AppConfig, options: AppOptions): Promise
     tracer,
     costControl,
     backoff: options.backoff,
+    onAnswer: models.scoreboard.record,
   });
   // The first calls already go to each upstream's API version (a discovery is bounded by its timeout).
   await clients.ready();
@@ -121,12 +135,13 @@ export async function createApp(config: AppConfig, options: AppOptions): Promise
     digits,
     limits: {
       maxDigits: config.limits.maxDigits,
-      maxCompareDigits: Math.min(config.limits.maxDigits, DEFAULT_MAX_DIGITS),
+      maxCompareDigits,
       maxJsonDepth: config.limits.maxJsonDepth,
       maxJsonBytes: config.limits.maxJsonBytes,
     },
     onDedup: (upstream) => metrics.recordDedupHit(upstream, 'dataloader'),
     budgetStatus: costControl.budgetStatus,
+    models: models.view,
   });
   const executor = createExecutor({ schema });
   metrics.setExecutionsSource(() => executor.counts);
@@ -259,6 +274,7 @@ function costControlOf(
   metrics: GatewayMetrics,
   logger: Logger,
   now: (() => number) | undefined,
+  models: ModelScoring,
 ): CostControl {
   const warnings = new Counter({
     name: 'gateway_budget_warnings_total',
@@ -267,7 +283,9 @@ function costControlOf(
     registers: [metrics.registry],
   });
   return createCostControl({
-    model: createCostModel(),
+    model: models.costModel,
+    router: models.router,
+    onRouted: (upstream, usd) => metrics.recordRoutingSaving(upstream, usd),
     budget:
       budgets === undefined
         ? undefined
@@ -306,6 +324,7 @@ function upstreamClientsOf(
     tracer: Tracer | undefined;
     costControl: CostControl;
     backoff: AppOptions['backoff'];
+    onAnswer: ModelScoring['scoreboard']['record'];
   },
 ): UpstreamClients {
   const { logger, metrics, sharedState, tracer, costControl } = parts;
@@ -315,6 +334,7 @@ function upstreamClientsOf(
     sponsorLog: createSponsorLog({ logger, intervalMs: config.observability.sponsorLogIntervalMs }),
     tracer,
     onSpent: costControl.spent,
+    onAnswer: parts.onAnswer,
   });
   const responseCache = config.cache.responseCache;
   if (responseCache) metrics.setCacheSizeSource(() => sharedState.cache.size);

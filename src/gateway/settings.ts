@@ -243,6 +243,16 @@ export const costSettings = settingsGroup('cost', {
     ratio().default(0.8),
     'When a key’s spend and reservations in a budget window reach this share of its limit: one warning line per key and window (at most once per window length) and gateway_budget_warnings_total. 0 turns it off.',
   ),
+  modelMinSamples: setting(
+    'MODEL_MIN_SAMPLES',
+    int(1, 1_000_000).default(30),
+    'Answers a model needs at a temperature band before routing by minAccuracy trusts its accuracy lower bound (the `models` scoreboard); with fewer it is chosen only when no model qualifies.',
+  ),
+  modelExploration: setting(
+    'MODEL_EXPLORATION',
+    z.coerce.number().min(0).max(0.2).default(0),
+    'Share of fields routed by minAccuracy (0 to 0.2) sent instead to a cheaper model that still has fewer than MODEL_MIN_SAMPLES answers at the band, to measure it; marked explored: true in extensions.cost.routing. 0 (the default): routing never trades a caller’s accuracy for a measurement.',
+  ),
 });
 
 export const observabilitySettings = settingsGroup('observability', {
