@@ -141,7 +141,7 @@ describe('routing by minAccuracy', () => {
     // Nothing measured: the default model, and routing says so.
     const cold = await gql(g.url, ROUTED, { variables: { m: 0.5 } });
     expect(cold.data?.routed.modelName).toBe('null-x-4o');
-    expect((cold.extensions?.cost as { routing: unknown }).routing).toEqual([
+    expect((cold.extensions?.cost as { routing?: unknown } | undefined)?.routing).toEqual([
       { path: 'routed', minAccuracy: 0.5, model: 'null-x-4o', accuracyLowerBound: null, answers: 0 },
     ]);
 
@@ -154,7 +154,7 @@ describe('routing by minAccuracy', () => {
       expect(result.errors).toBeUndefined();
       return {
         model: result.data?.routed.modelName as string,
-        routing: (result.extensions?.cost as { routing: unknown[] }).routing,
+        routing: (result.extensions?.cost as { routing?: unknown[] } | undefined)?.routing,
       };
     };
     const half = await chosen(0.5);
@@ -231,7 +231,9 @@ describe('routing by minAccuracy', () => {
     );
     expect(result.errors).toBeUndefined();
     expect(result.data).toEqual({ p: { modelName: 'pi-x-mini' }, i: { modelName: 'pi-x-mini' } });
-    const routing = (result.extensions?.cost as { routing: Array<{ path: string; model: string }> }).routing;
+    const routing =
+      (result.extensions?.cost as { routing?: Array<{ path: string; model: string }> } | undefined)
+        ?.routing ?? [];
     expect(routing.map((r) => [r.path, r.model])).toEqual([
       ['p', 'pi-x-mini'],
       ['i', 'pi-x-mini'],
