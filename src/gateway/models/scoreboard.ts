@@ -113,7 +113,8 @@ function judgeNull(truth: { actuallyNull: boolean }, value: unknown): AnswerOutc
 
 export function createScoreboard(options: ScoreboardOptions): Scoreboard {
   const { store, digits, maxCompareDigits, onScored, onError } = options;
-  const models = new Set<string>();
+  /** Distinct (service, model) pairs scored so far. */
+  let models = 0;
 
   /** The verdict of a digits answer: pi, and every requested place right. */
   const judgeDigits = async (requested: number, value: unknown): Promise<AnswerOutcome> => {
@@ -130,16 +131,42 @@ export function createScoreboard(options: ScoreboardOptions): Scoreboard {
     return right >= needed ? 'correct' : 'incorrect';
   };
 
+  /**
+   * The store's field names of each row, made once: scoring an answer then costs a few map updates
+   * and no string building (it runs on every upstream answer). Undefined past MAX_MODELS.
+   */
+  const fieldNames = new Map<string, Map<string, Record<Band, Record<keyof typeof STATS, string>>>>();
+  const fieldsOf = (service: string, model: string, band: Band) => {
+    let byModel = fieldNames.get(service);
+    if (byModel === undefined) {
+      byModel = new Map();
+      fieldNames.set(service, byModel);
+    }
+    let byBand = byModel.get(model);
+    if (byBand === undefined) {
+      if (models >= MAX_MODELS) return undefined;
+      models++;
+      const named = (b: Band) =>
+        Object.fromEntries(
+          Object.entries(STATS).map(([stat, suffix]) => [stat, fieldOf(service, model, b, suffix)]),
+        ) as Record<keyof typeof STATS, string>;
+      byBand = { '0': named('0'), '(0, 0.7]': named('(0, 0.7]'), '(0.7, 1]': named('(0.7, 1]') };
+      byModel.set(model, byBand);
+    }
+    return byBand[band];
+  };
+
   const add = (answer: ObservedAnswer, band: Band, outcome: AnswerOutcome) => {
     const { upstream: service, model } = answer.call;
-    const at = (stat: string) => fieldOf(service, model, band, stat);
-    store.add(at(STATS.answers), 1);
-    if (outcome === 'correct') store.add(at(STATS.correct), 1);
-    else if (outcome === 'maybe') store.add(at(STATS.maybe), 1);
-    else if (outcome === 'existential') store.add(at(STATS.existential), 1);
-    else if (outcome === 'e_instead_of_pi') store.add(at(STATS.eInsteadOfPi), 1);
-    store.add(at(STATS.costUsd), answer.costUsd);
-    store.add(at(STATS.latencyMs), answer.latencyMs);
+    const fields = fieldsOf(service, model, band);
+    if (fields === undefined) return;
+    store.add(fields.answers, 1);
+    if (outcome === 'correct') store.add(fields.correct, 1);
+    else if (outcome === 'maybe') store.add(fields.maybe, 1);
+    else if (outcome === 'existential') store.add(fields.existential, 1);
+    else if (outcome === 'e_instead_of_pi') store.add(fields.eInsteadOfPi, 1);
+    store.add(fields.costUsd, answer.costUsd);
+    store.add(fields.latencyMs, answer.latencyMs);
     onScored?.(service, model, band, outcome);
   };
 
@@ -211,12 +238,7 @@ export function createScoreboard(options: ScoreboardOptions): Scoreboard {
 
   return {
     record(answer) {
-      const { truth, call } = answer;
-      const id = `${call.upstream}|${call.model}`;
-      if (!models.has(id)) {
-        if (models.size >= MAX_MODELS) return;
-        models.add(id);
-      }
+      const { truth } = answer;
       const band = bandOf(truth.temperature);
       if (truth.question === 'null') {
         add(answer, band, judgeNull(truth, answer.value));

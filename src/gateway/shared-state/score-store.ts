@@ -56,12 +56,15 @@ export function createScoreStore(options: ScoreStoreOptions): ScoreStore {
   let sending = new Map<string, number>();
   let pending = new Map<string, number>();
   let flushing: Promise<void> | undefined;
+  /** shared + sending + pending, made when first read after a change (routing reads it per field). */
+  let view: Map<string, number> | undefined;
 
   const flush = (): Promise<void> => {
     if (flushing !== undefined) return flushing;
     if (link === undefined || addAndRead === undefined || !link.usable()) return Promise.resolve();
     sending = pending;
     pending = new Map();
+    view = undefined;
     const args: Array<string | number> = [key, ttlMs];
     for (const [field, amount] of sending) args.push(field, amount);
     flushing = link
@@ -78,6 +81,7 @@ export function createScoreStore(options: ScoreStoreOptions): ScoreStore {
         }
         sending = new Map();
         flushing = undefined;
+        view = undefined;
       });
     return flushing;
   };
@@ -87,9 +91,11 @@ export function createScoreStore(options: ScoreStoreOptions): ScoreStore {
 
   const totals = (): ReadonlyMap<string, number> => {
     if (link === undefined) return pending;
-    const view = new Map(shared);
-    addInto(view, sending);
-    addInto(view, pending);
+    if (view === undefined) {
+      view = new Map(shared);
+      addInto(view, sending);
+      addInto(view, pending);
+    }
     return view;
   };
 
@@ -97,6 +103,7 @@ export function createScoreStore(options: ScoreStoreOptions): ScoreStore {
     add(field, amount) {
       if (amount === 0 || !Number.isFinite(amount)) return;
       pending.set(field, (pending.get(field) ?? 0) + amount);
+      if (view !== undefined) view.set(field, (view.get(field) ?? 0) + amount);
     },
     totals,
     async read() {
