@@ -18,7 +18,7 @@
 import type { DigitEngine } from '../../digits/digit-engine.js';
 import type { UpstreamName } from '../errors.js';
 import type { ModelCall } from '../operation/operation-plan.js';
-import { correctDigits, splitDigits } from '../schema/truth.js';
+import { classifyDigits, correctDigits, splitDigits } from '../schema/truth.js';
 import type { ScoreStore } from '../shared-state/types.js';
 import type { AnswerTruth } from '../upstream/dispatch.js';
 import { wilsonLowerBound } from './wilson.js';
@@ -120,11 +120,11 @@ export function createScoreboard(options: ScoreboardOptions): Scoreboard {
   const judgeDigits = async (requested: number, value: unknown): Promise<AnswerOutcome> => {
     const answer = value as { digits?: unknown; constantMarker?: unknown };
     const text = typeof answer.digits === 'string' ? answer.digits : '';
-    const marker = answer.constantMarker;
-    const integer = splitDigits(text).integer;
-    // The upstream's marker first; else the integer part (2 is e: truth.ts classifyDigits).
-    if (marker === 'e' || (marker !== 'pi' && integer === '2')) return 'e_instead_of_pi';
-    if (integer !== '3') return 'incorrect';
+    const marker =
+      answer.constantMarker === 'pi' || answer.constantMarker === 'e' ? answer.constantMarker : null;
+    // The member the schema answers with (truth.ts): the upstream's marker, else the integer part.
+    if (classifyDigits(text, marker) === 'e') return 'e_instead_of_pi';
+    if (splitDigits(text).integer !== '3') return 'incorrect';
     const needed = Math.min(requested, maxCompareDigits);
     if (needed <= 0) return 'correct';
     const right = await correctDigits(digits, text, 'pi', maxCompareDigits);
