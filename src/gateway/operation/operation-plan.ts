@@ -83,6 +83,12 @@ export interface UpstreamFieldExtension {
    * and pays nothing for routing.
    */
   routedBy?: string;
+  /**
+   * The arguments routing reads besides `pricedBy` (the accuracy asked for, the temperature's band),
+   * priced only in documents that may route: elsewhere a distinct temperature per request must not
+   * make a distinct estimate per request.
+   */
+  routedReads?: readonly string[];
 }
 
 export interface PlannedField {
@@ -267,7 +273,9 @@ function pricedField(planned: PlannedField, variables: Set<string>): PricedField
   const { node, field, extension } = planned;
   if (extension.models === undefined) return undefined;
   const pricedBy = extension.pricedBy;
-  const keep = (name: string) => pricedBy === undefined || pricedBy.includes(name);
+  const routed = mayRoute(planned) ? extension.routedReads : undefined;
+  const keep = (name: string) =>
+    pricedBy === undefined || pricedBy.includes(name) || routed?.includes(name) === true;
   const args = (node.arguments ?? []).filter((a) => keep(a.name.value));
   for (const argument of args) variablesIn(argument.value, variables);
   return {

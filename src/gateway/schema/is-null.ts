@@ -197,8 +197,9 @@ builder.queryField('isNull', (t) =>
     extensions: {
       upstream: {
         calls: 1,
-        pricedBy: ['model', 'minAccuracy', 'temperature'],
+        pricedBy: ['model'],
         routedBy: 'minAccuracy',
+        routedReads: ['minAccuracy', 'temperature'],
         models: (args) => [{ ...checkPricing(stringArgument(args.model)), route: routeOf(args) }],
       } satisfies UpstreamFieldExtension,
     },

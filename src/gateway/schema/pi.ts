@@ -92,8 +92,9 @@ builder.queryField('pi', (t) =>
     extensions: {
       upstream: {
         calls: 1,
-        pricedBy: ['model', 'digits', 'minAccuracy', 'temperature'],
+        pricedBy: ['model', 'digits'],
         routedBy: 'minAccuracy',
+        routedReads: ['minAccuracy', 'temperature'],
         models: (args) => [
           { ...piPricing(stringArgument(args.model), numberArgument(args.digits)), route: routeOf(args) },
         ],
