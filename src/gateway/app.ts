@@ -18,6 +18,7 @@ import { createFastPath, type FastPath } from './http/fast-path/fast-path.js';
 import { createPreparedOperations } from './http/fast-path/prepared-operations.js';
 import { createGatewayServer, type GatewayServer } from './http/server.js';
 import { createGatewayYoga, type GatewayYoga } from './http/yoga.js';
+import { createModelScoring, type ModelScoring } from './models/model-scoring.js';
 import { createGatewayMetrics, type GatewayMetrics } from './observability/metrics.js';
 import { createOperationReporter } from './observability/operation-report.js';
 import { createSponsorLog } from './observability/sponsor-log.js';
@@ -96,6 +97,18 @@ export async function createApp(config: GatewayConfig, options: AppOptions): Pro
     tracerProvider: options.tracerProvider,
     logger,
   });
+  const maxCompareDigits = Math.min(config.limits.maxDigits, DEFAULT_MAX_DIGITS);
+  // Models scored against the truth, and routing by minAccuracy (docs/graphql.md, Models).
+  const models = createModelScoring({
+    store: sharedState.scores,
+    digits,
+    maxCompareDigits,
+    costModel: createCostModel(),
+    metrics,
+    minSamples: config.cost.modelMinSamples,
+    exploration: config.cost.modelExploration,
+    onError: (error) => logger.warn({ err: error }, 'a model answer could not be scored'),
+  });
   const costControl = costControlOf(
     budgets,
     sharedState,
@@ -103,6 +116,7 @@ export async function createApp(config: GatewayConfig, options: AppOptions): Pro
     logger,
     options.now,
     config.cost.budgetLeaseMarginMs,
+    models,
   );
   const upstreams = { nullBaseUrl, piBaseUrl };
   const clients = upstreamClientsOf(config, upstreams, {
@@ -112,6 +126,7 @@ export async function createApp(config: GatewayConfig, options: AppOptions): Pro
     tracing,
     costControl,
     backoff: options.backoff,
+    onAnswer: models.scoreboard.record,
   });
   // The first calls already go to each upstream's API version (a discovery is bounded by its timeout).
   await clients.ready();
@@ -139,12 +154,13 @@ export async function createApp(config: GatewayConfig, options: AppOptions): Pro
     digits,
     limits: {
       maxDigits: config.limits.maxDigits,
-      maxCompareDigits: Math.min(config.limits.maxDigits, DEFAULT_MAX_DIGITS),
+      maxCompareDigits,
       maxJsonDepth: config.limits.maxJsonDepth,
       maxJsonBytes: config.limits.maxJsonBytes,
     },
     onDedup: (upstream) => metrics.recordDedupHit(upstream, 'dataloader'),
     budgetStatus: costControl.budgetStatus,
+    models: models.view,
   });
   const executor = createExecutor({ schema });
   metrics.setExecutionsSource(() => executor.counts);
@@ -287,9 +303,12 @@ function costControlOf(
   logger: Logger,
   now: (() => number) | undefined,
   leaseMarginMs: number,
+  models: ModelScoring,
 ): CostControl {
   return createCostControl({
-    model: createCostModel(),
+    model: models.costModel,
+    router: models.router,
+    onRouted: (upstream, usd) => metrics.recordRoutingSaving(upstream, usd),
     budget:
       budgets === undefined
         ? undefined
@@ -329,6 +348,7 @@ function upstreamClientsOf(
     tracing: Tracing | undefined;
     costControl: CostControl;
     backoff: AppOptions['backoff'];
+    onAnswer: ModelScoring['scoreboard']['record'];
   },
 ): UpstreamClients {
   const { logger, metrics, sharedState, tracing, costControl } = parts;
@@ -339,6 +359,7 @@ function upstreamClientsOf(
     tracer: tracing?.tracer,
     traceHeaders: tracing?.upstreamHeaders,
     onSpent: costControl.spent,
+    onAnswer: parts.onAnswer,
   });
   const responseCache = config.cache.responseCache;
   if (responseCache) metrics.setCacheSizeSource(() => sharedState.cache.size);

@@ -286,6 +286,16 @@ export const costSettings = settingsGroup('cost', {
     int(1, 10_000).default(1500),
     'Longest wait for one budget script in Redis (REDIS_TIMEOUT_MS stays the cache’s and single flight’s): a slow Redis is waited for, not taken for an outage. The budgets use this replica’s own figures only in an outage: the connection lost, or 3 commands failed in a row with nothing answered for this long.',
   ),
+  modelMinSamples: setting(
+    'MODEL_MIN_SAMPLES',
+    int(1, 1_000_000).default(30),
+    'Answers a model needs at a temperature band before routing by minAccuracy trusts its accuracy lower bound (the `models` scoreboard); with fewer it is chosen only when no model qualifies.',
+  ),
+  modelExploration: setting(
+    'MODEL_EXPLORATION',
+    z.coerce.number().min(0).max(0.2).default(0),
+    'Share of fields routed by minAccuracy (0 to 0.2) sent instead to a cheaper model that still has fewer than MODEL_MIN_SAMPLES answers at the band, to measure it; marked explored: true in extensions.cost.routing. 0 (the default): routing never trades a caller’s accuracy for a measurement.',
+  ),
 });
 
 export const observabilitySettings = settingsGroup('observability', {

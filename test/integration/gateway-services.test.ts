@@ -389,7 +389,7 @@ describe("with v1 retired, the README's try-it path (NULL_V1=off PI_V1_PI=off PI
       });
       results.set(name, result);
     }
-    expect([...results.keys()]).toEqual(['IsNull', 'Pi', 'Inference', 'Health', 'Bill']);
+    expect([...results.keys()]).toEqual(['IsNull', 'Pi', 'Inference', 'Health', 'Bill', 'Models']);
     expect(results.get('IsNull')?.data?.isNull).toMatchObject({
       __typename: 'NullVerdict',
       isNull: true,
@@ -411,6 +411,18 @@ describe("with v1 retired, the README's try-it path (NULL_V1=off PI_V1_PI=off PI
       cheap: { modelName: 'null-x-4o' },
       dear: { modelName: 'null-x-opus' },
     });
+    // The scoreboard shows the tabs' own answers, judged against the truth.
+    expect(results.get('Models')?.data?.models).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          service: 'null-check',
+          model: 'null-x-opus',
+          band: '0',
+          answers: 1,
+          correct: 1,
+        }),
+      ]),
+    );
   });
 
   it('health names v2 for both upstreams once they were called, undeprecated', async () => {

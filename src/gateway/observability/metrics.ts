@@ -97,6 +97,10 @@ export interface GatewayMetrics {
   recordBudgetWarning(scope: string, window: string): void;
   /** An operation whose document is not in the trusted-documents manifest (TRUSTED_DOCUMENTS_MODE=log). */
   recordUntrustedOperation(): void;
+  /** A model answer scored against the truth (models/scoreboard.ts), by band and outcome. */
+  recordModelAnswer(upstream: UpstreamName, model: string, band: string, outcome: string): void;
+  /** A routed field admitted: what it is expected to save against its service's default model (≥ 0 counted). */
+  recordRoutingSaving(upstream: UpstreamName, usd: number): void;
   /** Where the breaker state of an upstream is read at each scrape. */
   addBreakerSource(upstream: UpstreamName, read: () => BreakerState): void;
   /** Where the number of cached answers is read at each scrape. */
@@ -210,6 +214,18 @@ export function createGatewayMetrics(options: GatewayMetricsOptions = {}): Gatew
     labelNames: ['scope', 'window'] as const,
     registers,
   });
+  const modelAnswersOf = talliedCounter({
+    name: 'gateway_model_answers_total',
+    help: 'Model answers the upstreams gave, scored against the truth the gateway computes, by upstream, model, temperature band ("0", "(0, 0.7]", "(0.7, 1]") and outcome (correct, incorrect, maybe, existential, e_instead_of_pi). Cache hits and shared calls are not counted.',
+    labelNames: ['upstream', 'model', 'band', 'outcome'] as const,
+    registers,
+  });
+  const routingSaved = new Counter({
+    name: 'gateway_routing_saved_usd_total',
+    help: 'US dollars routing by quality (minAccuracy) is expected to have saved against each service’s default model, per admitted routed field, by upstream (fields routed to a dearer model add nothing).',
+    labelNames: ['upstream'] as const,
+    registers,
+  });
   const abandonedCalls = new Counter({
     name: 'gateway_upstream_calls_abandoned_total',
     help: 'Upstream calls in flight when their client went away: aborted, not retried, and billed at their estimate (the upstream may bill them).',
@@ -314,6 +330,12 @@ export function createGatewayMetrics(options: GatewayMetricsOptions = {}): Gatew
     },
     recordUntrustedOperation() {
       untrusted.inc();
+    },
+    recordModelAnswer(upstream, model, band, outcome) {
+      modelAnswersOf(upstream, modelLabel(model), band, outcome).n++;
+    },
+    recordRoutingSaving(upstream, usd) {
+      if (usd > 0 && Number.isFinite(usd)) routingSaved.labels(upstream).inc(usd);
     },
     addBreakerSource(upstream, read) {
       breakerSources.set(upstream, read);

@@ -11,7 +11,7 @@ import type { DocumentNode, ExecutionResult } from 'graphql';
 import { getOperationAST } from 'graphql';
 import type { Logger } from 'pino';
 import { roundUsd } from '../../shared/usd.js';
-import type { Operation } from '../operation/operation.js';
+import type { CostAdmission, Operation } from '../operation/operation.js';
 import type { RequestFacts } from '../request/facts.js';
 import type { GatewayMetrics, OperationOutcome } from './metrics.js';
 import { SpanStatusCode, type Tracing } from './tracing.js';
@@ -40,6 +40,8 @@ export interface OperationExtensions {
     estimatedCostUsd?: number;
     /** Fields answered by a cheaper model than they asked for, to fit the cap or the budget. */
     fallbacks?: ReadonlyArray<{ path: string; requestedModel: string; usedModel: string }>;
+    /** Fields whose model routing by quality chose (minAccuracy). */
+    routing?: NonNullable<CostAdmission['routing']>;
   };
 }
 
@@ -127,6 +129,8 @@ export function createOperationReporter(options: OperationReporterOptions): Oper
         if (estimate !== undefined) extensions.cost.estimatedCostUsd = estimate.usd;
         const fallbacks = operation.admission?.fallbacks;
         if (fallbacks !== undefined && fallbacks.length > 0) extensions.cost.fallbacks = fallbacks;
+        const routing = operation.admission?.routing;
+        if (routing !== undefined && routing.length > 0) extensions.cost.routing = routing;
       }
 
       const level = outcome === 'error' ? 'warn' : 'info';

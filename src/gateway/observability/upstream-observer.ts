@@ -18,6 +18,7 @@
 import { context, trace } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import { type ErrorCode, UpstreamCallError } from '../errors.js';
+import type { ObservedAnswer } from '../models/scoreboard.js';
 import type { Operation } from '../operation/operation.js';
 import type { ModelCall } from '../operation/operation-plan.js';
 import { redactApiKey } from '../redaction.js';
@@ -56,6 +57,11 @@ export interface UpstreamObserverOptions {
   traceHeaders?: ((span: Span) => Record<string, string>) | undefined;
   /** Told of every cost actually spent (the hourly budgets and the running mean per model). */
   onSpent?: ((operation: Operation | undefined, call: ModelCall, usd: number) => void) | undefined;
+  /**
+   * Told of every answer the upstream itself gave to a call whose truth is known (never of a cache
+   * hit or a shared call): the model scoreboard (models/scoreboard.ts) scores it.
+   */
+  onAnswer?: ((answer: ObservedAnswer) => void) | undefined;
 }
 
 export interface UpstreamObserver {
@@ -153,6 +159,15 @@ export function createUpstreamObserver(options: UpstreamObserverOptions): Upstre
           metrics.recordGpuCost(request.upstream, answer.facts.model, usd);
           if (request.pricing !== undefined) options.onSpent?.(operation, request.pricing, usd);
         }
+        const { truth, pricing } = request;
+        if (truth !== undefined && pricing !== undefined && options.onAnswer !== undefined)
+          options.onAnswer({
+            truth,
+            call: pricing,
+            value: answer.value,
+            costUsd: usd,
+            latencyMs: performance.now() - started,
+          });
       }
     }
     const failure = error instanceof UpstreamCallError ? error : undefined;

@@ -59,6 +59,17 @@ export interface CostAdmission {
   modelFor(key: string): string | undefined;
   /** The fields answered by a cheaper model than they asked for (`extensions.cost.fallbacks`). */
   readonly fallbacks: readonly { path: string; requestedModel: string; usedModel: string }[] | undefined;
+  /** The fields whose model routing by quality chose (`extensions.cost.routing`). */
+  readonly routing?:
+    | readonly {
+        path: string;
+        minAccuracy: number;
+        model: string;
+        accuracyLowerBound: number | null;
+        answers: number;
+        explored?: true;
+      }[]
+    | undefined;
   /** Whether a budget reservation is held: the operation's costs are billed when it settles. */
   readonly reserving: boolean;
 }

@@ -23,6 +23,7 @@ import {
   type RedisMemoryPolicy,
   safeRedisUrl,
 } from './redis-link.js';
+import { createScoreStore } from './score-store.js';
 import type { BudgetRedisCheck, SharedState } from './types.js';
 
 export interface SharedStateOptions {
@@ -219,6 +220,7 @@ export function createSharedState(options: SharedStateOptions): SharedState {
     recheck.unref();
   }
 
+  const scores = createScoreStore({ link: stateLink });
   return {
     cache: createAnswerStore({
       link: cacheLink,
@@ -241,6 +243,7 @@ export function createSharedState(options: SharedStateOptions): SharedState {
       timeoutMs: budgetTimeoutMs,
       onLapse: options.onBudgetLapse,
     }),
+    scores,
     status: () => {
       if (links.length === 0) return 'memory';
       return links.every((link) => link.status() === 'redis') ? 'redis' : 'fallback';
@@ -252,6 +255,7 @@ export function createSharedState(options: SharedStateOptions): SharedState {
     },
     close: async () => {
       if (recheck !== undefined) clearInterval(recheck);
+      scores.close();
       await Promise.all(links.map((link) => link.close()));
     },
   };

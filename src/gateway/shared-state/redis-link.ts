@@ -47,6 +47,7 @@ export type RedisOperation =
   | 'budget_reserve'
   | 'budget_adjust'
   | 'budget_window'
+  | 'scores_write'
   | 'info';
 
 /** A Lua script defined on the connection, called with its keys then its arguments. */

@@ -60,6 +60,8 @@ export interface SharedState {
   readonly flights: FlightCoordinator;
   /** Cost budgets (sliding windows in buckets, spend and reservations), on REDIS_URL's Redis. */
   readonly budgets: BudgetStore;
+  /** The model scoreboard's sums (score-store.ts), on REDIS_URL's Redis. */
+  readonly scores: ScoreStore;
   /**
    * 'memory' (no REDIS_URL), 'redis' (connected and answering), 'fallback' (REDIS_URL set but Redis
    * unreachable, failing or not connected yet: memory in use). Cheap: no I/O.
@@ -186,4 +188,20 @@ export interface BudgetStore {
    * Redis fails. Never rejects.
    */
   read(budgetKey: string, windows: readonly BudgetWindowSpec[], now: number): MaybePromise<BudgetRead>;
+}
+
+/**
+ * Named sums every replica adds to (the model scoreboard: src/gateway/models/scoreboard.ts). Adding
+ * never waits; the totals are this process' view (every replica's as of the last write, plus what
+ * this one added since).
+ */
+export interface ScoreStore {
+  /** Adds `amount` to the sum `field` (memory now; Redis with the next write). */
+  add(field: string, amount: number): void;
+  /** The sums now, without I/O. */
+  totals(): ReadonlyMap<string, number>;
+  /** The sums after writing what waits and reading every replica's (one round trip with Redis). Never rejects. */
+  read(): Promise<ReadonlyMap<string, number>>;
+  /** Stops the periodic write. */
+  close(): void;
 }
