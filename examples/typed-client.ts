@@ -22,9 +22,11 @@ import {
   IsNullDocument,
   type IsNullQuery,
   IsNullUndefinedDocument,
+  ModelsDocument,
   NullAndPiDocument,
   PiDocument,
   type PiQuery,
+  RoutedPiDocument,
 } from '../generated/client/graphql.js';
 
 // --- errors ----------------------------------------------------------------------------------------
@@ -331,6 +333,10 @@ export interface ClientSummary {
   costed: number;
   /** Fields answered while another field of the same operation failed. */
   partialResults: number;
+  /** The model that answered pi(minAccuracy: 0.9) (routing by quality), null when it failed. */
+  routedModel: string | null;
+  /** Rows of the `models` scoreboard after the tour (answers scored against the truth). */
+  modelRows: number;
   /** What a user would have been shown. */
   lines: string[];
 }
@@ -360,6 +366,8 @@ export async function main(url: string, options: TourOptions = {}): Promise<Clie
     upstreamCalls: 0,
     costed: 0,
     partialResults: 0,
+    routedModel: null,
+    modelRows: 0,
     lines: [],
   };
   const count = (map: Record<string, number>, key: string) => {
@@ -463,6 +471,17 @@ export async function main(url: string, options: TourOptions = {}): Promise<Clie
       )?.inference,
     );
   }
+  // Routing by quality: ask for an accuracy, not a model; the answer names the model that answered.
+  const routed = record(await send(client, RoutedPiDocument, { digits: 5, minAccuracy: 0.9 }, paid))?.pi;
+  summary.routedModel = routed?.modelName ?? null;
+  pi(routed);
+  // The scoreboard the tour filled: every model's answers judged against the truth.
+  const scores = record(await send(client, ModelsDocument, {}))?.models ?? [];
+  summary.modelRows = scores.length;
+  for (const row of scores)
+    summary.lines.push(
+      `${row.model} at temperature ${row.band}: ${row.correct}/${row.answers} correct (at least ${(row.accuracyLowerBound * 100).toFixed(1)} %)`,
+    );
   return summary;
 }
 

@@ -1,6 +1,6 @@
 /**
  * The tables the docs show, generated from the code (one source of truth each):
- * - README.md's configuration table, from the settings groups (src/config.ts);
+ * - docs/configuration.md's table, from the settings groups (src/config.ts);
  * - docs/contract.md's error codes, from src/gateway/errors.ts.
  * `npm run docs:tables` rewrites both blocks; test/unit/docs-tables.test.ts fails when one is stale.
  */
@@ -31,12 +31,12 @@ export function errorTable(): string {
 export const replaceConfigTable = (readme: string) => replaceBlock(readme, 'config-table', markdownTable());
 export const replaceErrorTable = (contract: string) => replaceBlock(contract, 'error-codes', errorTable());
 
-export const README = fileURLToPath(new URL('../README.md', import.meta.url));
+export const CONFIGURATION = fileURLToPath(new URL('../docs/configuration.md', import.meta.url));
 export const CONTRACT = fileURLToPath(new URL('../docs/contract.md', import.meta.url));
 
 const isMain = process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1];
 if (isMain) {
-  writeFileSync(README, replaceConfigTable(readFileSync(README, 'utf8')));
+  writeFileSync(CONFIGURATION, replaceConfigTable(readFileSync(CONFIGURATION, 'utf8')));
   writeFileSync(CONTRACT, replaceErrorTable(readFileSync(CONTRACT, 'utf8')));
-  process.stdout.write('README.md configuration table and docs/contract.md error codes updated\n');
+  process.stdout.write('docs/configuration.md and docs/contract.md error codes updated\n');
 }

@@ -5,15 +5,20 @@
  *
  * - The runtime: npm scripts run on `node_modules/.bin/node` (Node 24 LTS, installed by `npm ci` from
  *   the registry's official binaries); the oldest supported line is 22.15. Anything older fails here.
- * - Chromium (the GraphiQL browser tests) and redis-server (the scale-out tests), both Debian packages:
- *   when one is missing and this user may install packages (root, or passwordless sudo) and apt-get
- *   exists, it is installed, bounded in time; otherwise the run stops with the command that installs it.
- *   CHROMIUM_BIN and REDIS_SERVER_BIN name binaries elsewhere (the tests read the same variables).
+ * - Debian packages: Chromium (the GraphiQL browser tests), redis-server and redis-sentinel (the
+ *   scale-out and Sentinel tests; redis-cli comes with redis-tools, which both depend on), podman with
+ *   runc, netavark and iptables (the container image test: runc because crun fails on some kernels'
+ *   cgroups, netavark and iptables for published ports, which podman only recommends or suggests) and
+ *   debootstrap with Debian's archive keyring (that test assembles its base image from Debian's
+ *   packages). When some are missing and this user may install packages (root, or passwordless sudo)
+ *   and apt-get exists, they are installed in one apt-get call, bounded in time; otherwise the run
+ *   stops with the command that installs them. CHROMIUM_BIN and REDIS_SERVER_BIN name binaries
+ *   elsewhere (the tests read the same variables).
  *
  * Plain JavaScript on Node's built-ins only: it must run before anything else has been checked.
  */
 import { spawnSync } from 'node:child_process';
-import { accessSync, constants } from 'node:fs';
+import { accessSync, constants, existsSync } from 'node:fs';
 
 const OLDEST = [22, 15];
 /** Longest wait for one apt-get step, in seconds: a stuck mirror must not eat CI's time budget. */
@@ -42,6 +47,8 @@ const executable = (path) => {
   }
 };
 const onPath = (name) => spawnSync('sh', ['-c', `command -v ${name}`], { encoding: 'utf8' }).status === 0;
+/** On PATH, or in the sbin directory Debian puts it in (a non-root PATH often lacks /usr/sbin). */
+const inSbinOrPath = (name, sbin) => onPath(name) || executable(`${sbin}/${name}`);
 
 /** What the suite needs: how to find it, and the Debian package that provides it. */
 const needs = [
@@ -58,18 +65,30 @@ const needs = [
       process.env.REDIS_SERVER_BIN ? executable(process.env.REDIS_SERVER_BIN) : onPath('redis-server'),
     pkg: 'redis-server',
   },
+  { what: 'redis-sentinel', found: () => onPath('redis-sentinel'), pkg: 'redis-sentinel' },
+  { what: 'podman', found: () => onPath('podman'), pkg: 'podman' },
+  { what: 'runc', found: () => inSbinOrPath('runc', '/usr/sbin'), pkg: 'runc' },
+  { what: 'netavark', found: () => executable('/usr/lib/podman/netavark'), pkg: 'netavark' },
+  { what: 'iptables', found: () => inSbinOrPath('iptables', '/usr/sbin'), pkg: 'iptables' },
+  { what: 'debootstrap', found: () => inSbinOrPath('debootstrap', '/usr/sbin'), pkg: 'debootstrap' },
+  {
+    what: "Debian's archive keyring",
+    found: () => existsSync('/usr/share/keyrings/debian-archive-keyring.gpg'),
+    pkg: 'debian-archive-keyring',
+  },
 ];
 
 const missing = needs.filter((need) => !need.found());
 if (missing.length === 0) {
-  say(`Node ${process.versions.node}; chromium and redis-server present`);
+  say(`Node ${process.versions.node}; ${needs.map((need) => need.pkg).join(', ')} present`);
   process.exit(0);
 }
 
 const packages = missing.map((need) => need.pkg);
+const variables = missing.flatMap((need) => (need.variable ? [need.variable] : []));
 const howTo =
   `run 'sudo apt-get install -y --no-install-recommends ${packages.join(' ')}' ` +
-  `(or set ${missing.map((need) => need.variable).join(' / ')} to the binary), then npm test again`;
+  `${variables.length > 0 ? `(or set ${variables.join(' / ')} to the binary) ` : ''}then npm test again`;
 const root = process.getuid?.() === 0;
 const sudo = !root && onPath('sudo') && spawnSync('sudo', ['-n', 'true']).status === 0;
 if (!onPath('apt-get') || (!root && !sudo)) {
@@ -100,7 +119,7 @@ const still = missing.filter((need) => !need.found());
 if (still.length > 0) {
   const names = still.map(
     (need) =>
-      `${need.what}${process.env[need.variable] ? ` (${need.variable}=${process.env[need.variable]})` : ''}`,
+      `${need.what}${need.variable && process.env[need.variable] ? ` (${need.variable}=${process.env[need.variable]})` : ''}`,
   );
   fail(`apt-get installed ${packages.join(' ')}, but ${names.join(' and ')} is still not found: ${howTo}.`);
 }

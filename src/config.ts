@@ -1,11 +1,11 @@
 /**
- * The configuration of `npm start`: the gateway's groups, the reference services' groups (for the
- * embedded default) and the process-wide ones. `npm run services` reads only its own share
- * (src/services/main.ts).
+ * The configuration of `npm start`: the gateway's groups and the process-wide ones (all the gateway
+ * reads, src/gateway/settings.ts), then the reference services' groups, which only the embedded
+ * default reads (src/embedded-services.ts). API_KEYS is in both: the gateway's tiers and the services'
+ * keys come from the one variable. `npm run services` reads only its own share (src/services/main.ts).
  */
-import { gatewaySettings } from './gateway/settings.js';
+import { gatewayAppSettings } from './gateway/settings.js';
 import { servicesSettings } from './services/settings.js';
-import { logSettings, processSettings, redisSettings } from './shared/process-settings.js';
 import {
   helpText as groupsHelpText,
   markdownTable as groupsMarkdownTable,
@@ -17,10 +17,7 @@ export { ConfigError } from './shared/settings.js';
 
 /** Every settings group of `npm start`, in the order `--help` and the README list them. */
 export const appSettings = {
-  process: processSettings,
-  ...gatewaySettings,
-  redis: redisSettings,
-  logs: logSettings,
+  ...gatewayAppSettings,
   ...servicesSettings,
 };
 

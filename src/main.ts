@@ -1,6 +1,7 @@
 /**
  * `npm start`: the CLI. Answers `--help`, reads the settings (one line and exit 1 when one is bad),
- * builds the gateway with `createApp` and listens; with WORKERS > 1 it is the cluster primary instead.
+ * builds the gateway with `createApp` (in front of the embedded services when no upstream URL is set:
+ * src/embedded-services.ts) and listens; with WORKERS > 1 it is the cluster primary instead.
  * SIGTERM or SIGINT: stop accepting, answer what was accepted, exit by itself within
  * SHUTDOWN_TIMEOUT_MS plus a few seconds, whatever happens (even with closed stdout and stderr).
  */
@@ -16,8 +17,11 @@ import { armShutdownWatchdog } from './shared/shutdown-watchdog.js';
  * graceful exit, `--help` must answer at once, and a bad setting must fail fast.
  */
 async function loadRuntime() {
-  const [app, cluster] = await Promise.all([import('./gateway/app.js'), import('./gateway/cluster.js')]);
-  return { ...app, ...cluster };
+  const [entry, cluster] = await Promise.all([
+    import('./embedded-services.js'),
+    import('./gateway/cluster.js'),
+  ]);
+  return { ...entry, ...cluster };
 }
 
 async function main(argv: string[]): Promise<void> {
@@ -63,7 +67,7 @@ async function main(argv: string[]): Promise<void> {
     // WORKERS > 1: this process only forks and supervises gateway workers, with its own signal handling.
     process.off('SIGTERM', onSignal);
     process.off('SIGINT', onSignal);
-    const code = await rt.runClusterPrimary(config, logger).catch((error: unknown) => {
+    const code = await rt.runCluster(config, logger).catch((error: unknown) => {
       logger.fatal({ code: (error as { code?: unknown }).code }, `cannot start: ${String(error)}`);
       return 1;
     });
@@ -71,10 +75,10 @@ async function main(argv: string[]): Promise<void> {
     process.exit(code);
   }
 
-  let app: Awaited<ReturnType<typeof rt.createApp>>;
+  let app: Awaited<ReturnType<typeof rt.startGateway>>;
   let url: string;
   try {
-    app = await rt.createApp(config, { logger });
+    app = await rt.startGateway(config, { logger });
     try {
       url = await app.listen();
     } catch (error) {

@@ -1,30 +1,29 @@
 /**
- * The composition root: `createApp(config)` builds the whole gateway from its settings (embedded
- * reference services when no upstream URLs are given, shared state, observability, the upstream
- * clients and their layers, the schema's context, Yoga, the fast path and the HTTP server) and returns
- * it ready to listen. `src/main.ts`, each cluster worker and the tests' fixture all use it; nothing
- * else wires components together.
+ * The composition root: `createApp(config)` builds the whole gateway from its settings (shared
+ * state, observability, the upstream clients and their layers, the schema's context, Yoga, the fast
+ * path and the HTTP server) and returns it ready to listen. `src/main.ts`, each cluster worker and the
+ * tests' fixture all use it (through src/embedded-services.ts, which starts the reference services
+ * first when an upstream URL is not set); nothing else wires components together. The gateway
+ * reaches its upstreams only over HTTP, at the URLs its settings give.
  */
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { Counter } from 'prom-client';
-import type { AppConfig } from '../config.js';
 import { DEFAULT_MAX_DIGITS, type DigitEngine, sharedDigitEngine } from '../digits/digit-engine.js';
-import { apiKeyMap } from '../services/shared/api-keys.js';
 import { type BudgetPolicy, budgetPolicy } from './cost/budget-policy.js';
 import { createCostBudget } from './cost/cost-budget.js';
 import { type CostControl, createCostControl } from './cost/cost-control.js';
 import { createCostModel } from './cost/cost-model.js';
 import { createCompression } from './delivery/compression.js';
-import { startEmbeddedServices, type UpstreamUrls } from './embedded-services.js';
 import { createFastPath, type FastPath } from './http/fast-path/fast-path.js';
 import { createPreparedOperations } from './http/fast-path/prepared-operations.js';
 import { createGatewayServer, type GatewayServer } from './http/server.js';
 import { createGatewayYoga, type GatewayYoga } from './http/yoga.js';
+import { createModelScoring, type ModelScoring } from './models/model-scoring.js';
 import { createGatewayMetrics, type GatewayMetrics } from './observability/metrics.js';
 import { createOperationReporter } from './observability/operation-report.js';
 import { createSponsorLog } from './observability/sponsor-log.js';
-import { createTracer, type Tracer, type TracingOptions } from './observability/tracing.js';
+import { traceFlushMs } from './observability/trace-export.js';
+import { createTracing, type Tracing, type TracingOptions } from './observability/tracing.js';
 import { createUpstreamObserver } from './observability/upstream-observer.js';
 import { yogaLogger } from './observability/yoga-logger.js';
 import { createPlanner } from './operation/operation-plan.js';
@@ -34,6 +33,7 @@ import { createRequestPipeline } from './request/pipeline.js';
 import { createTrustedDocuments, loadManifest, trustedMode } from './request/trusted-documents.js';
 import { createContextFactory } from './schema/context.js';
 import { schema } from './schema/index.js';
+import type { GatewayConfig } from './settings.js';
 import { createSharedState, evictionMessage, type SharedState } from './shared-state/index.js';
 import { createUpstreamClients, type UpstreamClients } from './upstream/clients.js';
 
@@ -46,7 +46,10 @@ export interface AppOptions {
   registry?: Registry;
   /** Collect prom-client's default process metrics. @default true */
   defaultMetrics?: boolean;
-  /** Where the tracer comes from when OTEL_TRACING is on. @default the host SDK's global provider */
+  /**
+   * Where the tracer comes from when OTEL_TRACING is on; given, the gateway exports nothing itself.
+   * @default the host SDK's global provider
+   */
   tracerProvider?: TracingOptions['tracerProvider'];
   /** Clock of the cost budgets in memory (tests move it; with Redis, Redis' clock). @default Date.now */
   now?: () => number;
@@ -61,39 +64,69 @@ export interface App {
   readonly clients: UpstreamClients;
   readonly metrics: GatewayMetrics;
   readonly sharedState: SharedState;
-  /** The upstream base URLs in use (the embedded services' when they were started). */
-  readonly upstreams: UpstreamUrls;
   /** Listens on `port` and `host` (default: PORT and HOST); resolves with the GraphQL URL (server.ts). */
   listen(port?: number, host?: string): Promise<string>;
   /**
    * Graceful stop: no new connections, accepted requests answered (for at most SHUTDOWN_TIMEOUT_MS),
-   * then the upstream pools, shared state and embedded services closed. Idempotent.
+   * then the upstream pools and shared state closed. Idempotent.
    */
   close(): Promise<{ timedOut: boolean; inFlight: number }>;
 }
 
-export async function createApp(config: AppConfig, options: AppOptions): Promise<App> {
+/**
+ * The gateway, in front of `config.upstreams`' URLs (NULL_BASE_URL and PI_BASE_URL; both must be set:
+ * src/embedded-services.ts fills them with the embedded services' when they are not).
+ */
+export async function createApp(config: GatewayConfig, options: AppOptions): Promise<App> {
   const { logger } = options;
   const digits = options.digits ?? sharedDigitEngine();
-  const services = await startEmbeddedServices(config, { logger, digits });
+  const { nullBaseUrl, piBaseUrl } = config.upstreams;
+  if (nullBaseUrl === undefined || piBaseUrl === undefined)
+    throw new Error(
+      'createApp needs NULL_BASE_URL and PI_BASE_URL (src/embedded-services.ts starts the reference services for them)',
+    );
   const metrics = createGatewayMetrics({
     registry: options.registry,
     defaultMetrics: options.defaultMetrics,
   });
   const budgets = budgetPolicyOf(config);
-  const sharedState = await sharedStateOf(config, budgets, logger, metrics.registry);
-  const tracer = createTracer({
+  const sharedState = await sharedStateOf(config, budgets, logger, metrics);
+  // OTEL_EXPORTER_OTLP_ENDPOINT: the SDK and exporter are loaded here, and only then.
+  const tracing = await createTracing({
     enabled: config.observability.tracing,
     tracerProvider: options.tracerProvider,
+    logger,
   });
-  const costControl = costControlOf(budgets, sharedState, metrics, logger, options.now);
-  const clients = upstreamClientsOf(config, services.upstreams, {
+  const maxCompareDigits = Math.min(config.limits.maxDigits, DEFAULT_MAX_DIGITS);
+  // Models scored against the truth, and routing by minAccuracy (docs/graphql.md, Models).
+  const models = createModelScoring({
+    store: sharedState.scores,
+    digits,
+    maxCompareDigits,
+    costModel: createCostModel(),
+    metrics,
+    minSamples: config.cost.modelMinSamples,
+    exploration: config.cost.modelExploration,
+    onError: (error) => logger.warn({ err: error }, 'a model answer could not be scored'),
+  });
+  const costControl = costControlOf(
+    budgets,
+    sharedState,
+    metrics,
+    logger,
+    options.now,
+    config.cost.budgetLeaseMarginMs,
+    models,
+  );
+  const upstreams = { nullBaseUrl, piBaseUrl };
+  const clients = upstreamClientsOf(config, upstreams, {
     logger,
     metrics,
     sharedState,
-    tracer,
+    tracing,
     costControl,
     backoff: options.backoff,
+    onAnswer: models.scoreboard.record,
   });
   // The first calls already go to each upstream's API version (a discovery is bounded by its timeout).
   await clients.ready();
@@ -121,12 +154,13 @@ export async function createApp(config: AppConfig, options: AppOptions): Promise
     digits,
     limits: {
       maxDigits: config.limits.maxDigits,
-      maxCompareDigits: Math.min(config.limits.maxDigits, DEFAULT_MAX_DIGITS),
+      maxCompareDigits,
       maxJsonDepth: config.limits.maxJsonDepth,
       maxJsonBytes: config.limits.maxJsonBytes,
     },
     onDedup: (upstream) => metrics.recordDedupHit(upstream, 'dataloader'),
     budgetStatus: costControl.budgetStatus,
+    models: models.view,
   });
   const executor = createExecutor({ schema });
   metrics.setExecutionsSource(() => executor.counts);
@@ -137,7 +171,12 @@ export async function createApp(config: AppConfig, options: AppOptions): Promise
     fallbackByDefault: config.cost.costBudgetFallback === 'cheaper-model',
     trusted,
     costControl,
-    reporter: createOperationReporter({ metrics, logger, tracer, responseCache: config.cache.responseCache }),
+    reporter: createOperationReporter({
+      metrics,
+      logger,
+      tracing,
+      responseCache: config.cache.responseCache,
+    }),
     executor,
     context,
     plan,
@@ -184,14 +223,16 @@ export async function createApp(config: AppConfig, options: AppOptions): Promise
     clients,
     metrics,
     sharedState,
-    upstreams: services.upstreams,
     listen: (port = config.server.port, host = config.process.host) => http.listen(port, host),
     close() {
       closing ??= (async () => {
+        const started = performance.now();
         const drained = http.server.listening
           ? await http.drain(config.process.shutdownTimeoutMs)
           : { timedOut: false, inFlight: 0 };
-        await Promise.allSettled([clients.close(), sharedState.close(), services.close()]);
+        // The spans of the requests just answered are sent now, in what is left of the bound.
+        const flushMs = traceFlushMs(config.process.shutdownTimeoutMs - (performance.now() - started));
+        await Promise.allSettled([clients.close(), sharedState.close(), tracing?.close(flushMs)]);
         return drained;
       })();
       return closing;
@@ -200,15 +241,15 @@ export async function createApp(config: AppConfig, options: AppOptions): Promise
 }
 
 /**
- * The budgets in force (COST_BUDGETS, COST_BUDGET_USD_PER_HOUR; tiers from API_KEYS), undefined for
- * none. Throws one line when the two settings conflict.
+ * The budgets in force (COST_BUDGETS, COST_BUDGET_USD_PER_HOUR; tiers from the gateway's API_KEYS),
+ * undefined for none. Throws one line when the two settings conflict.
  */
-function budgetPolicyOf(config: AppConfig): BudgetPolicy | undefined {
+function budgetPolicyOf(config: GatewayConfig): BudgetPolicy | undefined {
   return budgetPolicy({
     budgets: config.cost.costBudgets,
     usdPerHour: config.cost.costBudgetUsdPerHour,
     warningRatio: config.cost.costBudgetWarningRatio,
-    tiers: apiKeyMap(config.services.apiKeys),
+    tiers: config.server.apiKeys,
   });
 }
 
@@ -222,10 +263,10 @@ const BUDGET_REDIS_CHECK_MS = 2_500;
  * check runs again once it connects, an error line if it evicts).
  */
 async function sharedStateOf(
-  config: AppConfig,
+  config: GatewayConfig,
   budgets: BudgetPolicy | undefined,
   logger: Logger,
-  registry: Registry,
+  metrics: GatewayMetrics,
 ): Promise<SharedState> {
   const { redisUrl } = config.redis;
   const sharedState = createSharedState({
@@ -233,8 +274,10 @@ async function sharedStateOf(
     cacheRedisUrl: config.cache.redisCacheUrl,
     keyPrefix: config.redis.redisKeyPrefix,
     timeoutMs: config.redis.redisTimeoutMs,
+    budgetTimeoutMs: config.cost.redisBudgetTimeoutMs,
+    onBudgetLapse: (count, usd) => metrics.recordLapsedReservations(count, usd),
     logger,
-    registry,
+    registry: metrics.registry,
     localMaxEntries: config.cache.responseCacheMaxEntries,
     documentMaxBytes: config.server.apqMaxDocumentBytes,
     documentsPerOwner: config.server.apqMaxDocumentsPerClient,
@@ -260,15 +303,13 @@ function costControlOf(
   metrics: GatewayMetrics,
   logger: Logger,
   now: (() => number) | undefined,
+  leaseMarginMs: number,
+  models: ModelScoring,
 ): CostControl {
-  const warnings = new Counter({
-    name: 'gateway_budget_warnings_total',
-    help: 'A key’s spend and reservations in a budget window reached COST_BUDGET_WARNING_RATIO of its limit (once per key and window per window length), by scope (default, anonymous, tier:<tier>, key) and window.',
-    labelNames: ['scope', 'window'] as const,
-    registers: [metrics.registry],
-  });
   return createCostControl({
-    model: createCostModel(),
+    model: models.costModel,
+    router: models.router,
+    onRouted: (upstream, usd) => metrics.recordRoutingSaving(upstream, usd),
     budget:
       budgets === undefined
         ? undefined
@@ -276,8 +317,9 @@ function costControlOf(
             store: sharedState.budgets,
             policy: budgets,
             now,
+            leaseMarginMs,
             onWarning: ({ caller, window, totalUsd }) => {
-              warnings.labels(caller.scope.kind, window.label).inc();
+              metrics.recordBudgetWarning(caller.scope.kind, window.label);
               logger.warn(
                 {
                   budgetKey: caller.id,
@@ -298,24 +340,27 @@ function costControlOf(
 
 /** The two upstream clients, their layers observed (log, metrics, spans, sponsors, spend). */
 function upstreamClientsOf(
-  config: AppConfig,
-  upstreams: UpstreamUrls,
+  config: GatewayConfig,
+  upstreams: { nullBaseUrl: string; piBaseUrl: string },
   parts: {
     logger: Logger;
     metrics: GatewayMetrics;
     sharedState: SharedState;
-    tracer: Tracer | undefined;
+    tracing: Tracing | undefined;
     costControl: CostControl;
     backoff: AppOptions['backoff'];
+    onAnswer: ModelScoring['scoreboard']['record'];
   },
 ): UpstreamClients {
-  const { logger, metrics, sharedState, tracer, costControl } = parts;
+  const { logger, metrics, sharedState, tracing, costControl } = parts;
   const observer = createUpstreamObserver({
     logger,
     metrics,
     sponsorLog: createSponsorLog({ logger, intervalMs: config.observability.sponsorLogIntervalMs }),
-    tracer,
+    tracer: tracing?.tracer,
+    traceHeaders: tracing?.upstreamHeaders,
     onSpent: costControl.spent,
+    onAnswer: parts.onAnswer,
   });
   const responseCache = config.cache.responseCache;
   if (responseCache) metrics.setCacheSizeSource(() => sharedState.cache.size);

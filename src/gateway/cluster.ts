@@ -1,36 +1,42 @@
 /**
- * WORKERS > 1: the primary process of a node:cluster gateway. It starts the embedded reference
- * services once (when NULL_BASE_URL / PI_BASE_URL are not set) and forks WORKERS gateway processes
- * that share the port, each given the upstream URLs through its environment, so no worker starts
- * services of its own. Each worker is a complete gateway (its own pools, breakers, cache, metrics).
+ * WORKERS > 1: the primary process of a node:cluster gateway. It forks WORKERS gateway processes that
+ * share the port, each given `workerEnv` besides the primary's environment: the process entry starts
+ * the embedded reference services once (src/embedded-services.ts) and passes their URLs there, so no
+ * worker starts services of its own. Each worker is a complete gateway (its own pools, breakers,
+ * cache, metrics).
  *
  * Lifecycle: the primary reports the gateway listening once every worker listens; a worker that
  * fails before listening (a bad port, say) stops the whole start with exit code 1; a worker that dies
  * later is replaced (at most once a second). SIGTERM/SIGINT: every worker is asked to shut down (each
- * drains its own in-flight requests, SHUTDOWN_TIMEOUT_MS), then the services stop and the primary
- * exits. A signal sent to the whole process group reaches the workers too; their shutdown is
- * idempotent.
+ * drains its own in-flight requests, SHUTDOWN_TIMEOUT_MS), then `onStopped` runs (the entry stops
+ * the services) and the primary exits. A signal sent to the whole process group reaches the workers
+ * too; their shutdown is idempotent.
  */
 import cluster, { type Worker } from 'node:cluster';
-import type { AppConfig } from '../config.js';
 import type { Logger } from '../shared/logger.js';
 import { armShutdownWatchdog } from '../shared/shutdown-watchdog.js';
-import { startEmbeddedServices } from './embedded-services.js';
+import type { GatewayConfig } from './settings.js';
 
 /** How long after a worker's death it is replaced, at the earliest. */
 const RESPAWN_DELAY_MS = 1000;
+
+export interface ClusterPrimaryOptions {
+  /** Environment variables each worker gets besides the primary's (the upstream URLs in use). @default none */
+  workerEnv?: Record<string, string> | undefined;
+  /** Run once every worker has exited, before the primary reports its shutdown complete. @default nothing */
+  onStopped?: (() => Promise<void>) | undefined;
+}
 
 /**
  * Runs the primary until it is told to stop. Resolves with the process exit code.
  * Call only when `cluster.isPrimary` and `config.server.workers > 1`.
  */
-export async function runClusterPrimary(config: AppConfig, logger: Logger): Promise<number> {
-  // Started once, here: each worker is given their URLs, so none starts services of its own.
-  const services = await startEmbeddedServices(config, { logger });
-  const env: Record<string, string> = {
-    NULL_BASE_URL: services.upstreams.nullBaseUrl,
-    PI_BASE_URL: services.upstreams.piBaseUrl,
-  };
+export async function runClusterPrimary(
+  config: Pick<GatewayConfig, 'process' | 'server'>,
+  logger: Logger,
+  options: ClusterPrimaryOptions = {},
+): Promise<number> {
+  const env = options.workerEnv ?? {};
 
   let stopping = false;
   let started = false;
@@ -80,7 +86,7 @@ export async function runClusterPrimary(config: AppConfig, logger: Logger): Prom
     force.unref();
     await exited;
     clearTimeout(force);
-    await services.close();
+    await options.onStopped?.();
     logger.info('shutdown complete');
     resolveFinished(code);
   };
@@ -109,6 +115,6 @@ export async function runClusterPrimary(config: AppConfig, logger: Logger): Prom
 }
 
 /** True in a process that should run the cluster primary instead of a gateway. */
-export function isClusterPrimary(config: Pick<AppConfig, 'server'>): boolean {
+export function isClusterPrimary(config: Pick<GatewayConfig, 'server'>): boolean {
   return config.server.workers > 1 && cluster.isPrimary;
 }

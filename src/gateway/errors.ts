@@ -32,7 +32,10 @@ export const ERROR_CODES = {
     field: true,
     when: 'the upstream answered with a body that does not fit its interface',
   },
-  UNAUTHENTICATED: { field: true, when: 'the upstream rejected the API key' },
+  UNAUTHENTICATED: {
+    field: true,
+    when: 'the upstream rejected the API key; or, for the whole request (HTTP 401, nothing called), an Authorization header that is not Bearer <key>',
+  },
   WAIVER_REQUIRED: {
     field: true,
     when: 'inference without liabilityWaiverSigned: true, or pi over the v2 endpoint without PI_WAIVER_ACCEPTED',
@@ -67,7 +70,10 @@ export const ERROR_CODES = {
     field: false,
     when: 'TRUSTED_DOCUMENTS_MODE=enforce and the document is not in the manifest (HTTP 403); nothing is called',
   },
-  METHOD_NOT_ALLOWED: { field: false, when: 'a method other than GET and POST (HTTP 405)' },
+  METHOD_NOT_ALLOWED: {
+    field: false,
+    when: 'a method other than GET, POST and QUERY (HTTP 405, Allow: GET, POST, QUERY); a mutation sent by QUERY (HTTP 405, Allow: POST)',
+  },
   UNSUPPORTED_MEDIA_TYPE: {
     field: false,
     when: 'a POST whose Content-Type no parser takes (text/plain, none, XML) (HTTP 415, before any CSRF check)',

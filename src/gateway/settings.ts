@@ -1,11 +1,22 @@
 /**
  * The gateway's settings, one group per component; `createApp` hands each component its own group.
+ * The gateway reads only these (and the process, log and Redis groups): none of the reference
+ * services', which it reaches over HTTP like any other upstream.
  */
 import { z } from 'zod';
 import { DEFAULT_MAX_DIGITS } from '../digits/digit-engine.js';
-import { redisUrlSchema } from '../shared/process-settings.js';
-import { bool, httpUrl, int, ratio, setting, settingsGroup } from '../shared/settings.js';
+import { logSettings, processSettings, redisSettings, redisUrlSchema } from '../shared/process-settings.js';
+import {
+  bool,
+  httpUrl,
+  int,
+  ratio,
+  type SettingsValues,
+  setting,
+  settingsGroup,
+} from '../shared/settings.js';
 import { parseBudgets } from './cost/budget-policy.js';
+import { parseApiKeys } from './identity.js';
 
 export const serverSettings = settingsGroup('gateway', {
   port: setting('PORT', int(0, 65535).default(4000), 'Port the gateway listens on.'),
@@ -60,7 +71,28 @@ export const serverSettings = settingsGroup('gateway', {
   apqMaxDocumentsPerClient: setting(
     'APQ_MAX_DOCUMENTS_PER_CLIENT',
     int(1, 10_000_000).default(1000),
-    'Most new APQ documents one client may register in 24 hours (across replicas with Redis); later ones still run but are not stored. A client is its API key (by its sha256), or its address without a key.',
+    'Most new APQ documents one client may register in 24 hours (across replicas with Redis); later ones still run but are not stored. A client is its API key (by its sha256), or its address for a caller without a key or with the key free.',
+  ),
+  apiKeys: setting(
+    'API_KEYS',
+    z
+      .string()
+      .optional()
+      .transform((value, context) => {
+        if (value === undefined) return undefined;
+        try {
+          return parseApiKeys(value);
+        } catch {
+          // The reference services' wording: under `npm start` both read this variable, one line says it.
+          context.addIssue({
+            code: 'custom',
+            message: 'must be key:tier,key:tier with tiers free|pro|enterprise',
+          });
+          return z.NEVER;
+        }
+      }),
+    'API keys and their tiers, as key:tier pairs (tiers free|pro|enterprise): a listed key gets the COST_BUDGETS scope of its tier. The gateway forwards every key and lets the upstreams accept or refuse it; "free" and no key are the anonymous caller. The embedded reference services read the same variable.',
+    '(unset: no tiers; with the embedded services, theirs: demo-pro:pro,demo-enterprise:enterprise)',
   ),
   compressionMinBytes: setting(
     'COMPRESSION_MIN_BYTES',
@@ -241,6 +273,26 @@ export const costSettings = settingsGroup('cost', {
     ratio().default(0.8),
     'When a key’s spend and reservations in a budget window reach this share of its limit: one warning line per key and window (at most once per window length) and gateway_budget_warnings_total. 0 turns it off.',
   ),
+  budgetLeaseMarginMs: setting(
+    'BUDGET_LEASE_MARGIN_MS',
+    int(0, 30_000).default(30_000),
+    'A reservation its replica never settles (killed, crashed, cut off) lapses this long after its operation’s deadline (OPERATION_DEADLINE_MS from its start) and then counts as spent at its estimate (gateway_budget_lapsed_reservations_total).',
+  ),
+  redisBudgetTimeoutMs: setting(
+    'REDIS_BUDGET_TIMEOUT_MS',
+    int(1, 10_000).default(1500),
+    'Longest wait for one budget script in Redis (REDIS_TIMEOUT_MS stays the cache’s and single flight’s): a slow Redis is waited for, not taken for an outage. The budgets use this replica’s own figures only in an outage: the connection lost, or 3 commands failed in a row with nothing answered for this long.',
+  ),
+  modelMinSamples: setting(
+    'MODEL_MIN_SAMPLES',
+    int(1, 1_000_000).default(30),
+    'Answers a model needs at a temperature band before routing by minAccuracy trusts its accuracy lower bound (the `models` scoreboard); with fewer it is chosen only when no model qualifies.',
+  ),
+  modelExploration: setting(
+    'MODEL_EXPLORATION',
+    z.coerce.number().min(0).max(0.2).default(0),
+    'Share of fields routed by minAccuracy (0 to 0.2) sent instead to a cheaper model that still has fewer than MODEL_MIN_SAMPLES answers at the band, to measure it; marked explored: true in extensions.cost.routing. 0 (the default): routing never trades a caller’s accuracy for a measurement.',
+  ),
 });
 
 export const observabilitySettings = settingsGroup('observability', {
@@ -266,3 +318,14 @@ export const gatewaySettings = {
   cost: costSettings,
   observability: observabilitySettings,
 };
+
+/** Every group `createApp` reads: the gateway's, and the process, Redis and log groups. */
+export const gatewayAppSettings = {
+  process: processSettings,
+  ...gatewaySettings,
+  redis: redisSettings,
+  logs: logSettings,
+};
+
+/** The validated configuration of a gateway (`createApp`). */
+export type GatewayConfig = SettingsValues<typeof gatewayAppSettings>;

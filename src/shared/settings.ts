@@ -131,6 +131,11 @@ function uniqueSettings(groups: Record<string, SettingsGroup>): Array<{ title: s
   return out;
 }
 
+/** The environment variable of every setting of `groups`: the names a process assembled from them reads. */
+export function settingEnvNames(groups: Record<string, SettingsGroup>): Set<string> {
+  return new Set(Object.values(groups).flatMap((group) => Object.values(group.settings).map((s) => s.env)));
+}
+
 /** The `--help` text: `intro` lines, then every setting with its default, one heading per group. */
 export function helpText(groups: Record<string, SettingsGroup>, intro: string[]): string {
   const lines = [

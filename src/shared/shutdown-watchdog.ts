@@ -51,6 +51,18 @@ setTimeout(() => {
 /** The worker waits this much longer than the main-thread timer: the gentler end gets its chance. */
 const WORKER_EXTRA_MS = 1000;
 
+/** {@link ShutdownWatchdogOptions.marginMs}'s default. */
+export const DEFAULT_SHUTDOWN_MARGIN_MS = 5000;
+
+/**
+ * How long after a stop signal the process is gone at the latest: what an orchestrator's grace period
+ * (Kubernetes' terminationGracePeriodSeconds, compose's stop_grace_period) must exceed, plus any
+ * preStop delay, so that it never kills a process still draining.
+ */
+export function shutdownBoundMs(timeoutMs: number, marginMs: number = DEFAULT_SHUTDOWN_MARGIN_MS): number {
+  return timeoutMs + marginMs + WORKER_EXTRA_MS;
+}
+
 let armed = false;
 
 /**
@@ -60,7 +72,7 @@ let armed = false;
 export function armShutdownWatchdog(options: ShutdownWatchdogOptions): void {
   if (armed) return;
   armed = true;
-  const afterMs = options.timeoutMs + (options.marginMs ?? 5000);
+  const afterMs = options.timeoutMs + (options.marginMs ?? DEFAULT_SHUTDOWN_MARGIN_MS);
   try {
     const worker = new Worker(WATCHDOG_SOURCE, {
       eval: true,

@@ -20,7 +20,11 @@
  *      variant's rows and stopped after them), cache off (pi, isNull, distinct isNull) and cache on (pi,
  *      isNull): the cost of sharing the state between replicas, as the difference with the in-memory
  *      row of the same run plus the redis-server's own CPU. Skipped with a notice when redis-server is
- *      not installed (REDIS_SERVER_BIN names another binary).
+ *      not installed (REDIS_SERVER_BIN names another binary);
+ *   7. the gateway exporting its traces (`gateway otlp`: OTEL_EXPORTER_OTLP_ENDPOINT set, http/protobuf,
+ *      the default batch processor) to a receiver in this process that reads each export and discards
+ *      it: what the export costs on the request path, as the difference with the `gateway` row of the
+ *      same run (cache off; distinct isNull, pi, isNull).
  * `--runs N` (default 3) repeats the whole set; each row is compared with the proxy of its own run, and
  * the median over the runs is printed per row with the per-run figures beside it. Then, once, the
  * memory row: RSS of a fresh gateway process (cache off) at start, after a warm-up, half-way through
@@ -38,8 +42,11 @@
  */
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { once } from 'node:events';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import autocannon, { type Result as AutocannonResult } from 'autocannon';
@@ -425,6 +432,9 @@ async function startGateway(upstreamUrl: string, variant: GatewayVariant): Promi
       NULL_BASE_URL: upstreamUrl,
       PI_BASE_URL: upstreamUrl,
       LOG_LEVEL: 'info',
+      // No trace export but the variant's, whatever the benchmark's own environment holds.
+      OTEL_EXPORTER_OTLP_ENDPOINT: '',
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: '',
       ...variant.env,
     },
   });
@@ -907,12 +917,13 @@ function printMedians(table: MedianRow[]): void {
 function printFindings(costs: RedisCost[], checks: TargetCheck[], memory: MemoryResult | undefined): void {
   if (costs.length > 0) {
     console.log(
-      '\nwhat Redis adds per request (gateway CPU, Redis row − in-memory row of the same run; median):',
+      '\nwhat Redis or the trace export adds per request (gateway CPU, the row − its twin without it in the same run; median):',
     );
     for (const c of costs) {
       console.log(
         `  ${c.row.padEnd(28)} vs ${c.twin.padEnd(22)} ${plain(c.gatewayCpuDeltaUs).padStart(5)} µs in the gateway ` +
-          `(per run: ${list(c.perRunDeltaUs, plain)}), plus ${plain(c.redisServerCpuUs) || '?'} µs in redis-server`,
+          `(per run: ${list(c.perRunDeltaUs, plain)})` +
+          (c.redisServerCpuUs === null ? '' : `, plus ${plain(c.redisServerCpuUs)} µs in redis-server`),
       );
     }
   }
@@ -944,6 +955,23 @@ function printFindings(costs: RedisCost[], checks: TargetCheck[], memory: Memory
 
 // --- the run -------------------------------------------------------------------------------------
 
+/**
+ * The `gateway otlp` rows' collector: an OTLP/HTTP endpoint in this process that reads each export to
+ * the end and answers an empty success (what a healthy collector does), so the gateway pays for its
+ * spans, their encoding and their sending, and nothing else. unref'd: it never keeps the benchmark alive.
+ */
+async function startDiscardingCollector(): Promise<string> {
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end());
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  server.unref();
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+const OTLP_SINK = await startDiscardingCollector();
+
 const GATEWAY_VARIANTS: GatewayVariant[] = [
   {
     label: 'gateway',
@@ -957,6 +985,12 @@ const GATEWAY_VARIANTS: GatewayVariant[] = [
   },
   { label: 'gateway yoga-only', env: { HTTP_FAST_PATH: 'false' }, workloads: ['pi', 'isNull'] },
   { label: 'gateway cache', env: { RESPONSE_CACHE: 'true' }, workloads: ['pi', 'isNull'] },
+  {
+    label: 'gateway otlp',
+    env: { OTEL_EXPORTER_OTLP_ENDPOINT: OTLP_SINK },
+    workloads: ['distinct isNull', 'pi', 'isNull'],
+    twin: 'gateway',
+  },
 ];
 const CLUSTER_VARIANT: GatewayVariant = {
   label: `gateway workers=${WORKERS}`,

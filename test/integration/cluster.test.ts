@@ -43,7 +43,8 @@ beforeAll(async () => {
   // Its own process group: if the test fails half-way, afterAll can end the workers too.
   ({ child, exited, output } = spawnCli(
     'src/main.ts',
-    { ...PRODUCTION_CLI_ENV, WORKERS: '2' },
+    // A budget for pro keys only: the workers must know the embedded services' tiers (their demo keys).
+    { ...PRODUCTION_CLI_ENV, WORKERS: '2', COST_BUDGETS: '{"tier:pro":{"1h":5}}' },
     { detached: true },
   ));
   const up = await until(
@@ -102,6 +103,23 @@ describe('WORKERS=2', { timeout: 60_000 }, () => {
         .map((l) => l.pid),
     );
     expect(servedBy).toEqual(new Set(listening().map((l) => l.pid)));
+  });
+
+  it('each worker gives the embedded services’ keys the tiers they have there (one API_KEYS, unset: the demo keys)', async () => {
+    const scopes = new Set<unknown>();
+    const pids = new Set<unknown>();
+    for (let i = 0; i < 4; i++) {
+      const result = await gql(url, '{ budget { scope } }', {
+        headers: { connection: 'close', authorization: 'Bearer demo-pro', 'x-request-id': `tiers-${i}` },
+      });
+      scopes.add(result.data?.budget?.scope);
+    }
+    expect(scopes).toEqual(new Set(['tier:pro']));
+    expect(await until(() => lines().filter((l) => l.requestId?.startsWith('tiers-')).length === 4)).toBe(
+      true,
+    );
+    for (const line of lines()) if (line.requestId?.startsWith('tiers-')) pids.add(line.pid);
+    expect(pids).toEqual(new Set(listening().map((l) => l.pid)));
   });
 
   it('stops every process on SIGTERM with exit code 0', async () => {

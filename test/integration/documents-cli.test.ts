@@ -24,7 +24,7 @@ describe('npm run documents', () => {
     const result = run('generated/client/persisted-documents.json');
     expect(result.status).toBe(0);
     const out = result.stdout;
-    expect(out).toMatch(/^6 trusted documents in generated\/client\/persisted-documents.json/);
+    expect(out).toMatch(/^8 trusted documents in generated\/client\/persisted-documents.json/);
     expect(out).toMatch(
       /sha256:[0-9a-f]{64}\n {2}IsNull: 1 upstream call at most \(isNull\); estimated \$0\.000600 to \$0\.0420/,
     );

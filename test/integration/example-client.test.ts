@@ -79,11 +79,18 @@ describe('typed client example', () => {
 
   it('adds up extensions.cost: operations that called an upstream were billed, refused ones were not', () => {
     // Three operations were refused before any call: temperature 2 (BAD_USER_INPUT), the unsigned
-    // waiver (WAIVER_REQUIRED) and the cap of 0 USD (BUDGET_EXCEEDED). Every other one says its cost.
-    expect(summary.costed).toBe(summary.requestIds.length - 3);
+    // waiver (WAIVER_REQUIRED) and the cap of 0 USD (BUDGET_EXCEEDED); the models scoreboard calls
+    // nothing. Every other one says its cost.
+    expect(summary.costed).toBe(summary.requestIds.length - 4);
     // One answered upstream call each, but two for health (both upstreams) and for the partial result.
     expect(summary.upstreamCalls).toBe(summary.costed + 2);
     expect(summary.costUsd).toBeGreaterThan(0);
+  });
+
+  it('routes pi by minAccuracy and reads the scoreboard the tour filled', () => {
+    expect(summary.routedModel).toMatch(/^pi-x-/);
+    // At least the null check and pi at temperature 0 and 1, and the models the tour named.
+    expect(summary.modelRows).toBeGreaterThanOrEqual(4);
   });
 
   it('keeps a partial result, the sponsor messages and every request id', () => {

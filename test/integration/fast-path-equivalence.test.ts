@@ -231,6 +231,23 @@ const CASES: Case[] = [
     body: query(PI, { digits: -1 }),
     fast: true,
   },
+  {
+    name: 'BAD_USER_INPUT: minAccuracy beside a model',
+    headers: headers(),
+    body: query('{ isNull(value: 1, model: NULL_X_MINI, minAccuracy: 0.5) { __typename } }'),
+    fast: true,
+  },
+  // --- routing by quality and the scoreboard (docs/graphql.md, Models) --------------------------
+  {
+    // The upstream fails it, so nothing is scored between the two asks: both route alike.
+    name: 'routed by minAccuracy (extensions.cost.routing)',
+    headers: headers(),
+    body: query('query R($m: Float) { isNull(value: "paradox", minAccuracy: $m) { __typename } }', {
+      m: 0.5,
+    }),
+    fast: true,
+  },
+  { name: 'models', headers: headers(), body: query('{ models { service model band } }'), fast: true },
   // --- variables ------------------------------------------------------------------------------
   { name: 'variable of the wrong type', headers: headers(), body: query(PI, { digits: 'five' }), fast: true },
   {

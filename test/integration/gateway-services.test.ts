@@ -306,6 +306,42 @@ describe('the other readings of the spec', () => {
   });
 });
 
+describe('one API_KEYS for the gateway and the embedded services: a key has one tier for both', () => {
+  const BUDGETS = JSON.stringify({ 'tier:pro': { '1h': 5 }, default: { '1h': 1 } });
+  const QUERY = '{ budget { scope } pi(digits: 10) { __typename ... on PiDigits { digits } } }';
+  const gateways: TestGateway[] = [];
+  afterAll(() => Promise.all(gateways.map((g) => g.close())));
+  const start = async (env: Record<string, string>) => {
+    const started = await startTestGateway({ env: { COST_BUDGETS: BUDGETS, ...env } });
+    gateways.push(started);
+    return started;
+  };
+  /** The budget scope the gateway gives the key, and whether the services served it 10 digits (not free). */
+  const tiersOf = async (g: TestGateway, key: string) => {
+    const result = await gql(g.url, QUERY, { headers: { authorization: `Bearer ${key}` } });
+    return {
+      scope: result.data?.budget?.scope,
+      pi: result.data?.pi?.__typename,
+      code: result.errors?.[0]?.extensions?.code,
+    };
+  };
+
+  it('API_KEYS unset: the services accept their demo keys, and the gateway gives them their tiers', async () => {
+    const g = await start({});
+    expect(await tiersOf(g, 'demo-pro')).toEqual({ scope: 'tier:pro', pi: 'PiDigits', code: undefined });
+  });
+
+  it('API_KEYS set: the same keys and tiers on both sides, the demo keys gone from both', async () => {
+    const g = await start({ API_KEYS: 'k-own:pro' });
+    expect(await tiersOf(g, 'k-own')).toEqual({ scope: 'tier:pro', pi: 'PiDigits', code: undefined });
+    expect(await tiersOf(g, 'demo-pro')).toEqual({
+      scope: 'default',
+      pi: undefined,
+      code: 'UNAUTHENTICATED',
+    });
+  });
+});
+
 describe("with v1 retired, the README's try-it path (NULL_V1=off PI_V1_PI=off PI_WAIVER_ACCEPTED=true)", () => {
   let retired: TestGateway;
   beforeAll(async () => {
@@ -353,7 +389,7 @@ describe("with v1 retired, the README's try-it path (NULL_V1=off PI_V1_PI=off PI
       });
       results.set(name, result);
     }
-    expect([...results.keys()]).toEqual(['IsNull', 'Pi', 'Inference', 'Health', 'Bill']);
+    expect([...results.keys()]).toEqual(['IsNull', 'Pi', 'Inference', 'Health', 'Bill', 'Models']);
     expect(results.get('IsNull')?.data?.isNull).toMatchObject({
       __typename: 'NullVerdict',
       isNull: true,
@@ -375,6 +411,18 @@ describe("with v1 retired, the README's try-it path (NULL_V1=off PI_V1_PI=off PI
       cheap: { modelName: 'null-x-4o' },
       dear: { modelName: 'null-x-opus' },
     });
+    // The scoreboard shows the tabs' own answers, judged against the truth.
+    expect(results.get('Models')?.data?.models).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          service: 'null-check',
+          model: 'null-x-opus',
+          band: '0',
+          answers: 1,
+          correct: 1,
+        }),
+      ]),
+    );
   });
 
   it('health names v2 for both upstreams once they were called, undeprecated', async () => {

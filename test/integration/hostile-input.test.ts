@@ -143,7 +143,7 @@ describe('content types, methods and CSRF', () => {
   it.each(['PUT', 'DELETE', 'PATCH', 'OPTIONS'])('%s → 405 METHOD_NOT_ALLOWED with Allow', async (method) => {
     const result = await raw('{"query": "{ __typename }"}', { 'content-type': 'application/json' }, method);
     expect(result.status).toBe(405);
-    expect(result.headers.get('allow')).toBe('GET, POST');
+    expect(result.headers.get('allow')).toBe('GET, POST, QUERY');
     expect(codes(result)).toEqual(['METHOD_NOT_ALLOWED']);
   });
 });

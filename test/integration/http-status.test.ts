@@ -108,7 +108,7 @@ const CASES: Case[] = [
     status: [413, 413],
   },
   {
-    situation: 'a method other than GET and POST',
+    situation: 'a method other than GET, POST and QUERY',
     request: { method: 'PUT', body: post({ query: '{ __typename }' }) },
     status: [405, 405],
   },
@@ -167,7 +167,7 @@ describe.each([
     expect((await send(gateway.url, c, GRAPHQL_RESPONSE)).status, GRAPHQL_RESPONSE).toBe(draft);
     const old = await send(gateway.url, c, JSON_TYPE);
     expect(old.status, JSON_TYPE).toBe(legacy);
-    if (legacy === 405) expect(old.allow).toBe('GET, POST');
+    if (legacy === 405) expect(old.allow).toBe('GET, POST, QUERY');
   });
 
   it('the fast path served its part (or none, when it is off)', () => {

@@ -162,6 +162,42 @@ describe('@defer with the real clients', () => {
 });
 
 describe('a client that leaves mid-stream', () => {
+  // Accept `multipart/mixed` alone goes straight to Yoga's handler; with a JSON type beside it the
+  // fast path takes the request, reads its body and hands it over (it cannot stream @defer): both
+  // lanes then watch the request, and its end (settling the abandoned call) must still happen once.
+  it.each([
+    ["Yoga's handler", 'multipart/mixed'],
+    ['handed over by the fast path', 'multipart/mixed, application/json'],
+  ])('%s: the abandoned call is counted once in /metrics', async (_lane, accept) => {
+    const g = await scripted.gateway();
+    const registry = g.app.metrics.registry;
+    const abandonedCalls = async () =>
+      (await metricValue(registry, 'gateway_upstream_calls_abandoned_total', { upstream: 'pi-digits' })) ?? 0;
+    const cancelled = async () =>
+      (await metricValue(registry, 'gateway_operations_total', {
+        operation: 'Later',
+        type: 'query',
+        outcome: 'cancelled',
+      })) ?? 0;
+    const handedOverBefore = g.app.fastPath.served.handedOver;
+    const controller = new AbortController();
+    const response = await post(g, accept, {}, controller.signal);
+    expect(response.headers.get('content-type')).toMatch(/^multipart\/mixed/);
+    const body = reader(response);
+    expect(await body.until((t) => partsOf(t).length >= 1)).toBe(true);
+    expect(await piHeld()).toBe(true);
+    controller.abort();
+    const call = scripted.upstream.requests.find((r) => r.path === '/api/v1/pi');
+    expect(await within(call?.ended as Promise<string>, 10_000)).toBe('client-closed');
+    // The operation is reported (cancelled) where the stream ends, right before the request's end:
+    // once it is reported, every lane that could end the request has had its turn.
+    expect(await until(async () => (await cancelled()) === 1)).toBe(true);
+    expect(await until(async () => (await abandonedCalls()) >= 1)).toBe(true);
+    expect(await abandonedCalls()).toBe(1);
+    expect(g.app.fastPath.served.handedOver - handedOverBefore).toBe(accept.includes('json') ? 1 : 0);
+    held.open();
+  });
+
   it('aborts the deferred call in flight, starts no other, and is billed as documented', async () => {
     const g = await scripted.gateway({ COST_BUDGET_USD_PER_HOUR: '1' });
     const registry = g.app.metrics.registry;

@@ -78,8 +78,8 @@ describe.each(PATHS)('API keys (%s)', (_path, send) => {
     [{ authorization: 'bearer   k-456  ' }, 'Bearer k-456'],
     [{ 'x-api-key': 'k-789' }, 'Bearer k-789'],
     [{ authorization: 'Bearer k-first', 'x-api-key': 'k-second' }, 'Bearer k-first'],
-    [{ authorization: 'Basic dXNlcjpwYXNz' }, undefined],
-    [{ authorization: 'Basic dXNlcjpwYXNz', 'x-api-key': 'k-basic' }, 'Bearer k-basic'],
+    [{ authorization: '', 'x-api-key': 'k-empty-auth' }, 'Bearer k-empty-auth'],
+    [{ authorization: 'Bearer free' }, 'Bearer free'],
     [{}, undefined],
     [{ 'x-api-key': '' }, undefined],
     [{ 'x-api-key': '   ' }, undefined],
@@ -88,6 +88,46 @@ describe.each(PATHS)('API keys (%s)', (_path, send) => {
     expect((await send(g, PI, headers)).errors).toBeUndefined();
     expect(piRequests()).toHaveLength(1);
     expect(piRequests()[0]?.headers.authorization).toBe(expected);
+  });
+
+  // As the reference services answer it: a caller is never served under another identity than the
+  // one its Authorization header meant (src/gateway/identity.ts).
+  it.each([
+    ['Basic credentials', { authorization: 'Basic dXNlcjpwYXNz' }],
+    [
+      'Basic credentials beside an X-API-Key',
+      { authorization: 'Basic dXNlcjpwYXNz', 'x-api-key': 'k-basic' },
+    ],
+    ['a bare key', { authorization: 'k-bare' }],
+    ['the scheme alone', { authorization: 'Bearer' }],
+    ['two words after Bearer', { authorization: 'Bearer k-1 k-2' }],
+  ])(
+    'an Authorization header with %s is refused with UNAUTHENTICATED, 401 and WWW-Authenticate, calling nothing',
+    async (_what, headers) => {
+      const g = await gateway();
+      const result = await send(g, PI, headers);
+      expect(result.status).toBe(401);
+      expect(result.headers.get('www-authenticate')).toBe('Bearer');
+      expect(codes(result)).toEqual(['UNAUTHENTICATED']);
+      expect(result.data).toBeUndefined();
+      expect(result.text).not.toContain('dXNlcjpwYXNz');
+      expect(scripted.upstream.requests).toHaveLength(0);
+    },
+  );
+});
+
+describe('API keys, a malformed Authorization header', () => {
+  it('is 401 for legacy application/json clients too, on both lanes', async () => {
+    const g = await gateway();
+    const headers = { authorization: 'Basic dXNlcjpwYXNz' };
+    for (const result of [
+      await gql(g.url, PI, { headers, accept: 'application/json' }),
+      await gqlInYoga(g, PI, { headers, accept: 'application/json' }),
+    ]) {
+      expect(result.status).toBe(401);
+      expect(codes(result)).toEqual(['UNAUTHENTICATED']);
+    }
+    expect(scripted.upstream.requests).toHaveLength(0);
   });
 });
 

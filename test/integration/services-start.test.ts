@@ -10,6 +10,7 @@ import { servicesOptionsFromSettings } from '../../src/services/settings.js';
 import { type RunningServices, startServices } from '../../src/services/start-services.js';
 import { killLeftovers } from '../support/gateway-process.js';
 import { freePort } from '../support/redis-server.js';
+import { until } from '../support/waits.js';
 import { bearer, call, expectErrorShape } from './services-test-helpers.js';
 
 const running: RunningServices[] = [];
@@ -163,14 +164,6 @@ function runMain(env: Record<string, string>): {
   return { child, stdout: () => out, stderr: () => err };
 }
 
-async function waitFor(condition: () => boolean, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('timed out waiting');
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
 describe('npm run services (src/services/main.ts)', () => {
   it('logs both URLs, serves, and exits by itself on SIGTERM', async () => {
     // A Redis that is not there, and v1 of null-check deprecated: the settings reach the services.
@@ -184,7 +177,8 @@ describe('npm run services (src/services/main.ts)', () => {
       REDIS_URL: `redis://:redis-pw-42@127.0.0.1:${redisPort}`,
       NULL_V1: 'deprecated',
     });
-    await waitFor(() => /pi-digits service listening/.test(run.stdout()), 20_000);
+    const listening = await until(() => /pi-digits service listening/.test(run.stdout()), 400);
+    expect(listening, `both services listening; stderr: ${run.stderr()}`).toBe(true);
     const urls = [...run.stdout().matchAll(/listening on (http:\/\/127\.0\.0\.1:\d+)/g)].map((m) => m[1]!);
     expect(urls).toHaveLength(2);
     const [nullUrl, piUrl] = urls as [string, string];

@@ -276,6 +276,34 @@ describe('automatic persisted queries (off mode), with the real client libraries
     expect(await known(other)).toBe(true);
   });
 
+  it('APQ_MAX_DOCUMENTS_PER_CLIENT: the key "free" is no client of its own: with no key, anonymous callers count by their address', async () => {
+    // Every test client comes from 127.0.0.1: one anonymous client, whichever way it says "free".
+    const bounded = await gateway({ APQ_MAX_DOCUMENTS_PER_CLIENT: '2' });
+    const docs = [1, 2, 3].map((i) => `query Anonymous${i} { isNull(value: ${20 + i}) { __typename } }`);
+    const senders: Array<Record<string, string>> = [
+      { authorization: 'Bearer free' },
+      {},
+      { 'x-api-key': 'free' },
+    ];
+    for (const [index, query] of docs.entries()) {
+      const sent = await post(
+        bounded.url,
+        { query, extensions: { persistedQuery: { version: 1, sha256Hash: sha256(query) } } },
+        senders[index],
+      );
+      expect(sent.body.data).toBeDefined();
+    }
+    const known = async (query: string) =>
+      (await post(bounded.url, { extensions: { persistedQuery: { version: 1, sha256Hash: sha256(query) } } }))
+        .status !== 404;
+    expect(await Promise.all(docs.map(known))).toEqual([true, true, false]);
+    expect(
+      await metricValue(bounded.app.metrics.registry, 'gateway_apq_documents_dropped_total', {
+        reason: 'owner',
+      }),
+    ).toBe(1);
+  });
+
   it('APQ=false: a hash with its text runs but registers nothing; a hash alone stays unknown', async () => {
     const off = await gateway({ APQ: 'false' });
     const query = 'query ApqOff { isNull(value: 12) { __typename } }';

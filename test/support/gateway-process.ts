@@ -84,18 +84,27 @@ export interface GatewayProcess {
   stop(ms?: number): Promise<void>;
 }
 
-/** Starts `src/main.ts` on a free port (PORT=0) with `env`; resolves once it listens. */
+/**
+ * Starts `src/main.ts` on a free port (PORT=0) with `env`; resolves once it listens. `detached`: in a
+ * process group of its own (its pid is the group's: `process.kill(-pid, 'SIGKILL')` kills it all, as
+ * Kubernetes or the OOM killer would).
+ */
 export async function startGatewayProcess(
   env: Record<string, string>,
   startMs = 60_000,
+  options: { detached?: boolean } = {},
 ): Promise<GatewayProcess> {
-  const { child, exited } = spawnCli('src/main.ts', {
-    NODE_ENV: 'test',
-    PORT: '0',
-    HOST: '127.0.0.1',
-    LOG_FORMAT: 'json',
-    ...env,
-  });
+  const { child, exited } = spawnCli(
+    'src/main.ts',
+    {
+      NODE_ENV: 'test',
+      PORT: '0',
+      HOST: '127.0.0.1',
+      LOG_FORMAT: 'json',
+      ...env,
+    },
+    { detached: options.detached },
+  );
   const lines: LogLine[] = [];
   const raw: string[] = [];
   let buffered = '';

@@ -1,11 +1,13 @@
 /**
  * The one way tests run the gateway: `createApp` (the composition root `npm start` uses) on a free
- * loopback port, in front of given upstream URLs or of the embedded reference services.
+ * loopback port, in front of given upstream URLs or of the embedded reference services, which
+ * `startGateway` (src/embedded-services.ts) starts first as `npm start` does.
  */
 import type { Logger } from 'pino';
 import { type AppConfig, loadConfig } from '../../src/config.js';
 import { createDigitEngine, type DigitEngine } from '../../src/digits/digit-engine.js';
-import { type App, type AppOptions, createApp } from '../../src/gateway/app.js';
+import { type EmbeddedApp, startGateway } from '../../src/embedded-services.js';
+import type { AppOptions } from '../../src/gateway/app.js';
 import {
   type RunningServices,
   type ServicesOptions,
@@ -38,7 +40,8 @@ export interface TestGateway {
   readonly origin: string;
   /** `<origin>/graphql` */
   readonly url: string;
-  readonly app: App;
+  /** The gateway, with the upstreams it fronts (`app.upstreams`: the embedded services' or the given ones). */
+  readonly app: EmbeddedApp;
   readonly config: AppConfig;
   close(): Promise<void>;
 }
@@ -49,7 +52,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   if (options.piBaseUrl !== undefined) env.PI_BASE_URL = options.piBaseUrl;
   const config = loadConfig(env);
   const { env: _env, nullBaseUrl: _n, piBaseUrl: _p, logger, ...appOptions } = options;
-  const app = await createApp(config, {
+  const app = await startGateway(config, {
     digits: testDigitEngine(),
     defaultMetrics: false,
     ...appOptions,

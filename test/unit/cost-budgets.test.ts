@@ -174,12 +174,14 @@ describe('which scope applies', () => {
     expect(policy.callerOf('sk-exempt')).toBeUndefined();
   });
 
-  it('each key has its own spend (a digest, never the key); anonymous callers share one', () => {
+  it('each key has its own spend, stored under the name its key scope has (`key:<sha256 hex>`, never the key); anonymous callers share one', () => {
     const pro = policy.callerOf('sk-pro');
-    expect(pro?.budgetKey).toMatch(/^[A-Za-z0-9_-]{22}$/);
+    // One digest for the setting, the store and the logs (src/gateway/identity.ts).
+    expect(pro).toMatchObject({ budgetKey: `key:${sha('sk-pro')}`, id: `key:${sha('sk-pro')}` });
     expect(pro?.budgetKey).not.toBe(policy.callerOf('sk-vip')?.budgetKey);
-    expect(pro?.id).toBe(`key:${sha('sk-pro')}`);
-    expect(policy.callerOf(undefined)).toMatchObject({ budgetKey: 'free', id: 'anonymous' });
+    expect(policy.callerOf('sk-vip')?.budgetKey).toBe(policy.callerOf('sk-vip')?.scope.name);
+    expect(policy.callerOf(undefined)).toMatchObject({ budgetKey: 'anonymous', id: 'anonymous' });
+    expect(policy.callerOf('free')).toBe(policy.callerOf(undefined));
   });
 
   it('windows shortest first, in buckets of a sixtieth', () => {

@@ -3,6 +3,7 @@
  * (request/facts.ts), the budget (refusalOf, reserve and settle) and cost control. In a gateway, on
  * both lanes: test/integration/cost-lanes.test.ts.
  */
+import { createHash } from 'node:crypto';
 import { type GraphQLError, parse } from 'graphql';
 import { beforeEach, describe, expect, it } from 'vitest';
 import {
@@ -318,12 +319,13 @@ describe('hourly budget: reserve and settle over the memory store, with a clock 
       expect(key).toBe(seen[0]);
       expect(key).not.toContain(secret);
       expect(key).not.toContain('SECRET');
-      expect(key).toMatch(/^[A-Za-z0-9_-]{22}$/);
+      // The name COST_BUDGETS gives the key's own scope: `key:<sha256 hex of the key>`.
+      expect(key).toBe(`key:${createHash('sha256').update(secret).digest('hex')}`);
     }
     expect(budgetKeyOf(secret)).toBe(seen[0]);
     expect(budgetKeyOf(`${secret}x`)).not.toBe(seen[0]);
-    expect(budgetKeyOf(undefined)).toBe('free');
-    expect(budgetKeyOf('free')).toBe('free');
+    expect(budgetKeyOf(undefined)).toBe('anonymous');
+    expect(budgetKeyOf('free')).toBe('anonymous');
   });
 });
 

@@ -1,12 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { CONTRACT, README, replaceConfigTable, replaceErrorTable } from '../../scripts/docs-tables.js';
+import { CONFIGURATION, CONTRACT, replaceConfigTable, replaceErrorTable } from '../../scripts/docs-tables.js';
 import { appSettings, helpText } from '../../src/config.js';
 import { ERROR_CODES } from '../../src/gateway/errors.js';
 
 describe('generated documentation tables (run `npm run docs:tables` when one fails)', () => {
-  it('README.md shows the configuration table generated from the settings, with every setting', () => {
-    const readme = readFileSync(README, 'utf8');
+  it('docs/configuration.md shows the configuration table generated from the settings, with every setting', () => {
+    const readme = readFileSync(CONFIGURATION, 'utf8');
     expect(readme).toBe(replaceConfigTable(readme));
     const help = helpText();
     for (const spec of Object.values(appSettings).flatMap((group) => Object.values(group.settings))) {

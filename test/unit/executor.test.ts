@@ -7,6 +7,7 @@
 import { type DocumentNode, type ExecutionResult, parse } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { createExecutor, type Executor } from '../../src/gateway/request/executor.js';
+import { withRequestErrorCodes } from '../../src/gateway/request/request-error-codes.js';
 import { schema } from '../../src/gateway/schema/index.js';
 import { errorFromFailure } from '../../src/gateway/upstream/status-mapping.js';
 import type { NullCheckResponse } from '../../src/gateway/upstream/types.js';
@@ -79,13 +80,18 @@ describe('the executor: interpreted first, compiled after, the same results', ()
     const ready = prepare();
     const context = contextFor(async () => nullVerdict);
     const runs: string[] = [];
-    for (let i = 0; i < 3; i++) runs.push(await wire(ready.execute(context, { strictMode: 'yes' })));
+    // The pipeline's finish step makes them request errors (request-error-codes.ts), once.
+    for (let i = 0; i < 3; i++)
+      runs.push(await wire(withRequestErrorCodes(await ready.execute(context, { strictMode: 'yes' }), true)));
     const first = JSON.parse(runs[0] as string);
     expect(first.errors[0].message).toBe(
       'Variable "$strictMode" got invalid value "yes"; Boolean cannot represent a non boolean value: "yes"',
     );
-    // A request error, raised before any field ran: HTTP 400, whichever executor saw it.
-    expect(first.errors[0].extensions.http.status).toBe(400);
+    // A request error, raised before any field ran: HTTP 400 (the draft's 422), whichever executor saw it.
+    expect(first.errors[0].extensions).toMatchObject({
+      code: 'BAD_USER_INPUT',
+      http: { status: 400, draftStatus: 422 },
+    });
     expect(runs[1]).toBe(runs[0]);
     expect(runs[2]).toBe(runs[0]);
   });

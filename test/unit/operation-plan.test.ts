@@ -212,7 +212,7 @@ describe('modelCalls: the models of the cost estimate, from arguments and variab
     ]);
   });
 
-  it('`pricedBy` of every model-calling root field lists every argument its `models` reads', () => {
+  it('`pricedBy` (and `routedReads`, priced where minAccuracy may be) of every model-calling root field lists every argument its `models` reads', () => {
     const root = schema.getQueryType();
     const checked: string[] = [];
     for (const field of Object.values(root?.getFields() ?? {})) {
@@ -229,7 +229,8 @@ describe('modelCalls: the models of the cost estimate, from arguments and variab
         },
       );
       extension.models(args);
-      expect({ field: field.name, read: [...read].filter((n) => !extension.pricedBy?.includes(n)) }).toEqual({
+      const priced = [...(extension.pricedBy ?? []), ...(extension.routedReads ?? [])];
+      expect({ field: field.name, read: [...read].filter((n) => !priced.includes(n)) }).toEqual({
         field: field.name,
         read: [],
       });
@@ -262,5 +263,50 @@ describe('the `upstream` extension of the root fields', () => {
     expect(upstreamOf(schema.getQueryType()?.getFields().health as GraphQLField<unknown, unknown>)).toEqual({
       calls: 2,
     });
+  });
+});
+
+describe('routing by minAccuracy in the plan', () => {
+  const plan = (doc: string) => planOperation(schema, parse(doc));
+
+  it('prices the temperature only where a field may ask for minAccuracy', () => {
+    // A distinct temperature per request must not make a distinct estimate per request.
+    const plain = plan('query P($t: Float, $d: Int) { pi(digits: $d, temperature: $t) { __typename } }');
+    expect(plain.routable).toBe(false);
+    expect(plain.pricedVariables).toEqual(['d']);
+    const routed = plan(
+      'query P($t: Float, $m: Float) { pi(minAccuracy: $m, temperature: $t) { __typename } }',
+    );
+    expect(routed.routable).toBe(true);
+    expect(routed.pricedVariables).toEqual(['t', 'm']);
+  });
+
+  it('looks for minAccuracy inside the inference input: a literal without it never routes, a variable may', () => {
+    expect(
+      plan('{ inference(input: { desiredDigits: 3, liabilityWaiverSigned: true }) { __typename } }').routable,
+    ).toBe(false);
+    expect(
+      plan(
+        '{ inference(input: { desiredDigits: 3, minAccuracy: 0.9, liabilityWaiverSigned: true }) { __typename } }',
+      ).routable,
+    ).toBe(true);
+    expect(plan('query I($i: InferenceInput!) { inference(input: $i) { __typename } }').routable).toBe(true);
+    expect(plan('{ isNull(value: 1) { __typename } health { status } }').routable).toBe(false);
+  });
+
+  it('gives a routed call its route, and none beside a model or out of range', () => {
+    const calls = (doc: string, variables?: Record<string, unknown>) => modelCalls(plan(doc), variables);
+    expect(calls('{ isNull(value: 1, minAccuracy: 0.9, temperature: 0.5) { __typename } }')).toEqual([
+      {
+        upstream: 'null-check',
+        kind: 'check',
+        model: 'null-x-4o',
+        route: { minAccuracy: 0.9, temperature: 0.5 },
+      },
+    ]);
+    expect(calls('{ isNull(value: 1, model: NULL_X_MINI, minAccuracy: 0.9) { __typename } }')[0]?.route).toBe(
+      undefined,
+    );
+    expect(calls('{ pi(minAccuracy: 1.5) { __typename } }')[0]?.route).toBe(undefined);
   });
 });

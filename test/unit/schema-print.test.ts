@@ -59,7 +59,26 @@ describe('the schema', () => {
       const type = schema.getType(name);
       return type && 'getFields' in type ? Object.keys(type.getFields()) : [];
     };
-    expect(fields('Query')).toEqual(expect.arrayContaining(['isNull', 'pi', 'inference', 'health']));
+    expect(fields('Query')).toEqual(
+      expect.arrayContaining(['isNull', 'pi', 'inference', 'health', 'models']),
+    );
+    // Contract §12: the scoreboard's fields, and minAccuracy on the three model-backed fields.
+    expect(fields('ModelScore')).toEqual(
+      expect.arrayContaining([
+        'service',
+        'model',
+        'band',
+        'answers',
+        'correct',
+        'accuracy',
+        'accuracyLowerBound',
+        'meanCostUsd',
+        'meanLatencyMs',
+      ]),
+    );
+    const query = schema.getQueryType()?.getFields();
+    expect(query?.isNull?.args.map((a) => a.name)).toContain('minAccuracy');
+    expect(query?.pi?.args.map((a) => a.name)).toContain('minAccuracy');
     expect(fields('NullCheck')).toEqual(
       expect.arrayContaining([
         'confidence',
@@ -92,6 +111,7 @@ describe('the schema', () => {
     expect(fields('InferenceInput').sort()).toEqual([
       'desiredDigits',
       'liabilityWaiverSigned',
+      'minAccuracy',
       'model',
       'temperature',
       'useChainOfThought',

@@ -77,7 +77,7 @@ describe('api keys and tiers', () => {
     // The bucket is the key's own (not the address's), and names a hash, never the key.
     expect(resolve({ 'x-api-key': 'alice' }, '10.0.0.2').rateKey).toBe(alice.rateKey);
     expect(resolve({ 'x-api-key': 'bob' }, '10.0.0.1').rateKey).not.toBe(alice.rateKey);
-    expect(alice.rateKey).toMatch(/^key:[0-9a-f]{24}$/);
+    expect(alice.rateKey).toMatch(/^key:[0-9a-f]{64}$/);
     expect(alice.rateKey).not.toContain('alice');
     const error = thrownBy(() => resolve({ authorization: 'Bearer sk-unknown' }, '10.0.0.1'));
     expect(error).toBeInstanceOf(ServiceError);

@@ -16,12 +16,11 @@
  * a refusal's retry time is exact to a bucket.
  *
  * Keys are never printed: a key scope names the key's sha256, and errors name a scope by its position
- * unless it is one of the fixed names.
+ * unless it is one of the fixed names. Who a caller is (its key's name, anonymity, tier) is identity.ts's.
  */
-import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { LRUCache } from 'lru-cache';
-import type { Tier } from '../../services/shared/tiers.js';
+import { ANONYMOUS, callerIdOf, isAnonymous, type Tier } from '../identity.js';
 
 const MINUTE_MS = 60_000;
 const UNIT_MS = { m: MINUTE_MS, h: 60 * MINUTE_MS, d: 24 * 60 * MINUTE_MS } as const;
@@ -62,9 +61,9 @@ export interface BudgetScope {
 
 /** A caller as budgets see it. */
 export interface BudgetCaller {
-  /** The store's key: `free` for callers without a key, else a digest of the key. */
+  /** The store's key: the caller's name (identity.ts), `anonymous` or `key:<sha256 hex of the key>`. */
   readonly budgetKey: string;
-  /** How logs name the caller: `anonymous`, or `key:<sha256 hex of the key>` (the scope's form). */
+  /** How logs name the caller: the same name. */
   readonly id: string;
   readonly scope: BudgetScope;
 }
@@ -150,7 +149,7 @@ export interface BudgetPolicyOptions {
   usdPerHour?: number | undefined;
   /** COST_BUDGET_WARNING_RATIO: 0 turns warnings off. @default 0.8 */
   warningRatio?: number | undefined;
-  /** Tiers of the keys API_KEYS lists. */
+  /** Tiers of the keys the gateway's API_KEYS lists. */
   tiers?: ReadonlyMap<string, Tier> | undefined;
 }
 
@@ -161,11 +160,8 @@ export interface BudgetPolicy {
   callerOf(apiKey: string | undefined): BudgetCaller | undefined;
 }
 
-/** The store key of a caller: a digest of its API key (22 base64url characters), or `free`. */
-export function budgetKeyOf(apiKey: string | undefined): string {
-  if (apiKey === undefined || apiKey === 'free') return 'free';
-  return createHash('sha256').update(apiKey).digest('base64url').slice(0, 22);
-}
+/** The store key of a caller: its name (identity.ts), `anonymous` or `key:<sha256 hex of the key>`. */
+export const budgetKeyOf: (apiKey: string | undefined) => string = callerIdOf;
 
 /**
  * The scopes in force, or undefined when there is no budget at all. Throws (one line) when
@@ -204,26 +200,23 @@ export function budgetPolicy(options: BudgetPolicyOptions): BudgetPolicy | undef
   const anonymous: BudgetCaller | undefined =
     anonymousScope === undefined || anonymousScope.windows.length === 0
       ? undefined
-      : { budgetKey: 'free', id: 'anonymous', scope: anonymousScope };
+      : { budgetKey: ANONYMOUS, id: ANONYMOUS, scope: anonymousScope };
   // Resolved once per key (a digest and up to three lookups), not per operation.
   const known = new LRUCache<string, BudgetCaller | 'none'>({ max: 10_000 });
   return {
     scopes,
     callerOf(apiKey) {
-      if (apiKey === undefined || apiKey === 'free') return anonymous;
+      if (isAnonymous(apiKey)) return anonymous;
       const cached = known.get(apiKey);
       if (cached !== undefined) return cached === 'none' ? undefined : cached;
-      const digest = createHash('sha256').update(apiKey).digest();
-      const id = `key:${digest.toString('hex')}`;
+      const id = callerIdOf(apiKey);
       const tier = tiers.get(apiKey);
       const scope =
         scopes.get(id) ??
         (tier === undefined ? undefined : scopes.get(`tier:${tier}`)) ??
         scopes.get('default');
       const caller =
-        scope === undefined || scope.windows.length === 0
-          ? undefined
-          : { budgetKey: digest.toString('base64url').slice(0, 22), id, scope };
+        scope === undefined || scope.windows.length === 0 ? undefined : { budgetKey: id, id, scope };
       known.set(apiKey, caller ?? 'none');
       return caller;
     },

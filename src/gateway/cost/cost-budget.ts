@@ -35,6 +35,8 @@ export type { BudgetStore } from '../shared-state/types.js';
 export { budgetKeyOf } from './budget-policy.js';
 
 const HOUR_MS = 3_600_000;
+/** The longest OPERATION_DEADLINE_MS: the lease of an operation without a deadline. */
+const LONGEST_DEADLINE_MS = 600_000;
 
 /** A reservation in the store, until its operation settles. */
 export interface BudgetHold {
@@ -43,6 +45,8 @@ export interface BudgetHold {
   readonly at: number;
   /** What was reserved (the estimate). */
   readonly usd: number;
+  /** The store's lease of it. */
+  readonly lease: string;
 }
 
 export type BudgetReservation =
@@ -98,11 +102,25 @@ export interface CostBudgetOptions {
   /** @default Date.now (the clock of memory mode and Redis outages; Redis has its own) */
   now?: () => number;
   onWarning?: ((warning: BudgetWarningEvent) => void) | undefined;
+  /**
+   * How long after its operation's deadline an unsettled reservation lapses into spend, in ms
+   * (BUDGET_LEASE_MARGIN_MS, at most 30 s: docs/contract.md, More than one machine).
+   * @default 30000
+   */
+  leaseMarginMs?: number;
 }
 
 export interface CostBudget {
-  /** Reserves `usd` for this key, or says why not. Synchronous in memory; a promise with Redis. */
-  reserve(apiKey: string | undefined, usd: number): BudgetReservation | Promise<BudgetReservation>;
+  /**
+   * Reserves `usd` for this key, or says why not. Synchronous in memory; a promise with Redis.
+   * `deadline`: the operation's (absolute, `Date.now()` ms; Infinity or undefined: none, then the
+   * longest OPERATION_DEADLINE_MS): the reservation lapses at it plus the lease margin.
+   */
+  reserve(
+    apiKey: string | undefined,
+    usd: number,
+    deadline?: number,
+  ): BudgetReservation | Promise<BudgetReservation>;
   /** The reservation becomes `actualUsd` (the estimate not spent goes back). Once per hold. */
   settle(hold: BudgetHold, actualUsd: number): void;
   /** Spend without a reservation (a late answer, a call outside any reserved operation). */
@@ -185,6 +203,7 @@ export function windowStatus(
 export function createCostBudget(options: CostBudgetOptions): CostBudget {
   const { store, onWarning } = options;
   const now = options.now ?? Date.now;
+  const leaseMarginMs = options.leaseMarginMs ?? 30_000;
   const policy = options.policy ?? budgetPolicy({ usdPerHour: options.usdPerHour });
   if (policy === undefined) throw new Error('createCostBudget: no budget (neither policy nor usdPerHour)');
 
@@ -201,7 +220,7 @@ export function createCostBudget(options: CostBudgetOptions): CostBudget {
     if (answer.ok) {
       const heard = warn(caller);
       if (heard !== undefined) for (const warning of answer.warnings) heard(warning);
-      return { ok: true, hold: { caller, at: answer.at, usd } };
+      return { ok: true, hold: { caller, at: answer.at, usd, lease: answer.lease } };
     }
     // The window that refused; of several, the one that frees room last (never, first of all).
     let worst: Extract<BudgetReservation, { ok: false }> | undefined;
@@ -232,10 +251,16 @@ export function createCostBudget(options: CostBudgetOptions): CostBudget {
     );
 
   return {
-    reserve(apiKey, usd) {
+    reserve(apiKey, usd, deadline) {
       const caller = policy.callerOf(apiKey);
       if (caller === undefined) return { ok: true, hold: undefined };
-      const answer = store.reserve(caller.budgetKey, caller.scope.windows, usd, now());
+      const at = now();
+      // The time left to the deadline, by the clock it was set with; the store adds it to its own.
+      const left =
+        deadline === undefined || !Number.isFinite(deadline)
+          ? LONGEST_DEADLINE_MS
+          : Math.min(LONGEST_DEADLINE_MS, Math.max(0, deadline - Date.now()));
+      const answer = store.reserve(caller.budgetKey, caller.scope.windows, usd, at, left + leaseMarginMs);
       return isPromise(answer)
         ? answer.then((resolved) => verdictOf(caller, usd, resolved))
         : verdictOf(caller, usd, answer);
@@ -243,7 +268,16 @@ export function createCostBudget(options: CostBudgetOptions): CostBudget {
     settle(hold, actualUsd) {
       const actual = actualUsd > 0 && Number.isFinite(actualUsd) ? actualUsd : 0;
       const { caller } = hold;
-      store.settle(caller.budgetKey, caller.scope.windows, hold.at, hold.usd, actual, now(), warn(caller));
+      store.settle(
+        caller.budgetKey,
+        caller.scope.windows,
+        hold.at,
+        hold.usd,
+        actual,
+        now(),
+        warn(caller),
+        hold.lease,
+      );
     },
     add(apiKey, usd) {
       if (!(usd > 0) || !Number.isFinite(usd)) return;

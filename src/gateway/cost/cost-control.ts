@@ -19,6 +19,7 @@ import type { GraphQLError } from 'graphql';
 import { isPromise } from '../../shared/is-promise.js';
 import { roundUsd } from '../../shared/usd.js';
 import { gatewayError, type UpstreamName } from '../errors.js';
+import type { ModelRouter } from '../models/router.js';
 import type { CostAdmission, CostEstimate, Operation } from '../operation/operation.js';
 import {
   type ModelCall,
@@ -40,6 +41,26 @@ export interface CostControlOptions {
   onEstimate?: ((upstream: UpstreamName, model: string, usd: number) => void) | undefined;
   /** Told of each call abandoned in flight by a client that left, billed at its estimate (metrics). */
   onAbandoned?: ((upstream: UpstreamName, model: string, usd: number) => void) | undefined;
+  /**
+   * Routing by quality (models/router.ts): fields that ask for `minAccuracy` get their model from it
+   * before the estimate, so the cap, the budget and the fallback apply to the model chosen.
+   * @default no routing (such fields are answered by their service's default model)
+   */
+  router?: ModelRouter | undefined;
+  /** Told of each admitted routed field: what it is expected to save against the default model (metrics). */
+  onRouted?: ((upstream: UpstreamName, savedUsd: number) => void) | undefined;
+}
+
+/** A field answered by the model routing chose (`extensions.cost.routing`). */
+export interface RoutedField {
+  readonly path: string;
+  readonly minAccuracy: number;
+  readonly model: string;
+  /** The chosen model's lower bound at the request's band; null when it has no answers there yet. */
+  readonly accuracyLowerBound: number | null;
+  readonly answers: number;
+  /** Present (true) only when the model was chosen to measure it (MODEL_EXPLORATION). */
+  readonly explored?: true;
 }
 
 export interface CostControl {
@@ -88,6 +109,8 @@ class Admission implements CostAdmission {
   #settled = false;
   /** The fields answered by a cheaper model than they asked for (fallback.ts). */
   fallbacks: readonly Fallback[] | undefined = undefined;
+  /** The fields whose model routing chose (models/router.ts). */
+  routing: readonly RoutedField[] | undefined = undefined;
 
   constructor(
     private readonly make: () => CostEstimate,
@@ -115,20 +138,23 @@ class Admission implements CostAdmission {
   /** Whether the reservation was still held when the admission settled. */
   reservedAtSettle = false;
 
-  /** Settles once; whether this call did. */
-  settle(actualUsd: number): boolean {
-    if (this.#settled) return false;
+  get settled(): boolean {
+    return this.#settled;
+  }
+
+  /** Settles, once. */
+  settle(actualUsd: number): void {
+    if (this.#settled) return;
     this.#settled = true;
     const hold = this.#hold;
     this.reservedAtSettle = hold !== undefined;
     this.#hold = undefined;
     if (hold !== undefined) this.budget?.settle(hold, actualUsd);
-    return true;
   }
 }
 
 export function createCostControl(options: CostControlOptions): CostControl {
-  const { model, budget, onRefusal, onEstimate, onAbandoned } = options;
+  const { model, budget, onRefusal, onEstimate, onAbandoned, router, onRouted } = options;
   const callsByPlan = new WeakMap<OperationPlan, Map<string, ModelCall[]>>();
 
   const callsOf = (plan: OperationPlan, variables: Record<string, unknown> | undefined): ModelCall[] => {
@@ -230,7 +256,7 @@ export function createCostControl(options: CostControlOptions): CostControl {
     down?: StepDown,
   ): GraphQLError | undefined | Promise<GraphQLError | undefined> => {
     const admission = new Admission(() => estimateOf(plan, variables, down), budget, down?.overrides);
-    operation.admission = admission;
+    operation.admit(admission);
     const cap = operation.maxCostUsd;
     if (cap === undefined && budget === undefined) return undefined;
     const estimate = admission.estimate();
@@ -252,10 +278,43 @@ export function createCostControl(options: CostControlOptions): CostControl {
       if (batch !== undefined) batch.estimatedUsd = before + estimated;
     }
     if (budget === undefined || estimate.calls.length === 0) return undefined;
-    const verdict = budget.reserve(operation.apiKey, estimated);
+    // The reservation lapses at the operation's deadline plus the lease margin (cost-budget.ts).
+    const verdict = budget.reserve(operation.apiKey, estimated, operation.deadline);
     return isPromise(verdict)
       ? verdict.then((resolved) => overBudget(resolved, operation, admission, estimated))
       : overBudget(verdict, operation, admission, estimated);
+  };
+
+  /**
+   * The models routing chooses for the fields that ask for `minAccuracy`, as the first step's
+   * overrides; undefined when no field does (the document could, these variables do not).
+   */
+  const routeFields = (
+    plan: OperationPlan,
+    variables: Record<string, unknown> | undefined,
+  ): { down: StepDown; records: RoutedField[]; saved: Array<[UpstreamName, number]> } | undefined => {
+    if (router === undefined) return undefined;
+    const overrides = new Map<string, string>();
+    const records: RoutedField[] = [];
+    const saved: Array<[UpstreamName, number]> = [];
+    const fields = modelCallsByField(plan, variables).map(({ key, calls }) => {
+      const first = calls[0];
+      const route = first?.route;
+      if (first === undefined || route === undefined) return { key, calls };
+      const choice = router.choose(first);
+      overrides.set(key, choice.model);
+      records.push({
+        path: key,
+        minAccuracy: route.minAccuracy,
+        model: choice.model,
+        accuracyLowerBound: choice.accuracyLowerBound,
+        answers: choice.answers,
+        ...(choice.explored ? { explored: true as const } : {}),
+      });
+      saved.push([first.upstream, choice.savedUsd]);
+      return { key, calls: calls.map((call) => ({ ...call, model: choice.model, route: undefined })) };
+    });
+    return records.length === 0 ? undefined : { down: { fields, overrides }, records, saved };
   };
 
   /** The refusal counted (metrics), by what refused. */
@@ -274,16 +333,20 @@ export function createCostControl(options: CostControlOptions): CostControl {
     plan: OperationPlan,
     variables: Record<string, unknown> | undefined,
     refusal: GraphQLError,
+    routed: StepDown | undefined,
   ): GraphQLError | undefined | Promise<GraphQLError | undefined> => {
-    const fields = modelCallsByField(plan, variables);
+    // Routed fields step down from the model routing chose (it is their "requested" model).
+    const fields = routed?.fields ?? modelCallsByField(plan, variables);
     const steps = cheaperSteps(fields, (call) => model.expected(call));
     const tryStep = (index: number): GraphQLError | undefined | Promise<GraphQLError | undefined> => {
-      const overrides = steps[index];
-      if (overrides === undefined) return refusal;
+      const step = steps[index];
+      if (step === undefined) return refusal;
+      const overrides = routed === undefined ? step : new Map([...routed.overrides, ...step]);
       const verdict = attempt(operation, plan, variables, { fields, overrides });
       const decided = (again: GraphQLError | undefined) => {
         if (again !== undefined) return tryStep(index + 1);
-        (operation.admission as Admission).fallbacks = fallbacksOf(fields, overrides);
+        const admitted = operation.admission;
+        if (admitted instanceof Admission) admitted.fallbacks = fallbacksOf(fields, step);
         return undefined;
       };
       return isPromise(verdict) ? verdict.then(decided) : decided(verdict);
@@ -294,11 +357,20 @@ export function createCostControl(options: CostControlOptions): CostControl {
   return {
     admit(operation, plan, variables) {
       if (plan.fields.length === 0) return undefined;
-      const first = attempt(operation, plan, variables);
+      // Only a document that may ask for minAccuracy is looked at for routing: the rest pay nothing.
+      const routed = plan.routable === true ? routeFields(plan, variables) : undefined;
+      const first = attempt(operation, plan, variables, routed?.down);
+      const admitted = (refusal: GraphQLError | undefined) => {
+        if (refusal === undefined && routed !== undefined) {
+          (operation.admission as Admission).routing = routed.records;
+          for (const [upstream, usd] of routed.saved) onRouted?.(upstream, usd);
+        }
+        return refused(refusal);
+      };
       const decided = (refusal: GraphQLError | undefined) => {
-        if (refusal === undefined || !operation.fallback) return refused(refusal);
-        const last = fallBack(operation, plan, variables, refusal);
-        return isPromise(last) ? last.then(refused) : refused(last);
+        if (refusal === undefined || !operation.fallback) return admitted(refusal);
+        const last = fallBack(operation, plan, variables, refusal, routed?.down);
+        return isPromise(last) ? last.then(admitted) : admitted(last);
       };
       return isPromise(first) ? first.then(decided) : decided(first);
     },
@@ -315,18 +387,19 @@ export function createCostControl(options: CostControlOptions): CostControl {
     },
 
     settle(operation) {
-      const admission = operation.admission as Admission | undefined;
-      if (admission === undefined) return;
+      const admission = operation.admission;
+      // Once: what follows is counted (metrics, the budget), whoever calls it again.
+      if (!(admission instanceof Admission) || admission.settled) return;
       let abandonedUsd = 0;
       const abandoned = operation.cancelled ? operation.ledger.abandoned : [];
       for (const call of abandoned) {
-        const pricing = call.pricing as ModelCall | undefined;
+        const pricing = call.pricing;
         if (pricing === undefined) continue;
         const usd = model.expected(pricing);
         abandonedUsd += usd;
         onAbandoned?.(pricing.upstream, pricing.model, usd);
       }
-      if (!admission.settle(operation.ledger.costUsd + abandonedUsd)) return;
+      admission.settle(operation.ledger.costUsd + abandonedUsd);
       // Without a reservation, abandoned calls are billed as they are found (a late cost as it comes).
       if (!admission.reservedAtSettle && abandonedUsd > 0) budget?.add(operation.apiKey, abandonedUsd);
       if (!operation.ledger.touchedUpstream || onEstimate === undefined) return;

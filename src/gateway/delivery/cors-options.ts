@@ -1,5 +1,6 @@
 /** CORS_ORIGINS as Yoga's CORS options; unset: same-origin only, no CORS headers at all. */
 import type { CORSOptions } from 'graphql-yoga';
+import { GRAPHQL_METHODS } from '../plugins/use-query-method.js';
 
 export function corsOptions(origins: string | undefined): CORSOptions | false {
   if (origins === undefined) return false;
@@ -11,7 +12,8 @@ export function corsOptions(origins: string | undefined): CORSOptions | false {
     origin: list.includes('*') ? '*' : list,
     // API keys travel in headers, never cookies: credentials are never needed.
     credentials: false,
-    methods: ['GET', 'POST', 'OPTIONS'],
+    // QUERY is never CORS-safelisted: a browser preflights it, and the answer must name it.
+    methods: [...GRAPHQL_METHODS, 'OPTIONS'],
     allowedHeaders: [
       'content-type',
       'accept',

@@ -2,19 +2,11 @@
  * The gateway's Yoga instance, with every plugin in one ordered list. It never listens: the server
  * (server.ts) hands it every request the fast path does not take.
  *
- * Order matters where plugins use the same hook: the request id first (every answer carries it), the
- * early answers next (/metrics, /ready, GraphiQL), the request checks (CSRF, shape), the operation
- * (created with its parameters, named before the limits and cost checks so that a refusal is reported
- * by name), the limits and cost checks, and the request error codes last.
- */
-/**
- * The gateway's Yoga instance, with every plugin in one ordered list. It never listens: the server
- * (server.ts) hands it every request the fast path does not take.
- *
- * Order matters where plugins use the same hook: the early answers first (/metrics, /ready,
- * GraphiQL), the request checks (CSRF, shape), the limits' parse and validation rules, the request
- * pipeline (request/pipeline.ts: request id, operation, trusted documents, admission, execution,
- * report, encoding, settlement), and compression last, on the final response.
+ * Order matters where plugins use the same hook: a QUERY made a POST first (every later hook sees
+ * the POST), the early answers next (/metrics, /ready, GraphiQL), the request checks (CSRF, shape),
+ * the limits' parse and validation rules, the request pipeline (request/pipeline.ts: request id,
+ * operation, trusted documents, admission, execution, report, encoding, settlement), and
+ * compression last, on the final response.
  */
 import type { GraphQLSchema } from 'graphql';
 import { createYoga, maskError, type YogaServerInstance } from 'graphql-yoga';
@@ -31,6 +23,7 @@ import { useSelfHostedGraphiQL } from '../plugins/use-graphiql.js';
 import { useGraphiQLOff } from '../plugins/use-graphiql-off.js';
 import { useMetricsEndpoint } from '../plugins/use-metrics-endpoint.js';
 import { validationPlugins } from '../plugins/use-operation-limits.js';
+import { useQueryMethod } from '../plugins/use-query-method.js';
 import { type ReadinessPluginOptions, useReadiness } from '../plugins/use-readiness.js';
 import { useRequestPipeline } from '../plugins/use-request-pipeline.js';
 import { useRequestShapeErrors } from '../plugins/use-request-shape-errors.js';
@@ -86,6 +79,7 @@ export function createGatewayYoga(options: GatewayYogaOptions): GatewayYoga {
     cors: corsOptions(server.corsOrigins),
     logging: yogaLogger(logger),
     plugins: [
+      useQueryMethod({ endpoint: GRAPHQL_ENDPOINT }),
       useMetricsEndpoint({ metrics: options.metrics }),
       useReadiness(options.readiness),
       server.graphiql

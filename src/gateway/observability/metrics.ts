@@ -88,8 +88,19 @@ export interface GatewayMetrics {
   recordAbandonedCall(upstream: UpstreamName, model: string, usd: number): void;
   /** An operation refused by a cost cap or budget. */
   recordBudgetRefusal(reason: 'max-cost' | 'hourly-budget'): void;
+  /**
+   * Budget reservations whose replica never settled them, lapsed into spend at their estimates
+   * (`usd` in all), counted by the replica that noticed (each lease once across replicas).
+   */
+  recordLapsedReservations(count: number, usd: number): void;
+  /** A key's spend reached COST_BUDGET_WARNING_RATIO of a window's limit (once per key and window). */
+  recordBudgetWarning(scope: string, window: string): void;
   /** An operation whose document is not in the trusted-documents manifest (TRUSTED_DOCUMENTS_MODE=log). */
   recordUntrustedOperation(): void;
+  /** A model answer scored against the truth (models/scoreboard.ts), by band and outcome. */
+  recordModelAnswer(upstream: UpstreamName, model: string, band: string, outcome: string): void;
+  /** A routed field admitted: what it is expected to save against its service's default model (≥ 0 counted). */
+  recordRoutingSaving(upstream: UpstreamName, usd: number): void;
   /** Where the breaker state of an upstream is read at each scrape. */
   addBreakerSource(upstream: UpstreamName, read: () => BreakerState): void;
   /** Where the number of cached answers is read at each scrape. */
@@ -183,8 +194,36 @@ export function createGatewayMetrics(options: GatewayMetricsOptions = {}): Gatew
   });
   const budgetRefusals = new Counter({
     name: 'gateway_budget_refusals_total',
-    help: 'Operations refused with BUDGET_EXCEEDED before any upstream call, by reason (max-cost: X-Max-Cost-Usd; hourly-budget: COST_BUDGET_USD_PER_HOUR).',
+    help: 'Operations refused with BUDGET_EXCEEDED before any upstream call, by reason (max-cost: X-Max-Cost-Usd; hourly-budget: a window of COST_BUDGETS or COST_BUDGET_USD_PER_HOUR, whatever its length).',
     labelNames: ['reason'] as const,
+    registers,
+  });
+  const lapsedReservations = new Counter({
+    name: 'gateway_budget_lapsed_reservations_total',
+    help: 'Budget reservations never settled by their replica (killed, crashed, cut off) that lapsed at their operation deadline plus BUDGET_LEASE_MARGIN_MS and were counted as spent at their estimate. Counted once, by whichever replica noticed.',
+    registers,
+  });
+  const lapsedUsd = new Counter({
+    name: 'gateway_budget_lapsed_usd_total',
+    help: 'US dollars of the lapsed budget reservations (their estimates), counted as spent.',
+    registers,
+  });
+  const budgetWarnings = new Counter({
+    name: 'gateway_budget_warnings_total',
+    help: 'A key’s spend and reservations in a budget window reached COST_BUDGET_WARNING_RATIO of its limit (once per key and window per window length), by scope (default, anonymous, tier:<tier>, key) and window.',
+    labelNames: ['scope', 'window'] as const,
+    registers,
+  });
+  const modelAnswersOf = talliedCounter({
+    name: 'gateway_model_answers_total',
+    help: 'Model answers the upstreams gave, scored against the truth the gateway computes, by upstream, model, temperature band ("0", "(0, 0.7]", "(0.7, 1]") and outcome (correct, incorrect, maybe, existential, e_instead_of_pi). Cache hits and shared calls are not counted.',
+    labelNames: ['upstream', 'model', 'band', 'outcome'] as const,
+    registers,
+  });
+  const routingSaved = new Counter({
+    name: 'gateway_routing_saved_usd_total',
+    help: 'US dollars routing by quality (minAccuracy) is expected to have saved against each service’s default model, per admitted routed field, by upstream (fields routed to a dearer model add nothing).',
+    labelNames: ['upstream'] as const,
     registers,
   });
   const abandonedCalls = new Counter({
@@ -282,8 +321,21 @@ export function createGatewayMetrics(options: GatewayMetricsOptions = {}): Gatew
     recordBudgetRefusal(reason) {
       budgetRefusals.labels(reason).inc();
     },
+    recordLapsedReservations(count, usd) {
+      lapsedReservations.inc(count);
+      lapsedUsd.inc(usd);
+    },
+    recordBudgetWarning(scope, window) {
+      budgetWarnings.labels(scope, window).inc();
+    },
     recordUntrustedOperation() {
       untrusted.inc();
+    },
+    recordModelAnswer(upstream, model, band, outcome) {
+      modelAnswersOf(upstream, modelLabel(model), band, outcome).n++;
+    },
+    recordRoutingSaving(upstream, usd) {
+      if (usd > 0 && Number.isFinite(usd)) routingSaved.labels(upstream).inc(usd);
     },
     addBreakerSource(upstream, read) {
       breakerSources.set(upstream, read);

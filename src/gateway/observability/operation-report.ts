@@ -7,19 +7,20 @@
  * calls wrote: a log line, a metric and the extensions always carry the same numbers. Reporting
  * settles nothing: the budget is settled by the pipeline's last step.
  */
-import { context as otelContext, trace } from '@opentelemetry/api';
 import type { DocumentNode, ExecutionResult } from 'graphql';
 import { getOperationAST } from 'graphql';
 import type { Logger } from 'pino';
 import { roundUsd } from '../../shared/usd.js';
-import type { Operation } from '../operation/operation.js';
+import type { CostAdmission, Operation } from '../operation/operation.js';
+import type { RequestFacts } from '../request/facts.js';
 import type { GatewayMetrics, OperationOutcome } from './metrics.js';
-import { SpanKind, SpanStatusCode, type Tracer } from './tracing.js';
+import { SpanStatusCode, type Tracing } from './tracing.js';
 
 export interface OperationReporterOptions {
   metrics: GatewayMetrics;
   logger: Logger;
-  tracer: Tracer | undefined;
+  /** Undefined when tracing is off: then no tracer call is made at all. */
+  tracing: Tracing | undefined;
   /** Whether the response cache is on (RESPONSE_CACHE): `extensions.cache` is shown then. */
   responseCache: boolean;
 }
@@ -39,12 +40,14 @@ export interface OperationExtensions {
     estimatedCostUsd?: number;
     /** Fields answered by a cheaper model than they asked for, to fit the cap or the budget. */
     fallbacks?: ReadonlyArray<{ path: string; requestedModel: string; usedModel: string }>;
+    /** Fields whose model routing by quality chose (minAccuracy). */
+    routing?: NonNullable<CostAdmission['routing']>;
   };
 }
 
 export interface OperationReporter {
-  /** The operation's span, when tracing is on. */
-  start(operation: Operation): void;
+  /** The operation's span, when tracing is on (its parent from the request: `facts.header`). */
+  start(operation: Operation, facts: RequestFacts): void;
   /** The document passed validation: the operation's type and name are known. */
   executing(operation: Operation, document: DocumentNode, operationName: string | null | undefined): void;
   /** Adds the extensions, writes the log line and the metrics. Returns the result to send. */
@@ -76,18 +79,17 @@ function errorCodesOf(result: ExecutionResult): string[] | undefined {
 }
 
 export function createOperationReporter(options: OperationReporterOptions): OperationReporter {
-  const { metrics, tracer, responseCache } = options;
+  const { metrics, tracing, responseCache } = options;
   // The line is built from fixed fields only (no headers, no keys), so the root logger's redaction,
   // whose wildcard paths cost more than the rest of the line, has nothing to find in it.
   const logger = options.logger.child({}, { redact: { paths: [] } });
 
   return {
-    start(operation) {
-      if (tracer === undefined) return;
-      const parent = otelContext.active();
-      // The entry span of the process unless a host HTTP instrumentation already opened one.
-      const kind = trace.getSpan(parent) === undefined ? SpanKind.SERVER : SpanKind.INTERNAL;
-      operation.span = tracer.startSpan('graphql.operation', { kind }, parent);
+    start(operation, facts) {
+      if (tracing === undefined) return;
+      // The caller's traceparent (own export) or the host instrumentation's context.
+      const { parent, kind } = tracing.operationParent(facts.header);
+      operation.span = tracing.tracer.startSpan('graphql.operation', { kind }, parent);
       operation.span.setAttribute('gateway.request_id', operation.requestId);
     },
 
@@ -127,6 +129,8 @@ export function createOperationReporter(options: OperationReporterOptions): Oper
         if (estimate !== undefined) extensions.cost.estimatedCostUsd = estimate.usd;
         const fallbacks = operation.admission?.fallbacks;
         if (fallbacks !== undefined && fallbacks.length > 0) extensions.cost.fallbacks = fallbacks;
+        const routing = operation.admission?.routing;
+        if (routing !== undefined && routing.length > 0) extensions.cost.routing = routing;
       }
 
       const level = outcome === 'error' ? 'warn' : 'info';

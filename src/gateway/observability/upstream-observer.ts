@@ -18,6 +18,7 @@
 import { context, trace } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import { type ErrorCode, UpstreamCallError } from '../errors.js';
+import type { ObservedAnswer } from '../models/scoreboard.js';
 import type { Operation } from '../operation/operation.js';
 import type { ModelCall } from '../operation/operation-plan.js';
 import { redactApiKey } from '../redaction.js';
@@ -49,8 +50,18 @@ export interface UpstreamObserverOptions {
   sponsorLog: SponsorLog;
   /** Undefined when tracing is off: then no tracer call is made at all. */
   tracer: Tracer | undefined;
+  /**
+   * The headers that carry a call's span to the upstream (tracing.ts, `upstreamHeaders`), when the
+   * gateway exports its own traces; undefined: none are added (a host's HTTP instrumentation does it).
+   */
+  traceHeaders?: ((span: Span) => Record<string, string>) | undefined;
   /** Told of every cost actually spent (the hourly budgets and the running mean per model). */
   onSpent?: ((operation: Operation | undefined, call: ModelCall, usd: number) => void) | undefined;
+  /**
+   * Told of every answer the upstream itself gave to a call whose truth is known (never of a cache
+   * hit or a shared call): the model scoreboard (models/scoreboard.ts) scores it.
+   */
+  onAnswer?: ((answer: ObservedAnswer) => void) | undefined;
 }
 
 export interface UpstreamObserver {
@@ -63,7 +74,7 @@ export interface UpstreamObserver {
 }
 
 export function createUpstreamObserver(options: UpstreamObserverOptions): UpstreamObserver {
-  const { logger, metrics, sponsorLog, tracer } = options;
+  const { logger, metrics, sponsorLog, tracer, traceHeaders } = options;
 
   const onExchange = (event: ExchangeEvent): void => {
     const { error, request } = event;
@@ -148,6 +159,15 @@ export function createUpstreamObserver(options: UpstreamObserverOptions): Upstre
           metrics.recordGpuCost(request.upstream, answer.facts.model, usd);
           if (request.pricing !== undefined) options.onSpent?.(operation, request.pricing, usd);
         }
+        const { truth, pricing } = request;
+        if (truth !== undefined && pricing !== undefined && options.onAnswer !== undefined)
+          options.onAnswer({
+            truth,
+            call: pricing,
+            value: answer.value,
+            costUsd: usd,
+            latencyMs: performance.now() - started,
+          });
       }
     }
     const failure = error instanceof UpstreamCallError ? error : undefined;
@@ -205,8 +225,11 @@ export function createUpstreamObserver(options: UpstreamObserverOptions): Upstre
             },
             parent === undefined ? context.active() : trace.setSpan(context.active(), parent),
           );
+          // Own export: each attempt of this call carries the span's traceparent (transport.ts).
+          const traced =
+            traceHeaders === undefined ? request : { ...request, traceHeaders: traceHeaders(span) };
           // In the span's context, a host's HTTP instrumentation nests under it and propagates the trace.
-          answer = await context.with(trace.setSpan(context.active(), span), () => next(request));
+          answer = await context.with(trace.setSpan(context.active(), span), () => next(traced));
         }
       } catch (error) {
         if (inFlight !== undefined) request.operation?.ledger.end(inFlight, false);

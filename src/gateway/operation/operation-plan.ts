@@ -30,6 +30,32 @@ export interface ModelCall {
   model: string;
   /** Digits asked for (pi and inference), which drive their price. */
   digits?: number | undefined;
+  /**
+   * The caller asked for a quality rather than a model (`minAccuracy`, without `model`): the model is
+   * the router's choice (models/router.ts), made before the estimate; `model` is the service default.
+   */
+  route?: ModelRoute | undefined;
+}
+
+/** What routing by quality needs of a call: the accuracy asked for and the temperature (its band). */
+export interface ModelRoute {
+  minAccuracy: number;
+  temperature: number | undefined;
+}
+
+/**
+ * The route of a call whose arguments ask for `minAccuracy` (0 to 1) and no `model`; undefined
+ * otherwise (an out-of-range value or `model` beside it fails in the resolver, BAD_USER_INPUT).
+ */
+export function routeOf(args: {
+  model?: unknown;
+  minAccuracy?: unknown;
+  temperature?: unknown;
+}): ModelRoute | undefined {
+  const minAccuracy = args.minAccuracy;
+  if (args.model != null || typeof minAccuracy !== 'number' || !(minAccuracy >= 0 && minAccuracy <= 1))
+    return undefined;
+  return { minAccuracy, temperature: numberArgument(args.temperature) };
 }
 
 /** A coerced argument as `models` reads it: the value when it is a string, else undefined (omitted, null). */
@@ -51,6 +77,18 @@ export interface UpstreamFieldExtension {
    * @default every argument of the field
    */
   pricedBy?: readonly string[];
+  /**
+   * Where the field takes `minAccuracy` (routing by quality): an argument (`minAccuracy`) or a field of
+   * an input argument (`input.minAccuracy`). A document that cannot carry it there is never routed,
+   * and pays nothing for routing.
+   */
+  routedBy?: string;
+  /**
+   * The arguments routing reads besides `pricedBy` (the accuracy asked for, the temperature's band),
+   * priced only in documents that may route: elsewhere a distinct temperature per request must not
+   * make a distinct estimate per request.
+   */
+  routedReads?: readonly string[];
 }
 
 export interface PlannedField {
@@ -83,6 +121,8 @@ export interface OperationPlan {
    * upstream strings, variable defaults apply); undefined when they do not coerce.
    */
   coerceVariables?: (variables: Record<string, unknown> | undefined) => Record<string, unknown> | undefined;
+  /** Whether a field may ask for `minAccuracy` (read from the document alone): routing is looked at then. */
+  routable?: boolean;
 }
 
 const EMPTY: OperationPlan = { calls: 0, fields: [] };
@@ -172,7 +212,24 @@ export function planOperation(
     priced,
     pricedVariables: pricedVariables.length === 0 ? undefined : pricedVariables,
     coerceVariables,
+    routable: fields.some(mayRoute),
   };
+}
+
+/**
+ * Whether the field, as written, may carry `minAccuracy` where its extension says: the argument is
+ * there, or the input argument is a variable or an object literal with that field.
+ */
+function mayRoute({ node, extension }: PlannedField): boolean {
+  const path = extension.routedBy;
+  if (path === undefined) return false;
+  const [name, inner] = path.split('.');
+  const argument = node.arguments?.find((a) => a.name.value === name);
+  if (argument === undefined) return false;
+  if (inner === undefined) return true;
+  const value = argument.value;
+  if (value.kind === Kind.VARIABLE) return true;
+  return value.kind === Kind.OBJECT && value.fields.some((f) => f.name.value === inner);
 }
 
 /**
@@ -216,7 +273,9 @@ function pricedField(planned: PlannedField, variables: Set<string>): PricedField
   const { node, field, extension } = planned;
   if (extension.models === undefined) return undefined;
   const pricedBy = extension.pricedBy;
-  const keep = (name: string) => pricedBy === undefined || pricedBy.includes(name);
+  const routed = mayRoute(planned) ? extension.routedReads : undefined;
+  const keep = (name: string) =>
+    pricedBy === undefined || pricedBy.includes(name) || routed?.includes(name) === true;
   const args = (node.arguments ?? []).filter((a) => keep(a.name.value));
   for (const argument of args) variablesIn(argument.value, variables);
   return {

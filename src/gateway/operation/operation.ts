@@ -20,6 +20,7 @@
 import type { Span } from '@opentelemetry/api';
 import type { GraphQLError } from 'graphql';
 import type { UpstreamName } from '../errors.js';
+import type { ModelCall } from './operation-plan.js';
 
 /** What one operation's upstream calls looked like, for its log line. */
 export interface UpstreamCallRecord {
@@ -58,6 +59,17 @@ export interface CostAdmission {
   modelFor(key: string): string | undefined;
   /** The fields answered by a cheaper model than they asked for (`extensions.cost.fallbacks`). */
   readonly fallbacks: readonly { path: string; requestedModel: string; usedModel: string }[] | undefined;
+  /** The fields whose model routing by quality chose (`extensions.cost.routing`). */
+  readonly routing?:
+    | readonly {
+        path: string;
+        minAccuracy: number;
+        model: string;
+        accuracyLowerBound: number | null;
+        answers: number;
+        explored?: true;
+      }[]
+    | undefined;
   /** Whether a budget reservation is held: the operation's costs are billed when it settles. */
   readonly reserving: boolean;
 }
@@ -82,13 +94,10 @@ export interface Cancellation {
 
 /** A logical upstream call in flight (`CallLedger.begin`), with the model call it may be billed for. */
 export interface CallInFlight {
-  readonly pricing: ModelCallRef | undefined;
+  readonly pricing: ModelCall | undefined;
   /** Set when the operation was cancelled while this call was in flight, until it answers. */
   abandoned: boolean;
 }
-
-/** What a call is priced as (operation-plan.ts `ModelCall`), opaque here. */
-export type ModelCallRef = object;
 
 /**
  * What an operation's upstream calls did: its records, sponsors, cost and cache use, and the calls in
@@ -134,7 +143,7 @@ export class CallLedger {
   }
 
   /** A logical call starts (the observer, outermost layer). */
-  begin(pricing: ModelCallRef | undefined): CallInFlight {
+  begin(pricing: ModelCall | undefined): CallInFlight {
     const call: CallInFlight = { pricing, abandoned: false };
     this.#inFlight ??= new Set();
     this.#inFlight.add(call);
@@ -221,8 +230,7 @@ export class Operation implements Cancellation {
   readonly fallback: boolean;
   readonly ledger = new CallLedger();
 
-  /** Cost control's admission, once admitted (cost/cost-control.ts). */
-  admission: CostAdmission | undefined = undefined;
+  #admission: CostAdmission | undefined = undefined;
 
   // The report, written by the pipeline's steps.
   name: string | null;
@@ -233,8 +241,8 @@ export class Operation implements Cancellation {
   rejected = false;
   span: Span | undefined = undefined;
 
-  cancelled = false;
-  reason: unknown = undefined;
+  #cancelled = false;
+  #reason: unknown = undefined;
   /**
    * What the cancellation aborts: upstream attempts (objects, not closures: one per attempt) and the
    * listeners of `onCancel`, wrapped alike.
@@ -253,10 +261,28 @@ export class Operation implements Cancellation {
     this.fallback = init.fallback ?? false;
   }
 
+  /** Cost control's admission, once admitted (cost/cost-control.ts). */
+  get admission(): CostAdmission | undefined {
+    return this.#admission;
+  }
+
+  /** Cost control's alone: the admission it made (each step down of a fallback makes a new one). */
+  admit(admission: CostAdmission): void {
+    this.#admission = admission;
+  }
+
+  get cancelled(): boolean {
+    return this.#cancelled;
+  }
+
+  get reason(): unknown {
+    return this.#reason;
+  }
+
   cancel(reason: unknown): void {
-    if (this.cancelled) return;
-    this.cancelled = true;
-    this.reason = reason;
+    if (this.#cancelled) return;
+    this.#cancelled = true;
+    this.#reason = reason;
     this.ledger.abandon();
     const watchers = this.#watchers;
     this.#watchers = undefined;

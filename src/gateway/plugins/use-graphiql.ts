@@ -108,6 +108,17 @@ query Bill {
 `,
     headers: JSON.stringify({ Authorization: 'Bearer free', 'X-Max-Cost-Usd': '0.05' }, null, 2),
   },
+  {
+    query: `# The model scoreboard: every answer of every model scored against the truth the gateway
+# computes (strict null, the real digits of pi), per temperature band. accuracyLowerBound is the
+# lower bound of a 95 % Wilson interval. Ask isNull/pi for \`minAccuracy: 0.9\` instead of a model
+# and the cheapest model measured to be that good answers (extensions.cost.routing says why).
+query Models {
+  models { service model band answers correct accuracy accuracyLowerBound meanCostUsd meanLatencyMs }
+}
+`,
+    headers: HEADERS_EXAMPLE,
+  },
 ];
 
 interface Asset {

@@ -1,7 +1,8 @@
 /**
  * Requests Yoga would answer badly get a clear, coded answer instead:
  * - a request no parser accepts: Yoga's bare 415 with an empty body becomes 405 METHOD_NOT_ALLOWED
- *   (with `Allow`) for methods other than GET and POST, or 415 UNSUPPORTED_MEDIA_TYPE for a POST whose
+ *   (with `Allow: GET, POST, QUERY`) for other methods (a QUERY is a POST by now: use-query-method.ts),
+ *   or 415 UNSUPPORTED_MEDIA_TYPE for a POST whose
  *   Content-Type is not a GraphQL one;
  * - an `operationName` that is neither a string nor null: Yoga checks `query`, `variables` and
  *   `extensions` but not this one, and an object here would reach the log line and the metrics
@@ -9,6 +10,9 @@
  */
 import type { Plugin } from 'graphql-yoga';
 import { gatewayError } from '../errors.js';
+import { GRAPHQL_METHODS } from './use-query-method.js';
+
+const ALLOW = GRAPHQL_METHODS.join(', ');
 
 export function useRequestShapeErrors(): Plugin {
   return {
@@ -17,10 +21,8 @@ export function useRequestShapeErrors(): Plugin {
         if (request.method !== 'GET' && request.method !== 'POST') {
           throw gatewayError(
             'METHOD_NOT_ALLOWED',
-            `Method ${request.method} is not allowed: use GET or POST.`,
-            {
-              http: { status: 405, headers: { allow: 'GET, POST' } },
-            },
+            `Method ${request.method} is not allowed: use GET, POST or QUERY.`,
+            { http: { status: 405, headers: { allow: ALLOW } } },
           );
         }
         throw gatewayError(

@@ -10,8 +10,9 @@
  * prepared operations and Yoga's parse cache hand the same node for the same text), so they live as
  * long as their document is cached and no longer.
  *
- * Both executors answer alike: errors raised before any field ran (variables that do not coerce) are
- * request errors (HTTP 400, graphql-js's words); field errors are graphql-js's located errors.
+ * Both executors answer alike: errors raised before any field ran (variables that do not coerce) in
+ * graphql-js's words, a result without data (the pipeline's finish step makes them request errors:
+ * request-error-codes.ts); field errors are graphql-js's located errors.
  * `counts` says which executor ran how many operations (gateway_executions_total).
  */
 import {
@@ -26,7 +27,6 @@ import {
   visit,
 } from 'graphql';
 import { type CompiledQuery, compileQuery, isCompiledQuery } from 'graphql-jit';
-import { createGraphQLError } from 'graphql-yoga';
 import { isPromise } from '../../shared/is-promise.js';
 
 export interface ExecutorOptions {
@@ -75,30 +75,6 @@ export function usesIncrementalDelivery(document: DocumentNode): boolean {
     incremental.set(document, uses);
   }
   return uses;
-}
-
-/**
- * Errors of a result without data were raised before any field ran (variables that do not coerce):
- * HTTP 400 whatever the media type, as the executor Yoga ships (@graphql-tools/executor) answers them.
- */
-function asRequestErrors(result: ExecutionResult): ExecutionResult {
-  if ('data' in result || result.errors === undefined) return result;
-  return {
-    errors: result.errors.map((error) =>
-      createGraphQLError(error.message, {
-        nodes: error.nodes,
-        source: error.source,
-        positions: error.positions,
-        path: error.path,
-        originalError: error.originalError ?? undefined,
-        extensions: {
-          ...error.extensions,
-          // 400 as before for application/json; the 2026 draft's 422 (http-status.ts).
-          http: { ...(error.extensions?.http as object | undefined), status: 400, draftStatus: 422 },
-        },
-      }),
-    ),
-  };
 }
 
 /**
@@ -213,8 +189,7 @@ export function createExecutor(options: ExecutorOptions): Executor {
         // A document names few operations; a client sending many names for one text gets fresh runners.
         if (byName.size < 16) byName.set(name ?? '', run);
       }
-      const result = run(contextValue, variables ?? undefined);
-      return isPromise(result) ? result.then(asRequestErrors) : asRequestErrors(result);
+      return run(contextValue, variables ?? undefined);
     },
   };
 }

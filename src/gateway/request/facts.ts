@@ -1,19 +1,22 @@
 /**
  * Step 1 of the request pipeline: what the gateway reads from a request's headers, once, the same
  * way on both lanes (node's headers on the fast path, Fetch headers on Yoga's): the request id, the
- * caller's API key, the cost cap and the media type its answer is encoded with.
+ * caller's API key (read by identity.ts), the cost cap and the media type its answer is encoded with.
  */
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { GraphQLError } from 'graphql';
 import { gatewayError } from '../errors.js';
+import { apiKeyOf } from '../identity.js';
 import { type JsonMediaType, negotiateMediaType } from './media-type.js';
 
 /** A request's facts, read once from its headers; never written after. */
 export interface RequestFacts {
   /** The caller's `x-request-id` when sane, else a new UUID: on the answer, the upstream calls, the log line. */
   readonly requestId: string;
-  /** The caller's API key; undefined: the free tier. */
+  /** The caller's API key (identity.ts); undefined: none, the free tier. */
   readonly apiKey: string | undefined;
+  /** The refusal of an Authorization header that is not `Bearer <key>` (identity.ts): nothing runs. */
+  readonly authRefusal: GraphQLError | undefined;
   /** X-Max-Cost-Usd: the cap in dollars, undefined when absent, or the refusal of a malformed one. */
   readonly maxCost: number | GraphQLError | undefined;
   /** The JSON media type the answer is encoded with; undefined: none acceptable (media-type.ts). */
@@ -27,6 +30,11 @@ export interface RequestFacts {
   readonly fallback: boolean | undefined;
   /** The client's address (the socket's peer), for bounds per client without an API key. */
   readonly address: string | undefined;
+  /**
+   * The request's headers, for what only some settings read, when they read it: the caller's
+   * `traceparent` when the gateway exports its own traces (observability/tracing.ts).
+   */
+  readonly header: HeaderReader;
 }
 
 /** A request's header, by lower-case name: node's headers and Fetch headers both give one. */
@@ -34,10 +42,13 @@ export type HeaderReader = (name: string) => string | null | undefined;
 
 /** The facts of a request, from its headers. */
 export function requestFactsOf(header: HeaderReader, address: string | undefined): RequestFacts {
+  const key = apiKeyOf(header('authorization'), header('x-api-key'));
   return {
     requestId: requestIdOf(header('x-request-id')),
-    apiKey: apiKeyOf(header('authorization'), header('x-api-key')),
+    apiKey: typeof key === 'string' ? key : undefined,
+    authRefusal: typeof key === 'object' ? key : undefined,
     address,
+    header,
     maxCost: maxCostOf(header(MAX_COST_HEADER)),
     mediaType: negotiateMediaType(header('accept')),
     acceptEncoding: header('accept-encoding') ?? undefined,
@@ -50,22 +61,6 @@ const SANE_REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 /** The caller's `x-request-id` when sane (1 to 128 of [A-Za-z0-9._-]), else a new UUID. */
 export function requestIdOf(given: string | null | undefined): string {
   return given != null && SANE_REQUEST_ID.test(given) ? given : randomUUID();
-}
-
-/**
- * The caller's API key: `Authorization: Bearer <key>` first, else `X-API-Key: <key>`. No key (or an
- * empty one) is undefined: the free tier. Other Authorization schemes are not API keys and are ignored.
- */
-export function apiKeyOf(
-  authorization: string | null | undefined,
-  xApiKey: string | null | undefined,
-): string | undefined {
-  if (authorization != null) {
-    const match = /^\s*bearer\s+(\S+)\s*$/i.exec(authorization);
-    if (match?.[1]) return match[1];
-  }
-  const key = xApiKey?.trim();
-  return key ? key : undefined;
 }
 
 /** The largest cap X-Max-Cost-Usd accepts, in dollars: a larger one is a mistake, not a budget. */
@@ -99,14 +94,4 @@ export function maxCostOf(
 function fallbackOf(header: string | null | undefined): boolean | undefined {
   const value = header?.trim().toLowerCase();
   return value === 'cheaper-model' ? true : value === 'none' ? false : undefined;
-}
-
-/**
- * Who a caller is, for bounds per client (APQ registrations): `key:<sha256 of the API key>`, or
- * `ip:<address>` without a key; never the key itself. Made only when a bound needs it (a hash per call).
- */
-export function clientOf(apiKey: string | undefined, address: string | undefined): string {
-  return apiKey === undefined
-    ? `ip:${address ?? 'unknown'}`
-    : `key:${createHash('sha256').update(apiKey).digest('hex')}`;
 }

@@ -12,12 +12,12 @@
  *            estimate, cap and budget reservation (cost/cost-control.ts), APQ registration; one
  *            refusal shape for all of them
  *   execute  one executor: graphql-js, then graphql-jit once a document repeats (executor.ts)
- *   finish   codes on request errors, masking of unexpected errors, the report (extensions, log
- *            line, metrics, span)
+ *   finish   an execution's request errors coded (request-error-codes.ts), masking of unexpected
+ *            errors, the report (extensions, log line, metrics, span)
  *   encode   the JSON media type by the rules of media-type.ts, the status (http-status.ts: the
  *            2026 draft's for application/graphql-response+json), the body, and the caller's
  *            budget as RateLimit header fields (rate-limit-headers.ts)
- *   end      settles each operation's cost admission, once
+ *   end      settles each operation's cost admission, once per request whichever lane calls it
  *
  * Per-request state lives in a `RequestState` the lane carries (node's response on the fast path,
  * Yoga's server context on its lane): nothing is kept in a side table keyed by a request.
@@ -27,12 +27,13 @@ import { maskError, processRegularResult, type YogaLogger } from 'graphql-yoga';
 import { isPromise } from '../../shared/is-promise.js';
 import type { CostControl } from '../cost/cost-control.js';
 import { gatewayError } from '../errors.js';
+import { clientOf } from '../identity.js';
 import type { OperationReporter } from '../observability/operation-report.js';
 import { Operation, type OperationBatch } from '../operation/operation.js';
 import type { OperationPlan } from '../operation/operation-plan.js';
 import type { GatewayContext } from '../schema/context.js';
 import type { Execution, Executor } from './executor.js';
-import { clientOf, type RequestFacts } from './facts.js';
+import type { RequestFacts } from './facts.js';
 import { httpStatusOf } from './http-status.js';
 import type { JsonMediaType } from './media-type.js';
 import { rateLimitHeaders } from './rate-limit-headers.js';
@@ -77,6 +78,11 @@ export interface RequestState {
    * stream does (its last part, or the client leaving), not when the response starts.
    */
   streaming: boolean;
+  /**
+   * Set by `end`: a request the fast path hands to Yoga's lane is watched by both (node's response
+   * closing, Yoga's onResponse or the end of its stream), and whichever comes first ends it.
+   */
+  ended: boolean;
 }
 
 /** One part of an incremental result (GraphQL over HTTP's incremental delivery). */
@@ -193,7 +199,14 @@ export function createRequestPipeline(options: RequestPipelineOptions): RequestP
 
   return {
     begin(facts) {
-      return { facts, batch: undefined, operations: [], resolved: undefined, streaming: false };
+      return {
+        facts,
+        batch: undefined,
+        operations: [],
+        resolved: undefined,
+        streaming: false,
+        ended: false,
+      };
     },
 
     open(state, operationName) {
@@ -204,13 +217,13 @@ export function createRequestPipeline(options: RequestPipelineOptions): RequestP
         deadlineMs,
         name: typeof operationName === 'string' ? operationName : null,
         maxCostUsd: typeof facts.maxCost === 'number' ? facts.maxCost : undefined,
-        headerRefusal: typeof facts.maxCost === 'object' ? facts.maxCost : undefined,
+        headerRefusal: facts.authRefusal ?? (typeof facts.maxCost === 'object' ? facts.maxCost : undefined),
         address: facts.address,
         fallback: facts.fallback ?? options.fallbackByDefault ?? false,
         batch: state.batch,
       });
       state.operations.push(operation);
-      reporter.start(operation);
+      reporter.start(operation, facts);
       return operation;
     },
 
@@ -247,7 +260,10 @@ export function createRequestPipeline(options: RequestPipelineOptions): RequestP
     },
 
     finish(operation, result) {
-      return reporter.finish(operation, withRequestErrorCodes(masked(result)));
+      // Codes first (request-error-codes.ts), then masking, which still masks an unexpected error.
+      // A refusal is coded where it was made.
+      if (operation.rejected) return reporter.finish(operation, masked(result));
+      return reporter.finish(operation, masked(withRequestErrorCodes(result, operation.executed)));
     },
 
     finishStream(state, operation, stream) {
@@ -279,6 +295,8 @@ export function createRequestPipeline(options: RequestPipelineOptions): RequestP
     },
 
     end(state) {
+      if (state.ended) return;
+      state.ended = true;
       for (const operation of state.operations) costControl.settle(operation);
     },
   };

@@ -1,5 +1,5 @@
 /**
- * The one Pothos schema builder. Types and root fields live in src/schema/*, one feature per file.
+ * The one Pothos schema builder. Types and root fields live beside it (src/gateway/schema), one feature per file.
  *
  * Why no Pothos plugins: every plugin wraps every resolver, and the gateway's resolvers are on the
  * hot path of each request (a benchmark compares the gateway with a raw proxy).

@@ -8,7 +8,9 @@
  */
 import type { DigitEngine } from '../../digits/digit-engine.js';
 import type { BudgetWindowStatus } from '../cost/cost-budget.js';
+import type { ModelScore } from '../models/scoreboard.js';
 import type { Operation } from '../operation/operation.js';
+import type { ModelCall } from '../operation/operation-plan.js';
 import type { UpstreamClients } from '../upstream/clients.js';
 import { createLoaders, type Loaders, type OnDedup } from './loaders.js';
 
@@ -29,6 +31,14 @@ export type BudgetStatusOf = (
   apiKey: string | undefined,
 ) => BudgetWindowStatus[] | undefined | Promise<BudgetWindowStatus[] | undefined>;
 
+/** The model scoreboard as the schema sees it (models/scoreboard.ts, models/router.ts). */
+export interface ModelsView {
+  /** The `models` field's rows (every replica's, one round trip with Redis at most). */
+  rows(): Promise<ModelScore[]>;
+  /** The model routing chooses for a call that asked for `minAccuracy` (its `route`). */
+  route(call: ModelCall): string;
+}
+
 export interface GatewayContext {
   operation: Operation;
   loaders: Loaders;
@@ -36,6 +46,8 @@ export interface GatewayContext {
   limits: SchemaLimits;
   /** The `budget` field's figures (calls nothing upstream). */
   budgetStatus: BudgetStatusOf;
+  /** The `models` field's figures, and routing for a field the admission did not route. */
+  models: ModelsView;
 }
 
 export interface ContextFactoryOptions {
@@ -45,9 +57,12 @@ export interface ContextFactoryOptions {
   onDedup: OnDedup;
   /** @default no budget for anyone */
   budgetStatus?: BudgetStatusOf | undefined;
+  /** @default no scoreboard: no rows, and every call keeps its default model */
+  models?: ModelsView | undefined;
 }
 
 const noBudget: BudgetStatusOf = () => undefined;
+const noModels: ModelsView = { rows: async () => [], route: (call) => call.model };
 
 /** `(operation) => context`, with everything shared made once. */
 export function createContextFactory(
@@ -55,11 +70,13 @@ export function createContextFactory(
 ): (operation: Operation) => GatewayContext {
   const { clients, digits, limits, onDedup } = options;
   const budgetStatus = options.budgetStatus ?? noBudget;
+  const models = options.models ?? noModels;
   return (operation) => ({
     operation,
     loaders: createLoaders(clients, operation, onDedup),
     digits,
     limits,
     budgetStatus,
+    models,
   });
 }

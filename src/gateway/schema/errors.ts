@@ -29,6 +29,26 @@ export function checkTemperature(temperature: number | null | undefined): number
   return temperature;
 }
 
+/**
+ * minAccuracy (routing by quality): a finite number in 0..1, or absent; never beside `model` (the
+ * caller asks for a model or for a quality, not both).
+ */
+export function checkMinAccuracy(
+  minAccuracy: number | null | undefined,
+  model: string | null | undefined,
+): number | undefined {
+  if (minAccuracy == null) return undefined;
+  if (!Number.isFinite(minAccuracy) || minAccuracy < 0 || minAccuracy > 1) {
+    throw badUserInput(`minAccuracy must be between 0 and 1, got ${minAccuracy}`);
+  }
+  if (model != null) {
+    throw badUserInput(
+      'model and minAccuracy exclude each other: name a model, or ask for an accuracy and let the gateway choose the model',
+    );
+  }
+  return minAccuracy;
+}
+
 /** A digit count: an integer in 0..max. */
 export function checkDigits(name: string, digits: number, max: number): number {
   if (!Number.isInteger(digits) || digits < 0) throw badUserInput(`${name} must be 0 or more, got ${digits}`);

@@ -8,5 +8,6 @@ import './pi.js';
 import './inference.js';
 import './health.js';
 import './budget.js';
+import './model-scores.js';
 
 export const schema = builder.toSchema();

@@ -4,12 +4,24 @@
  * upstream call.
  */
 
-import { numberArgument, stringArgument, type UpstreamFieldExtension } from '../operation/operation-plan.js';
+import {
+  numberArgument,
+  routeOf,
+  stringArgument,
+  type UpstreamFieldExtension,
+} from '../operation/operation-plan.js';
 import { inferencePricing } from '../upstream/pi-digits-client.js';
 import type { InferenceRequest, InferenceResponse } from '../upstream/types.js';
 import { constantUnion, type DigitsShape, digitsAnswer, digitsFields, modelFields } from './answer-fields.js';
 import { builder } from './builder.js';
-import { checkDigits, checkTemperature, rethrowAsFieldError, waiverRequired } from './errors.js';
+import {
+  checkDigits,
+  checkMinAccuracy,
+  checkTemperature,
+  rethrowAsFieldError,
+  waiverRequired,
+} from './errors.js';
+import { modelToSend } from './model-choice.js';
 import { PiModel, piModelOf } from './models.js';
 import { floatOrNull, intOrNull } from './numbers.js';
 
@@ -22,6 +34,10 @@ export const InferenceInput = builder.inputType('InferenceInput', {
     model: t.field({ type: PiModel, description: 'Model variant. Omitted: the service default.' }),
     temperature: t.float({ description: 'Creativity, 0 to 1. Above 0 e may come back instead of pi.' }),
     useChainOfThought: t.boolean({ description: 'Ask for the reasoning text (`chainOfThought`).' }),
+    minAccuracy: t.float({
+      description:
+        "Routing by quality, 0 to 1: answered by the cheapest pi-digits model whose measured accuracy (the pi-digits service's scores, shared with `pi`; the lower bound of its 95 % Wilson interval at this temperature band, over at least MODEL_MIN_SAMPLES answers: see `models`) is at least this; none yet: the best measured, or the default. With `model`: BAD_USER_INPUT.",
+    }),
     liabilityWaiverSigned: t.boolean({
       required: true,
       description:
@@ -97,9 +113,20 @@ builder.queryField('inference', (t) =>
       upstream: {
         calls: 1,
         pricedBy: ['input'],
+        routedBy: 'input.minAccuracy',
         models: (args) => {
-          const input = (args.input ?? {}) as { model?: unknown; desiredDigits?: unknown };
-          return [inferencePricing(stringArgument(input.model), numberArgument(input.desiredDigits))];
+          const input = (args.input ?? {}) as {
+            model?: unknown;
+            desiredDigits?: unknown;
+            minAccuracy?: unknown;
+            temperature?: unknown;
+          };
+          return [
+            {
+              ...inferencePricing(stringArgument(input.model), numberArgument(input.desiredDigits)),
+              route: routeOf(input),
+            },
+          ];
         },
       } satisfies UpstreamFieldExtension,
     },
@@ -113,11 +140,15 @@ builder.queryField('inference', (t) =>
     resolve: async (_root, { input }, context, info) => {
       const desiredDigits = checkDigits('desiredDigits', input.desiredDigits, context.limits.maxDigits);
       const temperature = checkTemperature(input.temperature);
+      const minAccuracy = checkMinAccuracy(input.minAccuracy, input.model);
       if (input.liabilityWaiverSigned !== true) throw waiverRequired();
       const request: InferenceRequest = {
         desiredDigits,
-        // A cheaper model when the budget asked for one (cost/fallback.ts), else the one asked for.
-        model: context.operation.admission?.modelFor(String(info.path.key)) ?? input.model ?? undefined,
+        // Routed, or a cheaper model when the budget asked for one (cost/fallback.ts), else the one asked for.
+        model: modelToSend(context, info.path.key, input.model, minAccuracy, () => ({
+          ...inferencePricing(undefined, desiredDigits),
+          route: { minAccuracy: minAccuracy ?? 0, temperature },
+        })),
         temperature,
         useChainOfThought: input.useChainOfThought ?? undefined,
         liabilityWaiverSigned: true,

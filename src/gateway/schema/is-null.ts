@@ -6,14 +6,15 @@
  * `args`, and an explicit `null` in. `'value' in args` keeps the two apart all the way to the upstream.
  */
 
-import { stringArgument, type UpstreamFieldExtension } from '../operation/operation-plan.js';
+import { routeOf, stringArgument, type UpstreamFieldExtension } from '../operation/operation-plan.js';
 import { checkPricing } from '../upstream/null-check-client.js';
 import type { NullCheckRequest, NullCheckResponse, PhilosophicalAnalysis } from '../upstream/types.js';
 import { answerFactFields, answerTextFields } from './answer-fields.js';
 import { builder } from './builder.js';
-import { badUserInput, checkTemperature, rethrowAsFieldError } from './errors.js';
+import { badUserInput, checkMinAccuracy, checkTemperature, rethrowAsFieldError } from './errors.js';
 import { JsonScalar } from './json-scalar.js';
 import type { JsonArgument } from './json-value.js';
+import { modelToSend } from './model-choice.js';
 import { NullModel, nullModelOf } from './models.js';
 import { floatOrNull, intOrNull } from './numbers.js';
 
@@ -197,7 +198,9 @@ builder.queryField('isNull', (t) =>
       upstream: {
         calls: 1,
         pricedBy: ['model'],
-        models: (args) => [checkPricing(stringArgument(args.model))],
+        routedBy: 'minAccuracy',
+        routedReads: ['minAccuracy', 'temperature'],
+        models: (args) => [{ ...checkPricing(stringArgument(args.model)), route: routeOf(args) }],
       } satisfies UpstreamFieldExtension,
     },
     args: {
@@ -215,17 +218,25 @@ builder.queryField('isNull', (t) =>
       strictMode: t.arg.boolean({
         description: 'Distinguish null from undefined. Enterprise tier only (else TIER_FORBIDDEN).',
       }),
+      minAccuracy: t.arg.float({
+        description:
+          'Routing by quality, 0 to 1: answered by the cheapest null-check model whose measured accuracy (the lower bound of its 95 % Wilson interval at this temperature band, over at least MODEL_MIN_SAMPLES answers: see `models`) is at least this; none yet: the best measured, or the default. `modelName` says which answered, `extensions.cost.routing` why. With `model`: BAD_USER_INPUT.',
+      }),
     },
     resolve: async (_root, args, context, info) => {
       const temperature = checkTemperature(args.temperature);
+      const minAccuracy = checkMinAccuracy(args.minAccuracy, args.model);
       const arg = args.value;
       const given = 'value' in args && arg !== undefined;
       const value = arg != null ? boundedValue(arg, context.limits) : null;
       const request: NullCheckRequest = {
         hasValue: given,
         value: given ? value : undefined,
-        // A cheaper model when the budget asked for one (cost/fallback.ts), else the one asked for.
-        model: context.operation.admission?.modelFor(String(info.path.key)) ?? args.model ?? undefined,
+        // Routed, or a cheaper model when the budget asked for one (cost/fallback.ts), else the one asked for.
+        model: modelToSend(context, info.path.key, args.model, minAccuracy, () => ({
+          ...checkPricing(undefined),
+          route: { minAccuracy: minAccuracy ?? 0, temperature },
+        })),
         temperature,
         strictMode: args.strictMode ?? undefined,
       };

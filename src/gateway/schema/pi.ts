@@ -5,7 +5,12 @@
  * `correctDigits` is checked against the true constant by the digit engine, only when selected.
  */
 
-import { numberArgument, stringArgument, type UpstreamFieldExtension } from '../operation/operation-plan.js';
+import {
+  numberArgument,
+  routeOf,
+  stringArgument,
+  type UpstreamFieldExtension,
+} from '../operation/operation-plan.js';
 import { DEFAULT_PI_DIGITS, piPricing } from '../upstream/pi-digits-client.js';
 import type { PiRequest, PiResponse } from '../upstream/types.js';
 import {
@@ -17,7 +22,8 @@ import {
   digitsFields,
 } from './answer-fields.js';
 import { builder } from './builder.js';
-import { checkDigits, checkTemperature, rethrowAsFieldError } from './errors.js';
+import { checkDigits, checkMinAccuracy, checkTemperature, rethrowAsFieldError } from './errors.js';
+import { modelToSend } from './model-choice.js';
 import { PiModel, piModelOf } from './models.js';
 import type { Constant } from './truth.js';
 
@@ -87,7 +93,11 @@ builder.queryField('pi', (t) =>
       upstream: {
         calls: 1,
         pricedBy: ['model', 'digits'],
-        models: (args) => [piPricing(stringArgument(args.model), numberArgument(args.digits))],
+        routedBy: 'minAccuracy',
+        routedReads: ['minAccuracy', 'temperature'],
+        models: (args) => [
+          { ...piPricing(stringArgument(args.model), numberArgument(args.digits)), route: routeOf(args) },
+        ],
       } satisfies UpstreamFieldExtension,
     },
     args: {
@@ -101,15 +111,23 @@ builder.queryField('pi', (t) =>
       sponsored: t.arg.boolean({
         description: 'Include the sponsor message (default true). The free tier requires true.',
       }),
+      minAccuracy: t.arg.float({
+        description:
+          'Routing by quality, 0 to 1: answered by the cheapest pi-digits model whose measured accuracy (pi, every requested digit right; the lower bound of its 95 % Wilson interval at this temperature band, over at least MODEL_MIN_SAMPLES answers: see `models`) is at least this; none yet: the best measured, or the default. `modelName` says which answered, `extensions.cost.routing` why. With `model`: BAD_USER_INPUT.',
+      }),
     },
     resolve: async (_root, args, context, info) => {
       const temperature = checkTemperature(args.temperature);
+      const minAccuracy = checkMinAccuracy(args.minAccuracy, args.model);
       const digits =
         args.digits == null ? undefined : checkDigits('digits', args.digits, context.limits.maxDigits);
       const request: PiRequest = {
         digits,
-        // A cheaper model when the budget asked for one (cost/fallback.ts), else the one asked for.
-        model: context.operation.admission?.modelFor(String(info.path.key)) ?? args.model ?? undefined,
+        // Routed, or a cheaper model when the budget asked for one (cost/fallback.ts), else the one asked for.
+        model: modelToSend(context, info.path.key, args.model, minAccuracy, () => ({
+          ...piPricing(undefined, digits),
+          route: { minAccuracy: minAccuracy ?? 0, temperature },
+        })),
         temperature,
         sponsored: args.sponsored ?? undefined,
       };

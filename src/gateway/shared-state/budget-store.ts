@@ -4,31 +4,47 @@
  *
  * A reservation is booked in the current bucket of every window of the caller's scope when it fits
  * in all of them (`reserve`); when its operation settles, `settle` takes it out of the reservations
- * and adds what the operation actually cost to the spend, in the same bucket. An operation that
- * crashed keeps its estimate booked until its bucket leaves the window (errs towards the budget),
- * and nothing needs to be expired separately.
+ * and adds what the operation actually cost to the spend, in the same bucket.
+ *
+ * A reservation is a lease (docs/contract.md, More than one machine): it carries an expiry, the
+ * operation's deadline plus a margin (`leaseMs`, given by the caller). One its replica never settles
+ * (killed, crashed, cut off) lapses then: it counts as spent at its estimate (the upstream may have
+ * billed the calls in flight), by whichever script or replica notices first, exactly once. In Redis
+ * the leases of a budget key are a sorted set (`<prefix>lease:{<digest>}`, member
+ * `<lease id>:<bucket time>:<usd>`, score the expiry in Redis time) written by the reserve script
+ * itself; every budget script of that key first sweeps its expired leases (reservation to spend in
+ * each window, member removed, in the same atomic script) and answers how many and how much, which
+ * this replica counts (`onLapse`). `settle` removes its lease in the same script that settles it: a
+ * lease already gone lapsed (or this settlement already ran): nothing more is booked, so neither a
+ * retried nor a late settlement counts twice; a late one leaves the spend at the estimate.
  *
  * Every replica keeps its own buckets in memory; with Redis the same amounts go to one hash per budget
- * key and window (`<prefix>budget:<digest of key and window length>`, fields `s<bucket start>` for
- * spend, `r<bucket start>` for reservations, `w` for when the warning was last given), whose TTL is
- * renewed on each write to the window plus two buckets, and whose buckets out of the window are
- * dropped by each script, so a busy key's hash keeps about 120 fields per window.
+ * key and window (`<prefix>budget:{<digest>}:<window ms>`, fields `s<bucket start>` for spend,
+ * `r<bucket start>` for reservations, `w` for when the warning was last given), whose TTL is renewed
+ * on each write to the window plus two buckets, and whose buckets out of the window are dropped by
+ * each script, so a busy key's hash keeps about 120 fields per window. Every key of one budget key
+ * shares the hash tag `{<digest>}`: one Redis Cluster slot, so one script may touch them all.
  *
- * One clock: each script reads Redis' `TIME`, which places the bucket and slides the windows, so
- * replicas whose clocks differ share one window. `reserve` checks and books every window in one
- * script: two replicas never both take the last dollar.
+ * One clock: each script reads Redis' `TIME`, which places the bucket, slides the windows and expires
+ * the leases, so replicas whose clocks differ share one window. `reserve` checks and books every
+ * window in one script: two replicas never both take the last dollar.
  *
- * A full Redis does not stop a budget write: each writing script first renews its hashes' TTL
+ * A full Redis does not stop a budget write: each writing script first renews its keys' TTL
  * (`PEXPIRE`, a write Redis never refuses for memory), and once a script has written Redis runs it to
  * its end without checking memory again (scripts are atomic), so a reservation is booked even when
  * maxmemory is reached under `noeviction`. The budget hashes are small, so what they add past
  * maxmemory is small. (Redis may evict them under any other policy: the gateway refuses to start
  * with budgets on such a Redis, create-shared-state.ts.)
  *
- * While Redis is unavailable (or a write fails) this replica decides on its own buckets, and what it
- * booked meanwhile is owed to Redis: pushed at the first write once Redis answers again, so spend made
- * during an outage still counts for every replica after it.
+ * While Redis is unavailable (or a reserve fails) this replica decides on its own buckets, with leases
+ * of its own (the same rule, on its clock). What it reserves then is never pushed to Redis as a
+ * reservation (a replica that died after pushing it would leave it there): what it owes Redis is only
+ * spend, booked when such an operation settles (its actual cost) or its local lease lapses (its
+ * estimate), and pushed at the first write once Redis answers again, so spend made during an outage
+ * still counts for every replica after it. A Redis lease settled while Redis is away is settled there
+ * once it is back (or has lapsed meanwhile: then nothing is booked twice).
  */
+import { randomBytes } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { budgetRedisKeys } from './redis-keys.js';
 import { FAILED, type RedisLink } from './redis-link.js';
@@ -42,16 +58,16 @@ import type {
   MaybePromise,
 } from './types.js';
 
-/**
- * One move of budget amounts: into the buckets of `at` of each window of a key, `reservedUsd` to the
- * reservations and `spentUsd` to the spend (either may be negative: a settlement).
- */
-interface Move {
-  budgetKey: string;
-  windows: readonly BudgetWindowSpec[];
-  at: number;
-  reservedUsd: number;
-  spentUsd: number;
+/** What `createBudgetStore` may be told besides its link. */
+export interface BudgetStoreOptions {
+  /**
+   * Longest wait for one budget script, in ms (REDIS_BUDGET_TIMEOUT_MS): longer than the cache's, a
+   * budget decision is worth waiting for on a loaded machine.
+   * @default the link's own timeout
+   */
+  timeoutMs?: number;
+  /** Hears of leases that lapsed (count, their estimates in USD), once each, whoever noticed. */
+  onLapse?: (count: number, usd: number) => void;
 }
 
 /**
@@ -63,6 +79,15 @@ export const FIT_EPSILON_USD = 1e-9;
 const NOISE_USD = 1e-12;
 /** Owed amounts pushed to Redis per store call once it is back (a burst would trip the timeout). */
 const FLUSH_PER_CALL = 64;
+/** Expired leases one script sweeps at most (the rest by the next one): each script stays short. */
+const SWEEP_PER_CALL = 64;
+/**
+ * A reservation's lease when the caller gives none: the longest OPERATION_DEADLINE_MS plus the
+ * longest margin.
+ */
+export const DEFAULT_LEASE_MS = 630_000;
+/** Redis settlements waiting for Redis to be back, at most (past it, their leases lapse). */
+const MAX_PENDING_SETTLES = 10_000;
 
 /** Redis' clock in ms, into `now`. */
 const NOW = `
@@ -70,119 +95,191 @@ local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)`;
 
 /**
- * `window_of(key, span)`: drops the fields of buckets at or before `now - span` and answers the sum
- * of the others and their flat list. `warn_if(key, span, total, warn)`: answers true, and notes the
- * time in `w`, when `total` reached `warn` and no warning was given within the last `span`.
+ * The layout every budget script shares: KEYS[1] the lease set, KEYS[i + 1] the hash of window i;
+ * ARGV[2i - 1] that window's span and ARGV[2i] its bucket, in ms; the script's own arguments after.
+ *
+ * `window_of(i)`: drops the fields of window i's buckets at or before `now - span` and answers the
+ * sum of the others and their flat list. `warn_if(i, total, warn)`: answers true, and notes the time
+ * in `w`, when `total` reached `warn` and no warning was given within the last span. `bump(key,
+ * field, usd)`: adds, dropping a field left at float noise. `sweep()`: every expired lease (at most
+ * ${SWEEP_PER_CALL}) moves from reservation to spend in its bucket of each window and leaves the set;
+ * answers how many and their dollars.
  */
 const HELPERS = `
-local function window_of(key, span)
-  local cutoff = now - span
+local windows = #KEYS - 1
+local function span_of(i) return tonumber(ARGV[2 * i - 1]) end
+local function step_of(i) return tonumber(ARGV[2 * i]) end
+local function ttl_of(i) return span_of(i) + 2 * step_of(i) end
+local function window_of(i)
+  local key = KEYS[i + 1]
+  local cutoff = now - span_of(i)
   local fields = redis.call('HGETALL', key)
   local total = 0
   local kept = {}
-  for i = 1, #fields, 2 do
-    local name = fields[i]
+  for j = 1, #fields, 2 do
+    local name = fields[j]
     local kind = string.sub(name, 1, 1)
     if kind == 's' or kind == 'r' then
       local start = tonumber(string.sub(name, 2))
       if start == nil or start <= cutoff then
         redis.call('HDEL', key, name)
       else
-        total = total + (tonumber(fields[i + 1]) or 0)
+        total = total + (tonumber(fields[j + 1]) or 0)
         kept[#kept + 1] = name
-        kept[#kept + 1] = fields[i + 1]
+        kept[#kept + 1] = fields[j + 1]
       end
     end
   end
   return total, kept
 end
-local function warn_if(key, span, total, warn)
+local function warn_if(i, total, warn)
   if warn < 0 or total + ${FIT_EPSILON_USD} < warn then return false end
+  local key = KEYS[i + 1]
   local last = tonumber(redis.call('HGET', key, 'w'))
-  if last ~= nil and last > now - span then return false end
+  if last ~= nil and last > now - span_of(i) then return false end
   redis.call('HSET', key, 'w', string.format('%.0f', now))
   return true
-end`;
+end
+local function bump(key, field, usd)
+  local left = tonumber(redis.call('HINCRBYFLOAT', key, field, usd))
+  if math.abs(left) < ${NOISE_USD} then redis.call('HDEL', key, field) end
+end
+local function lease_of(member)
+  local _, _, at, usd = string.find(member, '^[^:]*:(%d+):(.+)$')
+  return tonumber(at), tonumber(usd)
+end
+local function sweep()
+  local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, ${SWEEP_PER_CALL})
+  if #due == 0 then return 0, 0 end
+  -- First a write Redis never refuses for memory: the rest of the script then runs even when full.
+  for i = 1, windows do redis.call('PEXPIRE', KEYS[i + 1], ttl_of(i)) end
+  redis.call('ZREM', KEYS[1], unpack(due))
+  local usd = 0
+  for _, member in ipairs(due) do
+    local at, amount = lease_of(member)
+    if at ~= nil and amount ~= nil then
+      usd = usd + amount
+      for i = 1, windows do
+        local start = at - (at % step_of(i))
+        if start > now - span_of(i) then
+          local bucket = string.format('%.0f', start)
+          bump(KEYS[i + 1], 'r' .. bucket, -amount)
+          bump(KEYS[i + 1], 's' .. bucket, amount)
+        end
+      end
+    end
+  end
+  return #due, usd
+end
+local lapsed, lapsed_usd = sweep()
+local base = 2 * windows`;
 
 /**
- * KEYS: one hash per window. ARGV[1] = dollars, ARGV[2] = slack, then per window i: ARGV[4i-1] span,
- * ARGV[4i] bucket, ARGV[4i+1] limit, ARGV[4i+2] warning figure. Books ARGV[1] as reserved in the
- * current bucket of every window when every window's total plus it stays within its limit (+ slack):
- * answers {1, now, {index, total, …} of windows due a warning}; else books nothing and answers
- * {0, now, fields of window 1, fields of window 2, …}.
+ * Own ARGV: base+1 dollars, base+2 slack, base+3 lease id, base+4 lease ms, then per window i:
+ * base+3+2i limit, base+4+2i warning figure. Books the dollars as reserved in the current bucket of
+ * every window when every window's total plus them stays within its limit (+ slack), with a lease:
+ * answers {1, now, lapsed, lapsed usd, lease member, {index, total, …} of windows due a warning};
+ * else books nothing and answers {0, now, lapsed, lapsed usd, fields of window 1, …}.
  */
 const RESERVE = `${NOW}${HELPERS}
-local usd = tonumber(ARGV[1])
-local slack = tonumber(ARGV[2])
+local usd = tonumber(ARGV[base + 1])
+local slack = tonumber(ARGV[base + 2])
 local totals = {}
 local views = {}
 local fits = true
-for i = 1, #KEYS do
-  local total, kept = window_of(KEYS[i], tonumber(ARGV[4 * i - 1]))
+for i = 1, windows do
+  local total, kept = window_of(i)
   totals[i] = total
   views[i] = kept
-  if total + usd > tonumber(ARGV[4 * i + 1]) + slack then fits = false end
+  if total + usd > tonumber(ARGV[base + 3 + 2 * i]) + slack then fits = false end
 end
 if not fits then
-  local answer = {0, now}
-  for i = 1, #KEYS do answer[i + 2] = views[i] end
+  local answer = {0, now, lapsed, tostring(lapsed_usd)}
+  for i = 1, windows do answer[i + 4] = views[i] end
   return answer
 end
+local lease_ms = tonumber(ARGV[base + 4])
+local member = ARGV[base + 3] .. ':' .. string.format('%.0f', now) .. ':' .. ARGV[base + 1]
+local longest = 0
 local warned = {}
-for i = 1, #KEYS do
-  local span = tonumber(ARGV[4 * i - 1])
-  local step = tonumber(ARGV[4 * i])
+for i = 1, windows do
+  local step = step_of(i)
+  if ttl_of(i) > longest then longest = ttl_of(i) end
   -- First a write Redis never refuses for memory: the rest of the script then runs even when full.
-  redis.call('PEXPIRE', KEYS[i], span + 2 * step)
-  redis.call('HINCRBYFLOAT', KEYS[i], 'r' .. string.format('%.0f', now - (now % step)), ARGV[1])
-  redis.call('PEXPIRE', KEYS[i], span + 2 * step)
+  redis.call('PEXPIRE', KEYS[i + 1], ttl_of(i))
+  redis.call('HINCRBYFLOAT', KEYS[i + 1], 'r' .. string.format('%.0f', now - (now % step)), ARGV[base + 1])
+  redis.call('PEXPIRE', KEYS[i + 1], ttl_of(i))
   local after = totals[i] + usd
-  if warn_if(KEYS[i], span, after, tonumber(ARGV[4 * i + 2])) then
+  if warn_if(i, after, tonumber(ARGV[base + 4 + 2 * i])) then
     warned[#warned + 1] = i
     warned[#warned + 1] = tostring(after)
   end
 end
-return {1, now, warned}`;
+redis.call('ZADD', KEYS[1], now + lease_ms, member)
+-- The set outlives every lease in it until its bucket has left every window.
+local keep = longest + lease_ms
+if redis.call('PTTL', KEYS[1]) < keep then redis.call('PEXPIRE', KEYS[1], keep) end
+return {1, now, lapsed, tostring(lapsed_usd), member, warned}`;
 
 /**
- * KEYS: one hash per window. ARGV[1] = the bucket's time (ms; 0: now), ARGV[2] = signed dollars for
- * the reservations, ARGV[3] = signed dollars for the spend, then per window i: ARGV[3i+1] span,
- * ARGV[3i+2] bucket, ARGV[3i+3] warning figure. Moves the amounts in the bucket of ARGV[1] of each
- * window that still holds it; answers {index, total, …} of the windows due a warning.
+ * Own ARGV: base+1 the lease member, base+2 the dollars actually spent, then per window i: base+2+i
+ * warning figure. When the lease is still there: removes it, and in its bucket of each window that
+ * still holds it takes its dollars out of the reservations and adds the spend. Gone (lapsed, or this
+ * settlement already ran): books nothing. Answers {lapsed, lapsed usd, settled 1|0, {index, total,
+ * …} of windows due a warning}.
  */
-const MOVE = `${NOW}${HELPERS}
-local at = tonumber(ARGV[1])
-if at <= 0 then at = now end
-local moves = {{'r', tonumber(ARGV[2])}, {'s', tonumber(ARGV[3])}}
+const SETTLE = `${NOW}${HELPERS}
+local member = ARGV[base + 1]
+local spent = tonumber(ARGV[base + 2])
 local warned = {}
-for i = 1, #KEYS do
-  local span = tonumber(ARGV[3 * i + 1])
-  local step = tonumber(ARGV[3 * i + 2])
-  local start = at - (at % step)
-  if start > now - span then
-    -- First a write Redis never refuses for memory: the rest of the script then runs even when full.
-    redis.call('PEXPIRE', KEYS[i], span + 2 * step)
-    for _, move in ipairs(moves) do
-      if move[2] ~= 0 then
-        local field = move[1] .. string.format('%.0f', start)
-        local left = tonumber(redis.call('HINCRBYFLOAT', KEYS[i], field, move[2]))
-        if math.abs(left) < ${NOISE_USD} then redis.call('HDEL', KEYS[i], field) end
-      end
-    end
-    redis.call('PEXPIRE', KEYS[i], span + 2 * step)
-    local total = window_of(KEYS[i], span)
-    if moves[1][2] + moves[2][2] > 0 and warn_if(KEYS[i], span, total, tonumber(ARGV[3 * i + 3])) then
+if redis.call('ZREM', KEYS[1], member) == 0 then return {lapsed, tostring(lapsed_usd), 0, warned} end
+local at, amount = lease_of(member)
+for i = 1, windows do
+  local start = at - (at % step_of(i))
+  if start > now - span_of(i) then
+    redis.call('PEXPIRE', KEYS[i + 1], ttl_of(i))
+    local bucket = string.format('%.0f', start)
+    bump(KEYS[i + 1], 'r' .. bucket, -amount)
+    if spent ~= 0 then bump(KEYS[i + 1], 's' .. bucket, spent) end
+    local total = window_of(i)
+    if spent > amount and warn_if(i, total, tonumber(ARGV[base + 2 + i])) then
       warned[#warned + 1] = i
       warned[#warned + 1] = tostring(total)
     end
   end
 end
-return warned`;
+return {lapsed, tostring(lapsed_usd), 1, warned}`;
 
-/** KEYS: one hash per window. Answers {now, fields of window 1, …}; writes nothing. */
-const READ = `${NOW}
-local answer = {now}
-for i = 1, #KEYS do answer[i + 1] = redis.call('HGETALL', KEYS[i]) end
+/**
+ * Own ARGV: base+1 the bucket's time (ms; 0: now), base+2 dollars of spend, then per window i:
+ * base+2+i warning figure. Adds the spend in the bucket of base+1 of each window that still holds
+ * it; answers {lapsed, lapsed usd, {index, total, …} of the windows due a warning}.
+ */
+const ADD = `${NOW}${HELPERS}
+local at = tonumber(ARGV[base + 1])
+if at <= 0 then at = now end
+local spent = tonumber(ARGV[base + 2])
+local warned = {}
+for i = 1, windows do
+  local start = at - (at % step_of(i))
+  if start > now - span_of(i) then
+    -- First a write Redis never refuses for memory: the rest of the script then runs even when full.
+    redis.call('PEXPIRE', KEYS[i + 1], ttl_of(i))
+    bump(KEYS[i + 1], 's' .. string.format('%.0f', start), spent)
+    redis.call('PEXPIRE', KEYS[i + 1], ttl_of(i))
+    local total = window_of(i)
+    if spent > 0 and warn_if(i, total, tonumber(ARGV[base + 2 + i])) then
+      warned[#warned + 1] = i
+      warned[#warned + 1] = tostring(total)
+    end
+  end
+end
+return {lapsed, tostring(lapsed_usd), warned}`;
+
+/** Answers {now, lapsed, lapsed usd, fields of window 1, …}; writes only what the sweep lapsed. */
+const READ = `${NOW}${HELPERS}
+local answer = {now, lapsed, tostring(lapsed_usd)}
+for i = 1, windows do answer[i + 3] = redis.call('HGETALL', KEYS[i + 1]) end
 return answer`;
 
 /** Spent and reserved dollars of one bucket. */
@@ -198,11 +295,31 @@ interface LocalWindow {
   warnedAt: number;
 }
 
-/** What this replica booked in one window that Redis has not counted yet. */
+/** A reservation this replica made, until it settles or lapses. */
+interface Lease {
+  readonly budgetKey: string;
+  readonly windows: readonly BudgetWindowSpec[];
+  /** Its bucket time in this replica's buckets (Redis' time when Redis booked it). */
+  readonly at: number;
+  readonly usd: number;
+  /** When it lapses here, in the callers' clock (`now`). */
+  readonly expiresAt: number;
+  /** Its member in Redis' lease set; undefined: booked in this replica only (memory, outage). */
+  readonly member: string | undefined;
+}
+
+/** Spend this replica booked that Redis has not counted yet, per budget key, by bucket time. */
 interface Owed {
+  windows: readonly BudgetWindowSpec[];
+  spend: Map<number, number>;
+}
+
+/** A settlement of a Redis lease that waits for Redis. */
+interface PendingSettle {
   budgetKey: string;
-  spec: BudgetWindowSpec;
-  buckets: Map<number, Amounts>;
+  windows: readonly BudgetWindowSpec[];
+  member: string;
+  spentUsd: number;
 }
 
 const bucketOf = (at: number, spec: BudgetWindowSpec) => at - (at % spec.bucketMs);
@@ -265,14 +382,33 @@ function warningsOf(reply: unknown): BudgetWarning[] {
   return warnings;
 }
 
-export function createBudgetStore(link: RedisLink | undefined, maxKeys: number): BudgetStore {
+/** Every window's span and bucket: the first arguments of every budget script. */
+function windowArgs(windows: readonly BudgetWindowSpec[]): Array<string | number> {
+  const args: Array<string | number> = [];
+  for (const spec of windows) args.push(spec.ms, spec.bucketMs);
+  return args;
+}
+
+export function createBudgetStore(
+  link: RedisLink | undefined,
+  maxKeys: number,
+  options: BudgetStoreOptions = {},
+): BudgetStore {
+  const { timeoutMs, onLapse } = options;
   // Bounded: budget keys are API keys (and the free tier); the least recently used go first. A key
   // has a few windows.
   const local = new LRUCache<string, LocalWindow>({ max: maxKeys * 4 });
-  const owed = new LRUCache<string, Owed>({ max: maxKeys * 4 });
+  const owed = new LRUCache<string, Owed>({ max: maxKeys });
+  /** This replica's reservations in flight, per budget key, by lease id. */
+  const leases = new Map<string, Map<string, Lease>>();
+  const pending: PendingSettle[] = [];
   const reserveScript = link?.script('sharedStateBudgetReserve', undefined, RESERVE);
-  const moveScript = link?.script('sharedStateBudgetMove', undefined, MOVE);
+  const settleScript = link?.script('sharedStateBudgetSettle', undefined, SETTLE);
+  const addScript = link?.script('sharedStateBudgetAdd', undefined, ADD);
   const readScript = link?.script('sharedStateBudgetRead', undefined, READ);
+  // Lease ids: unique across replicas (a random token per process) and short.
+  const token = randomBytes(6).toString('base64url');
+  let leaseCount = 0;
 
   const windowOf = (budgetKey: string, spec: BudgetWindowSpec): LocalWindow => {
     const key = windowKeyOf(budgetKey, spec);
@@ -284,13 +420,21 @@ export function createBudgetStore(link: RedisLink | undefined, maxKeys: number):
     return window;
   };
 
-  // One hash tag per budget key: a script touches every window of it, in one Cluster slot.
-  const redisKeysOf = (shared: RedisLink, budgetKey: string, windows: readonly BudgetWindowSpec[]) =>
-    budgetRedisKeys(
+  /** KEYS of a budget script: the lease set, then each window's hash. */
+  const keysOf = (shared: RedisLink, budgetKey: string, windows: readonly BudgetWindowSpec[]) => {
+    const keys = budgetRedisKeys(
       shared.keyPrefix,
       budgetKey,
       windows.map((spec) => spec.ms),
-    ).windows;
+    );
+    return [keys.lease, ...keys.windows];
+  };
+
+  /** Counts what a script's sweep lapsed (`count`, `usd` from its reply). */
+  const lapsedIn = (count: unknown, usd: unknown) => {
+    const n = Number(count);
+    if (n > 0 && onLapse !== undefined) onLapse(n, Number(usd) || 0);
+  };
 
   /** Whether this process' window is due its warning at `total` (memory mode and outages). */
   const dueLocally = (window: LocalWindow, spec: BudgetWindowSpec, total: number, now: number) => {
@@ -301,11 +445,15 @@ export function createBudgetStore(link: RedisLink | undefined, maxKeys: number):
   };
 
   /**
-   * Moves amounts in this process' buckets; `decide`: it is the figure that decides (no Redis), so
-   * the warnings are this process' to give.
+   * Moves amounts in this process' buckets of `at`; `decide`: it is the figure that decides (no
+   * Redis), so the warnings are this process' to give.
    */
   const book = (
-    { budgetKey, windows, at, reservedUsd, spentUsd }: Move,
+    budgetKey: string,
+    windows: readonly BudgetWindowSpec[],
+    at: number,
+    reservedUsd: number,
+    spentUsd: number,
     now: number,
     decide: boolean,
   ): BudgetWarning[] => {
@@ -323,86 +471,130 @@ export function createBudgetStore(link: RedisLink | undefined, maxKeys: number):
     return warnings;
   };
 
-  const owe = ({ budgetKey, windows, at, reservedUsd, spentUsd }: Move) => {
-    if (link === undefined) return;
-    for (const spec of windows) {
-      const key = windowKeyOf(budgetKey, spec);
-      let debt = owed.get(key);
-      if (debt === undefined) {
-        debt = { budgetKey, spec, buckets: new Map() };
-        owed.set(key, debt);
-      }
-      move(debt.buckets, bucketOf(at, spec), reservedUsd, spentUsd);
+  /** Spend Redis has not counted yet, in the bucket of `at` (this replica's clock). */
+  const owe = (budgetKey: string, windows: readonly BudgetWindowSpec[], at: number, usd: number) => {
+    if (link === undefined || !(usd > 0)) return;
+    let debt = owed.get(budgetKey);
+    if (debt === undefined) {
+      debt = { windows, spend: new Map() };
+      owed.set(budgetKey, debt);
     }
+    // One amount per bucket of the finest window: bounded, and in the right bucket of every window.
+    const finest = Math.min(...windows.map((spec) => spec.bucketMs));
+    const start = at - (at % finest);
+    debt.spend.set(start, (debt.spend.get(start) ?? 0) + usd);
   };
 
   /**
-   * Sends one move to Redis (in the bucket of `at`; 0: Redis' current one); owed again, in the bucket
-   * of `owedAt`, when the write fails.
+   * This replica's leases of `budgetKey` that expired by `now` lapse here: reservation to spend at
+   * the estimate. Those Redis holds lapse there too (its sweep counts them); those only here are
+   * counted now and owed to Redis as spend.
    */
-  const send = (
-    moved: Move,
+  const sweepLocally = (budgetKey: string, now: number) => {
+    const mine = leases.get(budgetKey);
+    if (mine === undefined) return;
+    let count = 0;
+    let usd = 0;
+    for (const [id, lease] of mine) {
+      if (lease.expiresAt > now) continue;
+      mine.delete(id);
+      book(budgetKey, lease.windows, lease.at, -lease.usd, lease.usd, now, false);
+      if (lease.member !== undefined) continue;
+      owe(budgetKey, lease.windows, lease.at, lease.usd);
+      count++;
+      usd += lease.usd;
+    }
+    if (mine.size === 0) leases.delete(budgetKey);
+    if (count > 0) onLapse?.(count, usd);
+  };
+
+  const hold = (lease: Lease): string => {
+    const id = `${token}${(leaseCount++).toString(36)}`;
+    let mine = leases.get(lease.budgetKey);
+    if (mine === undefined) {
+      mine = new Map();
+      leases.set(lease.budgetKey, mine);
+    }
+    mine.set(id, lease);
+    return id;
+  };
+
+  /** Sends spend to Redis (bucket of `at`; 0: Redis' current one); owed again when the write fails. */
+  const sendSpend = (
+    budgetKey: string,
+    windows: readonly BudgetWindowSpec[],
+    at: number,
+    usd: number,
     owedAt: number,
-    operation: 'budget_add' | 'budget_adjust',
     onWarning?: (warning: BudgetWarning) => void,
   ) => {
-    if (link === undefined || moveScript === undefined) return;
-    const { budgetKey, windows, at, reservedUsd, spentUsd } = moved;
-    const args: Array<string | number> = [at, reservedUsd, spentUsd];
-    for (const spec of windows) args.push(spec.ms, spec.bucketMs, spec.warnUsd);
-    const keys = redisKeysOf(link, budgetKey, windows);
+    if (link === undefined || addScript === undefined) return;
+    const keys = keysOf(link, budgetKey, windows);
+    const args = windowArgs(windows);
+    args.push(at, usd);
+    for (const spec of windows) args.push(spec.warnUsd);
     void link
-      .run(operation, () => moveScript(keys.length, ...keys, ...args))
+      .run('budget_add', () => addScript(keys.length, ...keys, ...args), timeoutMs)
       .then((reply) => {
-        if (reply === FAILED) owe({ ...moved, at: owedAt });
-        else if (onWarning !== undefined) for (const warning of warningsOf(reply)) onWarning(warning);
+        if (reply === FAILED || !Array.isArray(reply)) {
+          owe(budgetKey, windows, owedAt, usd);
+          return;
+        }
+        lapsedIn(reply[0], reply[1]);
+        if (onWarning !== undefined) for (const warning of warningsOf(reply[2])) onWarning(warning);
       });
   };
 
-  /** Pushes some of what is owed (Redis is usable). */
+  /** Settles a Redis lease there; waits for Redis again when the script fails (it is idempotent). */
+  const sendSettle = (settle: PendingSettle, onWarning?: (warning: BudgetWarning) => void) => {
+    if (link === undefined || settleScript === undefined) return;
+    const { budgetKey, windows, member, spentUsd } = settle;
+    const keys = keysOf(link, budgetKey, windows);
+    const args = windowArgs(windows);
+    args.push(member, spentUsd);
+    for (const spec of windows) args.push(spec.warnUsd);
+    void link
+      .run('budget_adjust', () => settleScript(keys.length, ...keys, ...args), timeoutMs)
+      .then((reply) => {
+        if (reply === FAILED || !Array.isArray(reply)) {
+          if (pending.length < MAX_PENDING_SETTLES) pending.push(settle);
+          return;
+        }
+        lapsedIn(reply[0], reply[1]);
+        if (onWarning !== undefined) for (const warning of warningsOf(reply[3])) onWarning(warning);
+      });
+  };
+
+  /** Pushes some of what waited for Redis (Redis is usable). */
   const flush = (now: number) => {
     let sent = 0;
-    for (const [key, debt] of [...owed.entries()]) {
-      for (const [start, { s, r }] of debt.buckets) {
-        debt.buckets.delete(start);
-        if (start > now - debt.spec.ms)
-          send(
-            { budgetKey: debt.budgetKey, windows: [debt.spec], at: start, reservedUsd: r, spentUsd: s },
-            start,
-            'budget_add',
-          );
-        if (++sent >= FLUSH_PER_CALL) return;
+    while (pending.length > 0 && sent < FLUSH_PER_CALL) {
+      sendSettle(pending.shift() as PendingSettle);
+      sent++;
+    }
+    for (const [budgetKey, debt] of [...owed.entries()]) {
+      if (sent >= FLUSH_PER_CALL) return;
+      const longest = Math.max(...debt.windows.map((spec) => spec.ms));
+      for (const [start, usd] of debt.spend) {
+        debt.spend.delete(start);
+        if (start > now - longest) sendSpend(budgetKey, debt.windows, start, usd, start);
+        if (++sent >= FLUSH_PER_CALL) break;
       }
-      owed.delete(key);
+      if (debt.spend.size === 0) owed.delete(budgetKey);
     }
   };
 
-  /** Books here, and in Redis when usable (after what was owed), or owes it. */
-  const share = (
-    moved: Move,
-    now: number,
-    operation: 'budget_add' | 'budget_adjust',
-    onWarning?: (warning: BudgetWarning) => void,
-  ) => {
-    const shared = link?.usable() === true;
-    const warnings = book(moved, now, !shared);
-    if (onWarning !== undefined) for (const warning of warnings) onWarning(warning);
-    if (link === undefined) return;
-    if (!shared) {
-      owe(moved);
-      return;
-    }
-    if (owed.size > 0) flush(now);
-    // Spend without a reservation goes in Redis' current bucket (at 0).
-    send({ ...moved, at: operation === 'budget_add' ? 0 : moved.at }, moved.at, operation, onWarning);
+  const flushing = (now: number) => {
+    if (owed.size > 0 || pending.length > 0) flush(now);
   };
 
-  /** This replica's decision, on its own buckets. */
+  /** This replica's decision, on its own buckets, with a lease of its own. */
   const reserveLocally = (
     budgetKey: string,
     windows: readonly BudgetWindowSpec[],
     usd: number,
     now: number,
+    leaseMs: number,
   ): BudgetReserveResult => {
     let fits = true;
     const views = windows.map((spec) => {
@@ -412,10 +604,9 @@ export function createBudgetStore(link: RedisLink | undefined, maxKeys: number):
       return window;
     });
     if (!fits) return { ok: false, at: now, windows: views.map((window) => listOf(window.buckets)) };
-    const reserved: Move = { budgetKey, windows, at: now, reservedUsd: usd, spentUsd: 0 };
-    const warnings = book(reserved, now, true);
-    owe(reserved);
-    return { ok: true, at: now, shared: false, warnings };
+    const warnings = book(budgetKey, windows, now, usd, 0, now, true);
+    const lease = hold({ budgetKey, windows, at: now, usd, expiresAt: now + leaseMs, member: undefined });
+    return { ok: true, at: now, shared: false, warnings, lease };
   };
 
   /** A copy of this replica's buckets of the windows ending at `now`. */
@@ -427,66 +618,125 @@ export function createBudgetStore(link: RedisLink | undefined, maxKeys: number):
       return new Map([...window.buckets].map(([start, { s, r }]) => [start, { s, r }]));
     });
 
+  /** The lease of a settlement: by id, else (callers that kept none) one of the same time and amount. */
+  const leaseOf = (budgetKey: string, at: number, usd: number, id: string | undefined) => {
+    const mine = leases.get(budgetKey);
+    if (mine === undefined) return undefined;
+    if (id !== undefined) {
+      const lease = mine.get(id);
+      if (lease !== undefined) mine.delete(id);
+      return lease;
+    }
+    let same: string | undefined;
+    for (const [key, lease] of mine) {
+      if (lease.usd !== usd) continue;
+      same ??= key;
+      if (lease.at !== at) continue;
+      same = key;
+      break;
+    }
+    const lease = same === undefined ? undefined : mine.get(same);
+    if (same !== undefined) mine.delete(same);
+    return lease;
+  };
+
   return {
-    reserve(budgetKey, windows, usd, now): MaybePromise<BudgetReserveResult> {
+    reserve(budgetKey, windows, usd, now, leaseMs = DEFAULT_LEASE_MS): MaybePromise<BudgetReserveResult> {
+      sweepLocally(budgetKey, now);
       if (link === undefined || reserveScript === undefined || !link.usable())
-        return reserveLocally(budgetKey, windows, usd, now);
-      if (owed.size > 0) flush(now);
-      const keys = redisKeysOf(link, budgetKey, windows);
-      const args: Array<string | number> = [usd, FIT_EPSILON_USD];
-      for (const spec of windows) args.push(spec.ms, spec.bucketMs, spec.limitUsd, spec.warnUsd);
+        return reserveLocally(budgetKey, windows, usd, now, leaseMs);
+      flushing(now);
+      const keys = keysOf(link, budgetKey, windows);
+      const args = windowArgs(windows);
+      args.push(usd, FIT_EPSILON_USD, `${token}${(leaseCount++).toString(36)}`, Math.ceil(leaseMs));
+      for (const spec of windows) args.push(spec.limitUsd, spec.warnUsd);
       return link
-        .run('budget_reserve', () => reserveScript(keys.length, ...keys, ...args))
+        .run('budget_reserve', () => reserveScript(keys.length, ...keys, ...args), timeoutMs)
         .then((answer): BudgetReserveResult => {
-          // Failed or timed out: decided here. Had the script run after all, Redis counts the
-          // estimate twice until its bucket leaves the window: an error towards the budget.
+          // Failed or timed out: decided here. Had the script run after all, its lease lapses at
+          // the deadline and counts as spent: an error towards the budget, bounded.
           if (answer === FAILED || !Array.isArray(answer))
-            return reserveLocally(budgetKey, windows, usd, now);
+            return reserveLocally(budgetKey, windows, usd, now, leaseMs);
           const at = Number(answer[1]);
+          lapsedIn(answer[2], answer[3]);
           if (Number(answer[0]) !== 1) {
             return {
               ok: false,
               at,
-              windows: windows.map((spec, i) => listOf(bucketsOfFields(answer[i + 2], spec, at))),
+              windows: windows.map((spec, i) => listOf(bucketsOfFields(answer[i + 4], spec, at))),
             };
           }
           // This replica's own figure (the outage fallback), in Redis' bucket.
-          book({ budgetKey, windows, at, reservedUsd: usd, spentUsd: 0 }, now, false);
-          return { ok: true, at, shared: true, warnings: warningsOf(answer[2]) };
+          book(budgetKey, windows, at, usd, 0, now, false);
+          const member = String(answer[4]);
+          const lease = hold({ budgetKey, windows, at, usd, expiresAt: now + leaseMs, member });
+          return { ok: true, at, shared: true, warnings: warningsOf(answer[5]), lease };
         });
     },
 
-    settle(budgetKey, windows, at, reservedUsd, spentUsd, now, onWarning) {
+    settle(budgetKey, windows, at, reservedUsd, spentUsd, now, onWarning, leaseId) {
       const spent = spentUsd > 0 && Number.isFinite(spentUsd) ? spentUsd : 0;
       const reserved = Number.isFinite(reservedUsd) ? reservedUsd : 0;
-      if (reserved === 0 && spent === 0) return;
-      share(
-        { budgetKey, windows, at, reservedUsd: -reserved, spentUsd: spent },
-        now,
-        'budget_adjust',
-        onWarning,
-      );
+      sweepLocally(budgetKey, now);
+      const lease = leaseOf(budgetKey, at, reserved, leaseId);
+      // Lapsed already (here, and in Redis for a Redis lease): counted at its estimate, once.
+      if (lease === undefined) return;
+      if (leases.get(budgetKey)?.size === 0) leases.delete(budgetKey);
+      const shared = link?.usable() === true;
+      const warnings = book(budgetKey, windows, lease.at, -lease.usd, spent, now, !shared);
+      if (onWarning !== undefined) for (const warning of warnings) onWarning(warning);
+      if (link === undefined) return;
+      if (lease.member === undefined) {
+        // Reserved here only: Redis learns the spend.
+        if (!shared) owe(budgetKey, windows, lease.at, spent);
+        else {
+          flushing(now);
+          if (spent > 0) sendSpend(budgetKey, windows, lease.at, spent, lease.at, onWarning);
+        }
+        return;
+      }
+      const settlement = { budgetKey, windows, member: lease.member, spentUsd: spent };
+      if (!shared) {
+        if (pending.length < MAX_PENDING_SETTLES) pending.push(settlement);
+        return;
+      }
+      flushing(now);
+      sendSettle(settlement, onWarning);
     },
 
     add(budgetKey, windows, usd, now, onWarning) {
       if (!(usd > 0) || !Number.isFinite(usd) || !Number.isFinite(now)) return;
-      share({ budgetKey, windows, at: now, reservedUsd: 0, spentUsd: usd }, now, 'budget_add', onWarning);
+      sweepLocally(budgetKey, now);
+      const shared = link?.usable() === true;
+      const warnings = book(budgetKey, windows, now, 0, usd, now, !shared);
+      if (onWarning !== undefined) for (const warning of warnings) onWarning(warning);
+      if (link === undefined) return;
+      if (!shared) {
+        owe(budgetKey, windows, now, usd);
+        return;
+      }
+      flushing(now);
+      // Spend without a reservation goes in Redis' current bucket (at 0).
+      sendSpend(budgetKey, windows, 0, usd, now, onWarning);
     },
 
     read(budgetKey, windows, now): MaybePromise<BudgetRead> {
+      sweepLocally(budgetKey, now);
       if (link === undefined || readScript === undefined || !link.usable())
         return { at: now, windows: localRead(budgetKey, windows, now).map(listOf) };
-      const keys = redisKeysOf(link, budgetKey, windows);
+      const keys = keysOf(link, budgetKey, windows);
+      const args = windowArgs(windows);
       return link
-        .run('budget_window', () => readScript(keys.length, ...keys))
+        .run('budget_window', () => readScript(keys.length, ...keys, ...args), timeoutMs)
         .then((answer): BudgetRead => {
           const mine = localRead(budgetKey, windows, now);
           if (answer === FAILED || !Array.isArray(answer)) return { at: now, windows: mine.map(listOf) };
           const at = Number(answer[0]);
+          lapsedIn(answer[1], answer[2]);
           return {
             at,
             windows: windows.map((spec, i) => {
-              const merged = bucketsOfFields(answer[i + 1], spec, at);
+              const merged = bucketsOfFields(answer[i + 3], spec, at);
               // Never below this replica's own (what it owes Redis is in there).
               for (const [start, own] of mine[i] ?? []) {
                 if (!(start > at - spec.ms)) continue;

@@ -24,6 +24,7 @@ import {
   type RedisMemoryPolicy,
   safeRedisUrl,
 } from './redis-link.js';
+import { createScoreStore } from './score-store.js';
 import type { BudgetRedisCheck, SharedState, SharedStateTopology } from './types.js';
 
 export interface SharedStateOptions {
@@ -49,6 +50,14 @@ export interface SharedStateOptions {
    * @default 25
    */
   timeoutMs?: number;
+  /**
+   * Longest wait for one budget script, in ms (REDIS_BUDGET_TIMEOUT_MS): a slow Redis is waited for.
+   * Also how long Redis must have answered nothing before a run of failed commands is an outage.
+   * @default timeoutMs
+   */
+  budgetTimeoutMs?: number;
+  /** Hears of budget reservations that lapsed (count, USD), once each across replicas. */
+  onBudgetLapse?: (count: number, usd: number) => void;
   /** Outage and recovery lines (one warn per outage, one info per recovery). Required: no @default. */
   logger: Logger;
   /**
@@ -126,6 +135,7 @@ export function createSharedState(options: SharedStateOptions): SharedState {
   const maxEntries = options.localMaxEntries ?? 10_000;
   const keyPrefix = options.keyPrefix ?? 'null-pi:';
   const timeoutMs = options.timeoutMs ?? 25;
+  const budgetTimeoutMs = Math.max(timeoutMs, options.budgetTimeoutMs ?? timeoutMs);
   const { logger, registry } = options;
   const cacheUrl = options.cacheRedisUrl ?? options.redisUrl;
   const twoLinks = options.redisUrl !== undefined && cacheUrl !== undefined && cacheUrl !== options.redisUrl;
@@ -145,6 +155,7 @@ export function createSharedState(options: SharedStateOptions): SharedState {
       url,
       keyPrefix,
       timeoutMs,
+      slowTimeoutMs: budgetTimeoutMs,
       logger,
       role: logRole,
       metrics:
@@ -208,6 +219,7 @@ export function createSharedState(options: SharedStateOptions): SharedState {
     recheck.unref();
   }
 
+  const scores = createScoreStore({ link: stateLink });
   return {
     cache: createAnswerStore({
       link: cacheLink,
@@ -226,7 +238,11 @@ export function createSharedState(options: SharedStateOptions): SharedState {
       onDropped: metrics === undefined ? undefined : (reason) => metrics.apqDocumentDropped(reason),
     }),
     flights: createFlightCoordinator(cacheLink),
-    budgets: createBudgetStore(stateLink, maxEntries),
+    budgets: createBudgetStore(stateLink, maxEntries, {
+      timeoutMs: budgetTimeoutMs,
+      onLapse: options.onBudgetLapse,
+    }),
+    scores,
     status: () => {
       if (links.length === 0) return 'memory';
       return links.every(({ link }) => link.status() === 'redis') ? 'redis' : 'fallback';
@@ -243,6 +259,7 @@ export function createSharedState(options: SharedStateOptions): SharedState {
     },
     close: async () => {
       if (recheck !== undefined) clearInterval(recheck);
+      scores.close();
       await Promise.all(links.map(({ link }) => link.close()));
     },
   };

@@ -14,6 +14,7 @@ export type {
   BudgetWindowSpec,
   FlightCoordinator,
   MaybePromise,
+  ScoreStore,
   SharedState,
   SharedStateStatus,
   SharedStateTopology,

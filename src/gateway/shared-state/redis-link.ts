@@ -7,12 +7,15 @@
  * Why these ioredis options: a request must never wait for Redis beyond the command timeout, so
  * there is no offline queue (a command while disconnected fails at once), no retry of a command
  * (`maxRetriesPerRequest: 0`: a command in flight when the socket drops fails at once, and is not
- * replayed later), and every command times out after `timeoutMs`. The connection is lazy and opened
+ * replayed later), and every command times out: after `timeoutMs` (the cache, flights), or the longer
+ * wait its caller gives `run` (the budget scripts, `slowTimeoutMs`). The connection is lazy and opened
  * without awaiting it, so the gateway starts whether Redis is up or not; ioredis then reconnects in
  * the background forever, at most every 2 s.
  *
  * Health: 'up' from the connection's ready event; 'down' when the connection closes or a run of
- * commands fails (timeouts included) while the socket stays open. While down, `usable()` is false and
+ * commands fails (timeouts included) while the socket stays open and Redis has answered nothing for
+ * `slowTimeoutMs` (slow is not away: a cache command timed out at 25 ms on a loaded machine while the
+ * budget scripts still get answers is no outage). While down, `usable()` is false and
  * the stores do not send anything: a dead Redis costs a property read per call. A socket outage ends
  * with ioredis' reconnection; a command-failure outage with a probe (a SET with TTL, every second).
  * Each outage logs one warning and each recovery one info line; the URL is logged without credentials.
@@ -52,6 +55,7 @@ export type RedisOperation =
   | 'budget_reserve'
   | 'budget_adjust'
   | 'budget_window'
+  | 'scores_write'
   | 'info';
 
 /** A Lua script defined on the connection, called with its keys then its arguments. */
@@ -62,6 +66,13 @@ export interface RedisLinkOptions {
   url: string;
   keyPrefix: string;
   timeoutMs: number;
+  /**
+   * The longest timeout a caller gives `run` (the budget scripts', REDIS_BUDGET_TIMEOUT_MS), and how
+   * long Redis must have answered nothing before a run of failed commands makes an outage: a command
+   * that timed out at `timeoutMs` shows a slow Redis, not one that is away.
+   * @default timeoutMs
+   */
+  slowTimeoutMs?: number;
   logger: Logger;
   /** Where failed commands and topology changes are counted (the shared state's metrics). */
   metrics?: RedisLinkMetrics | undefined;
@@ -92,8 +103,15 @@ export interface RedisLink {
   readonly topology: RedisTopology;
   /** Connected and healthy: commands may be sent. A property read or two: call it on every request. */
   usable(): boolean;
-  /** Runs one command; its value, or FAILED (counted, and part of a run that makes an outage). */
-  run<T>(operation: RedisOperation, command: (client: RedisClient) => Promise<T>): Promise<T | Failed>;
+  /**
+   * Runs one command; its value, or FAILED (counted, and part of a run that makes an outage).
+   * `timeoutMs`: this call's own timeout, at most `slowTimeoutMs` (default: the link's `timeoutMs`).
+   */
+  run<T>(
+    operation: RedisOperation,
+    command: (client: RedisClient) => Promise<T>,
+    timeoutMs?: number,
+  ): Promise<T | Failed>;
   /**
    * Defines a Lua script (EVALSHA, EVAL when Redis lost it) and returns its caller. `numberOfKeys`
    * undefined: each call gives the number of its keys first. On a Cluster every key of one call must
@@ -151,8 +169,28 @@ function nodeAddress(node: { options: { host?: string | undefined; port?: number
   return `${node.options.host ?? '?'}:${node.options.port ?? '?'}`;
 }
 
+/** `pending`, or a rejection once `ms` passed first (ioredis' own message, so the logs read alike). */
+function within<T>(pending: Promise<T>, ms: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('Command timed out')), ms);
+    pending.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
+}
+
 export function createRedisLink(options: RedisLinkOptions): RedisLink {
   const { keyPrefix, timeoutMs, metrics } = options;
+  // ioredis times every command out at the longest wait any caller may ask for; the shorter waits
+  // (the cache's, the flights') are timed here, per call.
+  const slowTimeoutMs = Math.max(timeoutMs, options.slowTimeoutMs ?? timeoutMs);
   const logger = options.role === undefined ? options.logger : options.logger.child({ role: options.role });
   // The settings validated the URL; a caller passing a bad one directly learns it here, at once.
   const target = parseRedisUrl(options.url);
@@ -163,7 +201,7 @@ export function createRedisLink(options: RedisLinkOptions): RedisLink {
   const client = createRedisClient(target, {
     lazyConnect: true,
     offlineQueue: false,
-    commandTimeoutMs: timeoutMs,
+    commandTimeoutMs: slowTimeoutMs,
     connectTimeoutMs: CONNECT_TIMEOUT_MS,
     reconnectDelayMs: (attempt) => Math.min(50 * 2 ** attempt, MAX_RECONNECT_DELAY_MS),
     connectionName: 'null-pi-gateway',
@@ -172,6 +210,8 @@ export function createRedisLink(options: RedisLinkOptions): RedisLink {
   let state: 'connecting' | 'up' | 'down' = 'connecting';
   let closing = false;
   let failures = 0;
+  /** When Redis last answered anything (performance.now()). */
+  let answeredAt = performance.now();
   let lastError = 'connection closed';
   let probe: NodeJS.Timeout | undefined;
   const connectListeners: Array<() => void> = [];
@@ -224,6 +264,7 @@ export function createRedisLink(options: RedisLinkOptions): RedisLink {
     const previous = state;
     state = 'up';
     failures = 0;
+    answeredAt = performance.now();
     stopProbe();
     if (previous === 'down') logger.info({ redis: where, topology }, 'redis back; sharing state again');
     else logger.info({ redis: where, topology }, 'redis connected; sharing state');
@@ -258,7 +299,14 @@ export function createRedisLink(options: RedisLinkOptions): RedisLink {
     // Full is not down: reads and the budget scripts still go through (see the header).
     if (isOutOfMemory(error)) return;
     failures++;
-    if (failures >= FAILURES_FOR_OUTAGE && state === 'up') {
+    // Slow is not away: a run of failures is an outage only once Redis has answered nothing for as
+    // long as the longest wait (a budget script's), so commands timed out at the cache's short wait on
+    // a loaded machine never send the budgets to memory while Redis still answers them.
+    if (
+      failures >= FAILURES_FOR_OUTAGE &&
+      state === 'up' &&
+      performance.now() - answeredAt >= slowTimeoutMs
+    ) {
       markDown(`${failures} commands failed in a row: ${lastError}`);
       startProbe();
     }
@@ -300,10 +348,15 @@ export function createRedisLink(options: RedisLinkOptions): RedisLink {
     keyPrefix,
     topology,
     usable,
-    run<T>(operation: RedisOperation, command: (redis: RedisClient) => Promise<T>): Promise<T | Failed> {
+    run<T>(
+      operation: RedisOperation,
+      command: (redis: RedisClient) => Promise<T>,
+      callTimeoutMs = timeoutMs,
+    ): Promise<T | Failed> {
       let pending: Promise<T>;
       try {
         pending = command(client);
+        if (callTimeoutMs < slowTimeoutMs) pending = within(pending, callTimeoutMs);
       } catch (error) {
         fail(operation, error);
         return Promise.resolve(FAILED);
@@ -311,9 +364,11 @@ export function createRedisLink(options: RedisLinkOptions): RedisLink {
       return pending.then(
         (value) => {
           failures = 0;
+          answeredAt = performance.now();
           return value;
         },
         (error: unknown) => {
+          if (isOutOfMemory(error)) answeredAt = performance.now();
           fail(operation, error);
           return FAILED;
         },

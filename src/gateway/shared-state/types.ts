@@ -71,6 +71,8 @@ export interface SharedState {
   readonly flights: FlightCoordinator;
   /** Cost budgets (sliding windows in buckets, spend and reservations), on REDIS_URL's Redis. */
   readonly budgets: BudgetStore;
+  /** The model scoreboard's sums (score-store.ts), on REDIS_URL's Redis. */
+  readonly scores: ScoreStore;
   /**
    * 'memory' (no REDIS_URL), 'redis' (connected and answering), 'fallback' (REDIS_URL set but Redis
    * unreachable, failing or not connected yet: memory in use). Cheap: no I/O.
@@ -135,9 +137,10 @@ export type BudgetReserveResult =
   /**
    * Reserved in every window, in the bucket of `at` (the store's time: Redis' clock with Redis).
    * `shared`: whether Redis counted it (false in memory mode, during an outage, or when the Redis call
-   * failed). `warnings`: the windows this reservation brought to their warning figure.
+   * failed). `warnings`: the windows this reservation brought to their warning figure. `lease`: its
+   * id, for `settle`.
    */
-  | { ok: true; at: number; shared: boolean; warnings: BudgetWarning[] }
+  | { ok: true; at: number; shared: boolean; warnings: BudgetWarning[]; lease: string }
   /** Did not fit in at least one window: every window as it was judged (buckets oldest first). */
   | { ok: false; at: number; windows: BudgetBucket[][] };
 
@@ -154,19 +157,25 @@ export interface BudgetStore {
    * `usd` stays within its limit; otherwise reserves nothing. Atomic across the windows: in memory
    * synchronously, in Redis with one Lua script (so two replicas never both take the last dollar).
    * When Redis is unavailable or the script fails, this replica's own windows decide (and what it
-   * reserved is pushed to Redis once it is back). Never rejects.
+   * reserved is pushed to Redis, as spend, once it is back). Never rejects.
+   *
+   * The reservation is a lease of `leaseMs` (the operation's deadline plus the lease margin; default
+   * budget-store.ts' DEFAULT_LEASE_MS): not settled by then, it lapses and counts as spent at `usd`.
    */
   reserve(
     budgetKey: string,
     windows: readonly BudgetWindowSpec[],
     usd: number,
     now: number,
+    leaseMs?: number,
   ): MaybePromise<BudgetReserveResult>;
   /**
    * Settles a reservation made at `at` (the reservation's own `at`): `reservedUsd` leaves the
    * reservations and `spentUsd` is added to the spend, in the bucket the reservation was made in (a
    * bucket already out of a window is left alone there). `onWarning` hears of the windows this
-   * brought to their warning figure. Never throws; fire and forget.
+   * brought to their warning figure. `lease`: the reservation's (else one of the same `at` and
+   * `reservedUsd`). A lease that lapsed already is not settled again (it counted at its estimate).
+   * Never throws; fire and forget.
    */
   settle(
     budgetKey: string,
@@ -176,6 +185,7 @@ export interface BudgetStore {
     spentUsd: number,
     now: number,
     onWarning?: (warning: BudgetWarning) => void,
+    lease?: string,
   ): void;
   /** Spend without a reservation, now. Ignores non-positive or non-finite amounts. Never throws. */
   add(
@@ -191,4 +201,20 @@ export interface BudgetStore {
    * Redis fails. Never rejects.
    */
   read(budgetKey: string, windows: readonly BudgetWindowSpec[], now: number): MaybePromise<BudgetRead>;
+}
+
+/**
+ * Named sums every replica adds to (the model scoreboard: src/gateway/models/scoreboard.ts). Adding
+ * never waits; the totals are this process' view (every replica's as of the last write, plus what
+ * this one added since).
+ */
+export interface ScoreStore {
+  /** Adds `amount` to the sum `field` (memory now; Redis with the next write). */
+  add(field: string, amount: number): void;
+  /** The sums now, without I/O. */
+  totals(): ReadonlyMap<string, number>;
+  /** The sums after writing what waits and reading every replica's (one round trip with Redis). Never rejects. */
+  read(): Promise<ReadonlyMap<string, number>>;
+  /** Stops the periodic write. */
+  close(): void;
 }

@@ -1,7 +1,7 @@
 /**
  * The upstream clients and their layers, per upstream, outermost first:
  *
- *   observe → response cache (opt-in) → single flight → API versions → retry → circuit breaker → transport
+ *   observe → response cache (opt-in) → single flight → API versions → retry → circuit breaker → attempts → transport
  *
  * Observation is outermost so it sees every logical call, cache hits and shared calls included; the
  * cache sits above single flight so a hit never waits for anything; versions sit above retries so a

@@ -51,6 +51,15 @@ export interface HttpForm<T = unknown> {
   hints?: StatusHints | undefined;
 }
 
+/**
+ * What the gateway knows is the right answer to a model call, for the scoreboard
+ * (models/scoreboard.ts): whether the value asked about is null, or how many digits of pi were asked
+ * for; and the temperature, which names the band the answer is scored in.
+ */
+export type AnswerTruth =
+  | { question: 'null'; actuallyNull: boolean; temperature: number | undefined }
+  | { question: 'digits'; requestedDigits: number; temperature: number | undefined };
+
 /** A logical upstream call: the same whatever API version ends up serving it. */
 export interface UpstreamRequest<T = unknown> {
   upstream: UpstreamName;
@@ -68,6 +77,8 @@ export interface UpstreamRequest<T = unknown> {
   operation: Operation | undefined;
   /** What the call asks for, as the cost estimate prices it (model calls only; not health). */
   pricing?: ModelCall | undefined;
+  /** The true answer, when the gateway knows it (model calls): the upstream's answer is scored against it. */
+  truth?: AnswerTruth | undefined;
   /** 1 for the first attempt (set by the retry layer). */
   attempt?: number;
   /** This call's own per-attempt timeout (health probes); default: the upstream's UPSTREAM_TIMEOUT_MS. */
@@ -81,6 +92,11 @@ export interface UpstreamRequest<T = unknown> {
    * versions: clients, and the log, never notice a migration).
    */
   mayBeGone?: boolean | undefined;
+  /**
+   * Headers that carry the call's trace to the upstream (`traceparent`, `tracestate`): set by the
+   * observer when the gateway exports its own traces, sent with every attempt.
+   */
+  traceHeaders?: Readonly<Record<string, string>> | undefined;
 }
 
 /** Where an answer came from. */
@@ -122,6 +138,8 @@ export interface ModelCallRequest<T> {
   operation: Operation | undefined;
   /** What the call asks for, as the cost estimate prices it (and which upstream it goes to). */
   pricing: ModelCall;
+  /** The true answer (the scoreboard scores the upstream's answer against it). */
+  truth?: AnswerTruth | undefined;
 }
 
 /**
@@ -138,6 +156,7 @@ export async function callModel<T>(dispatch: Dispatch, call: ModelCallRequest<T>
     cacheable: shareKey === undefined ? undefined : call.cacheable,
     operation: call.operation,
     pricing,
+    truth: call.truth,
   });
   return answer.value;
 }

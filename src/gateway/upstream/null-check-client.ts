@@ -99,6 +99,12 @@ export function createNullCheckClient(dispatch: Dispatch): NullCheckClient {
         cacheable: keepBoolean,
         operation,
         pricing: checkPricing(request.model),
+        // Strictly null: an omitted value (undefined) is not (docs/contract.md, Schema).
+        truth: {
+          question: 'null',
+          actuallyNull: sendsValue(request) && request.value === null,
+          temperature: request.temperature,
+        },
       });
     },
   };

@@ -133,6 +133,11 @@ export function createPiDigitsClient(dispatch: Dispatch): PiDigitsClient {
         cacheable: keepAll,
         operation,
         pricing: piPricing(request.model, request.digits),
+        truth: {
+          question: 'digits',
+          requestedDigits: request.digits ?? DEFAULT_PI_DIGITS,
+          temperature: request.temperature,
+        },
       });
     },
 
@@ -158,6 +163,11 @@ export function createPiDigitsClient(dispatch: Dispatch): PiDigitsClient {
         forms: { v1: form },
         operation,
         pricing: inferencePricing(request.model, request.desiredDigits),
+        truth: {
+          question: 'digits',
+          requestedDigits: request.desiredDigits,
+          temperature: request.temperature,
+        },
       });
     },
   };

@@ -128,7 +128,7 @@ export function createTransport(options: TransportOptions): Transport {
     return errorFromFailure('connection', upstream, { cause: error });
   };
 
-  /** One attempt; throws only `UpstreamCallError`. Reported by `exchange`, whatever the outcome. */
+  /** One attempt; throws only `UpstreamCallError`. Observed by interceptors/attempts.ts, whatever the outcome. */
   async function attemptOnce<T>(request: UpstreamRequest<T>): Promise<UpstreamAnswer<T>> {
     const { form, operation } = request;
     if (operation?.cancelled) throw errorFromFailure('cancelled', upstream, { cause: operation.reason });
@@ -153,6 +153,8 @@ export function createTransport(options: TransportOptions): Transport {
       if (operation.apiKey !== undefined && request.anonymous !== true)
         headers[authHeader] = bearer ? `Bearer ${operation.apiKey}` : operation.apiKey;
     }
+    const traceHeaders = request.traceHeaders;
+    if (traceHeaders !== undefined) Object.assign(headers, traceHeaders);
 
     let statusCode: number | undefined;
     let responseHeaders: ResponseHeaders = {};

@@ -2,10 +2,11 @@
  * Who is calling: the API key from `Authorization: Bearer <key>` or `X-API-Key: <key>`, mapped to a
  * tier. No key, an empty key and the word `free` are the free tier (as both services' specs say); any other key must be
  * known, else 401. The key itself never leaves this file: not in error messages, not in logs, not in
- * rate-limit bucket names (those carry a hash of it, as they may live in a shared Redis).
+ * rate-limit bucket names (those carry its sha256, the project's one digest of a key, as they may live
+ * in a shared Redis).
  */
-import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
+import { apiKeyDigest } from '../../shared/api-key-digest.js';
 import { ServiceError } from './service-error.js';
 import { isTier, type Tier } from './tiers.js';
 
@@ -56,9 +57,9 @@ export interface Caller {
   rateKey: string;
 }
 
-/** The bucket name of a known key: a hash, so the key itself is in no store, log or Redis key name. */
+/** The bucket name of a known key: its digest, so the key itself is in no store, log or Redis key name. */
 export function keyBucket(apiKey: string): string {
-  return `key:${createHash('sha256').update(apiKey).digest('hex').slice(0, 24)}`;
+  return `key:${apiKeyDigest(apiKey)}`;
 }
 
 /** The key carried by a request, or undefined when none (or an empty one) was sent. */

@@ -1,10 +1,10 @@
 /**
  * The fast path: the request pipeline (request/pipeline.ts) run directly on node:http for the common
- * request, a JSON POST to /graphql of a known, valid query whose answer is JSON; Yoga's handler, which
- * runs the same pipeline from its hooks, takes every other request. What is here is only what makes
- * it fast: eligibility from the request line and headers, reading the body, writing the bytes. No
- * policy lives here; the equivalence test (test/integration/fast-path-equivalence.test.ts) compares
- * both lanes byte for byte.
+ * request, a JSON POST (or QUERY, answered alike) to /graphql of a known, valid query whose answer
+ * is JSON; Yoga's handler, which runs the same pipeline from its hooks, takes every other request.
+ * What is here is only what makes it fast: eligibility from the request line and headers, reading
+ * the body, writing the bytes. No policy lives here; the equivalence test
+ * (test/integration/fast-path-equivalence.test.ts) compares both lanes byte for byte.
  *
  * It steps aside (to Yoga, before reading the body) for: any other method, path or content type,
  * HTTP/2, bodies without Content-Length or over the limit, an Accept with no JSON media type, and
@@ -136,7 +136,9 @@ export function createFastPath(options: FastPathOptions): FastPath {
   const served = { fast: 0, handedOver: 0 };
 
   const eligible = (req: IncomingMessage): boolean => {
-    if (req.method !== 'POST' || req.url !== GRAPHQL_ENDPOINT || req.httpVersionMajor !== 1) return false;
+    // QUERY (RFC 10008) is answered exactly as a POST (docs/contract.md, Delivery to frontends).
+    if ((req.method !== 'POST' && req.method !== 'QUERY') || req.url !== GRAPHQL_ENDPOINT) return false;
+    if (req.httpVersionMajor !== 1) return false;
     const headers = req.headers;
     const contentType = headers['content-type'];
     if (contentType !== 'application/json' && !contentType?.startsWith('application/json;')) return false;
@@ -165,8 +167,9 @@ export function createFastPath(options: FastPathOptions): FastPath {
     }
     // A Request built here has no signal of its own: the client going away cancels through the
     // state, as on the fast path (the close listener is already on `res`).
+    // A QUERY stays one: Yoga's lane makes it a POST in one place (plugins/use-query-method.ts).
     const request = new yoga.fetchAPI.Request(`http://${req.headers.host}${req.url}`, {
-      method: 'POST',
+      method: req.method,
       headers,
       body: new Uint8Array(body.buffer, body.byteOffset, body.byteLength) as Uint8Array<ArrayBuffer>,
     });

@@ -3,14 +3,16 @@
  * within this process and (best effort, when a coordinator is given) across replicas through Redis.
  *
  * Only calls with a `shareKey` take part (the clients set one for deterministic calls only: sharing a
- * sampled answer between callers would deprive each of its own sample). The key includes the API key,
- * so an answer never crosses callers (tiers decide 418s, clamps and sponsor messages).
+ * sampled answer between callers would deprive each of its own sample). The key includes the caller's
+ * name (identity.ts: the sha256 of its API key, or `anonymous`), so an answer never crosses callers
+ * (tiers decide 418s, clamps and sponsor messages).
  *
  * The shared call is the first caller's own call (its key, request id, cancellation and deadline):
  * alone, a call behaves exactly as without this layer. If that caller goes away and the call fails
  * for it, each waiter still wanting the answer makes its own call. Waiters get the answer marked
  * `source: 'shared'`: it costs them nothing.
  */
+import { callerIdOf } from '../../identity.js';
 import type { Dispatch, Interceptor, UpstreamAnswer, UpstreamRequest } from '../dispatch.js';
 
 /** Coordination of one call across replicas (src/gateway/shared-state). */
@@ -32,7 +34,8 @@ export interface SingleFlightOptions {
 export function sharingKey(request: UpstreamRequest): string | undefined {
   const shareKey = request.shareKey;
   if (shareKey === undefined) return undefined;
-  return `${request.upstream}\n${request.operation?.apiKey ?? 'free'}\n${shareKey}`;
+  // Per caller (identity.ts): a cached or shared answer never crosses keys.
+  return `${request.upstream}\n${callerIdOf(request.operation?.apiKey)}\n${shareKey}`;
 }
 
 interface InFlight {

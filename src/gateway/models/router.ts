@@ -1,0 +1,113 @@
+/**
+ * Routing by quality (docs/graphql.md, Models): a field that asks for `minAccuracy` instead of a
+ * model is answered by the cheapest model of its service whose Wilson lower bound at the request's
+ * temperature band is at least `minAccuracy`, over at least MODEL_MIN_SAMPLES answers; when none
+ * qualifies yet, by the model with the highest lower bound among those measured; when nothing is
+ * measured, by the service's default model.
+ *
+ * Cheapest by the cost model's expected price of this very call (the price table, then the running
+ * means of what the upstream charged): the same figure the estimate, the cap and the budget use, so
+ * routing and the estimate never disagree about what is cheap.
+ *
+ * Exploration (MODEL_EXPLORATION, off by default): with that probability, a routed call for which a
+ * cheaper model than the chosen one still has fewer than MODEL_MIN_SAMPLES answers at its band goes
+ * to the cheapest such model instead, so a cheap model that nobody asks for by name can still earn a
+ * place. It is bounded by the share (at most 0.2) and by the samples (a model stops being explored once
+ * measured), and an explored field says so (`explored: true` in `extensions.cost.routing`).
+ */
+import type { UpstreamName } from '../errors.js';
+import type { ModelCall } from '../operation/operation-plan.js';
+import { type Band, bandOf, type Scoreboard } from './scoreboard.js';
+
+/** Each service's models, dearest first, and its default (the services' documented ones). */
+export const SERVICE_MODELS: Record<UpstreamName, { models: readonly string[]; default: string }> = {
+  'null-check': { models: ['null-x-opus', 'null-x-4o', 'null-x-mini'], default: 'null-x-4o' },
+  'pi-digits': { models: ['pi-x-opus-almost-correct', 'pi-x-4o', 'pi-x-mini'], default: 'pi-x-4o' },
+};
+
+/** The router's choice for one call. */
+export interface RouteChoice {
+  model: string;
+  /** The chosen model's Wilson lower bound at the band; null when it has no answers there. */
+  accuracyLowerBound: number | null;
+  /** Answers of the chosen model at the band. */
+  answers: number;
+  band: Band;
+  /** Chosen to measure it (exploration), not because it qualified. */
+  explored: boolean;
+  /** What the service's default model is expected to cost for this call, minus the chosen one's. */
+  savedUsd: number;
+}
+
+export interface ModelRouterOptions {
+  scoreboard: Scoreboard;
+  /** The expected price of a call (cost/cost-model.ts). */
+  price: (call: ModelCall) => number;
+  /** Answers a model needs at a band before its lower bound counts (MODEL_MIN_SAMPLES). @default 30 */
+  minSamples?: number;
+  /** Share of routed calls that may explore an under-measured cheaper model (MODEL_EXPLORATION). @default 0 */
+  exploration?: number;
+  /** @default Math.random */
+  random?: () => number;
+}
+
+export interface ModelRouter {
+  /** The model for a call that asked for `minAccuracy` (its `route`); the call's own model otherwise. */
+  choose(call: ModelCall): RouteChoice;
+}
+
+export function createModelRouter(options: ModelRouterOptions): ModelRouter {
+  const { scoreboard, price } = options;
+  const minSamples = options.minSamples ?? 30;
+  const exploration = options.exploration ?? 0;
+  const random = options.random ?? Math.random;
+
+  return {
+    choose(call) {
+      const band = bandOf(call.route?.temperature);
+      const service = SERVICE_MODELS[call.upstream];
+      const priceOf = (model: string) => price({ ...call, model, route: undefined });
+      const defaultPrice = priceOf(service.default);
+      const pick = (model: string, explored = false): RouteChoice => {
+        const score = scoreboard.score(call.upstream, model, band);
+        return {
+          model,
+          accuracyLowerBound: score?.accuracyLowerBound ?? null,
+          answers: score?.answers ?? 0,
+          band,
+          explored,
+          savedUsd: defaultPrice - priceOf(model),
+        };
+      };
+      const minAccuracy = call.route?.minAccuracy;
+      if (minAccuracy === undefined) return pick(call.model);
+      // Cheapest first (ties: the service's order, dearest first, so the later cheaper one wins nothing).
+      const byPrice = [...service.models]
+        .map((model) => ({ model, usd: priceOf(model), score: scoreboard.score(call.upstream, model, band) }))
+        .sort((a, b) => a.usd - b.usd);
+      const qualified = byPrice.find(
+        (m) =>
+          m.score !== undefined && m.score.answers >= minSamples && m.score.accuracyLowerBound >= minAccuracy,
+      );
+      let chosen: string;
+      if (qualified !== undefined) {
+        chosen = qualified.model;
+      } else {
+        let best: (typeof byPrice)[number] | undefined;
+        for (const m of byPrice)
+          if (
+            m.score !== undefined &&
+            (best?.score === undefined || m.score.accuracyLowerBound > best.score.accuracyLowerBound)
+          )
+            best = m;
+        chosen = best?.model ?? service.default;
+      }
+      if (exploration > 0) {
+        const chosenUsd = priceOf(chosen);
+        const candidate = byPrice.find((m) => m.usd < chosenUsd && (m.score?.answers ?? 0) < minSamples);
+        if (candidate !== undefined && random() < exploration) return pick(candidate.model, true);
+      }
+      return pick(chosen);
+    },
+  };
+}

@@ -1,0 +1,61 @@
+/**
+ * `models: [ModelScore!]!`: the scoreboard (docs/graphql.md, Models): every model of each service,
+ * per temperature band, scored against the truth the gateway computes. Calls nothing upstream (it
+ * reads the score store: memory, or one Redis round trip that also writes this replica's new scores).
+ */
+import type { ModelScore as ModelScoreShape } from '../models/scoreboard.js';
+import { builder } from './builder.js';
+
+const ModelScore = builder.objectRef<ModelScoreShape>('ModelScore').implement({
+  description:
+    'How one model of a service answered at one temperature band, judged against the truth the gateway computes (strict null; the true digits of pi). Answers served from the response cache or shared with another call are counted once, where the upstream answered.',
+  fields: (t) => ({
+    service: t.exposeString('service', {
+      description: 'The service: "null-check" (isNull) or "pi-digits" (pi and inference share its scores).',
+    }),
+    model: t.exposeString('model', {
+      description: 'The model as the service names it (the model asked for), e.g. "null-x-4o".',
+    }),
+    band: t.exposeString('band', {
+      description:
+        'The temperature band: "0" (0 or omitted), "(0, 0.7]" or "(0.7, 1]". Routing compares models within the band of the request.',
+    }),
+    answers: t.exposeInt('answers', {
+      description: 'Answers scored (maybe and existential answers included).',
+    }),
+    correct: t.exposeInt('correct', {
+      description:
+        'Correct answers: a boolean verdict equal to actuallyNull; digits of pi (not e) with every requested decimal place right.',
+    }),
+    maybe: t.exposeInt('maybe', {
+      description: 'Answers "maybe" (null-check; counted in answers, never correct).',
+    }),
+    existential: t.exposeInt('existential', {
+      description: 'Existential answers (null-check; counted in answers, never correct).',
+    }),
+    eInsteadOfPi: t.exposeInt('eInsteadOfPi', {
+      description: 'Digits of e instead of pi (pi-digits; counted in answers, never correct).',
+    }),
+    accuracy: t.exposeFloat('accuracy', { description: 'correct / answers.' }),
+    accuracyLowerBound: t.exposeFloat('accuracyLowerBound', {
+      description:
+        'The lower bound of the 95 % Wilson score interval of accuracy: what the accuracy is at least, honest about small samples. Routing by minAccuracy compares this.',
+    }),
+    meanCostUsd: t.exposeFloat('meanCostUsd', {
+      description: 'Mean cost of an answer in US dollars, as the service reported it.',
+    }),
+    meanLatencyMs: t.exposeFloat('meanLatencyMs', {
+      description:
+        'Mean time from the call to its answer as the gateway measured it (retries included), in ms.',
+    }),
+  }),
+});
+
+builder.queryField('models', (t) =>
+  t.field({
+    type: [ModelScore],
+    description:
+      'The model scoreboard: per service, model and temperature band, every answer scored against the truth (shared by every replica through REDIS_URL). Ordered by service, model, band. Calls nothing upstream.',
+    resolve: (_root, _args, context) => context.models.rows(),
+  }),
+);
