@@ -55,7 +55,7 @@ export interface UpstreamObserverOptions {
    * gateway exports its own traces; undefined: none are added (a host's HTTP instrumentation does it).
    */
   traceHeaders?: ((span: Span) => Record<string, string>) | undefined;
-  /** Told of every cost actually spent (the hourly budgets and the running mean per model). */
+  /** Told of every cost actually spent (the cost budgets and the running mean per model). */
   onSpent?: ((operation: Operation | undefined, call: ModelCall, usd: number) => void) | undefined;
   /**
    * Told of every answer the upstream itself gave to a call whose truth is known (never of a cache
