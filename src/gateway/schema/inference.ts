@@ -145,10 +145,9 @@ builder.queryField('inference', (t) =>
       const request: InferenceRequest = {
         desiredDigits,
         // Routed, or a cheaper model when the budget asked for one (cost/fallback.ts), else the one asked for.
-        model: modelToSend(context, info.path.key, input.model, minAccuracy, () => ({
-          ...inferencePricing(undefined, desiredDigits),
-          route: { minAccuracy: minAccuracy ?? 0, temperature },
-        })),
+        model: modelToSend(context, info.path.key, input.model, { minAccuracy, temperature }, () =>
+          inferencePricing(undefined, desiredDigits),
+        ),
         temperature,
         useChainOfThought: input.useChainOfThought ?? undefined,
         liabilityWaiverSigned: true,

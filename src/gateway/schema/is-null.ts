@@ -233,10 +233,9 @@ builder.queryField('isNull', (t) =>
         hasValue: given,
         value: given ? value : undefined,
         // Routed, or a cheaper model when the budget asked for one (cost/fallback.ts), else the one asked for.
-        model: modelToSend(context, info.path.key, args.model, minAccuracy, () => ({
-          ...checkPricing(undefined),
-          route: { minAccuracy: minAccuracy ?? 0, temperature },
-        })),
+        model: modelToSend(context, info.path.key, args.model, { minAccuracy, temperature }, () =>
+          checkPricing(undefined),
+        ),
         temperature,
         strictMode: args.strictMode ?? undefined,
       };

@@ -8,15 +8,26 @@
 import type { ModelCall } from '../operation/operation-plan.js';
 import type { GatewayContext } from './context.js';
 
+/** The checked routing arguments of a field: `minAccuracy` (undefined: not routed) and `temperature`. */
+export interface RoutingArguments {
+  minAccuracy: number | undefined;
+  temperature: number | undefined;
+}
+
+/**
+ * `pricing`: the call as priced with the service's default model, which the router prices its
+ * candidates from (made only when the field is routed here).
+ */
 export function modelToSend(
   context: GatewayContext,
   responseKey: string | number,
   model: string | null | undefined,
-  minAccuracy: number | undefined,
-  call: () => ModelCall,
+  { minAccuracy, temperature }: RoutingArguments,
+  pricing: () => ModelCall,
 ): string | undefined {
   const admitted = context.operation.admission?.modelFor(String(responseKey));
   if (admitted !== undefined) return admitted;
-  if (minAccuracy !== undefined) return context.models.route(call());
+  if (minAccuracy !== undefined)
+    return context.models.route({ ...pricing(), route: { minAccuracy, temperature } });
   return model ?? undefined;
 }

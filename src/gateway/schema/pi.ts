@@ -124,10 +124,9 @@ builder.queryField('pi', (t) =>
       const request: PiRequest = {
         digits,
         // Routed, or a cheaper model when the budget asked for one (cost/fallback.ts), else the one asked for.
-        model: modelToSend(context, info.path.key, args.model, minAccuracy, () => ({
-          ...piPricing(undefined, digits),
-          route: { minAccuracy: minAccuracy ?? 0, temperature },
-        })),
+        model: modelToSend(context, info.path.key, args.model, { minAccuracy, temperature }, () =>
+          piPricing(undefined, digits),
+        ),
         temperature,
         sponsored: args.sponsored ?? undefined,
       };
