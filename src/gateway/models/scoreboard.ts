@@ -101,8 +101,41 @@ const STATS = {
   latencyMs: 'l',
 } as const;
 
+type Stat = keyof typeof STATS;
+/** The sums of one row, by stat (0 for a sum never added to). */
+type Sums = Record<Stat, number>;
+
+/** The stat of each field suffix. */
+const STAT_OF_SUFFIX = new Map(
+  Object.entries(STATS).map(([stat, suffix]) => [suffix as string, stat as Stat]),
+);
+
 const fieldOf = (service: string, model: string, band: Band, stat: string) =>
   `${service}|${model}|${band}|${stat}`;
+
+/**
+ * A row from its sums; undefined without answers. The counts are whole (each answer adds 1), the
+ * means exact (routing compares them).
+ */
+function rowOf(service: UpstreamName, model: string, band: Band, sums: Sums): ModelScore | undefined {
+  const answers = Math.round(sums.answers);
+  if (answers <= 0) return undefined;
+  const correct = Math.round(sums.correct);
+  return {
+    service,
+    model,
+    band,
+    answers,
+    correct,
+    maybe: Math.round(sums.maybe),
+    existential: Math.round(sums.existential),
+    eInsteadOfPi: Math.round(sums.eInsteadOfPi),
+    accuracy: correct / answers,
+    accuracyLowerBound: wilsonLowerBound(correct, answers),
+    meanCostUsd: sums.costUsd / answers,
+    meanLatencyMs: sums.latencyMs / answers,
+  };
+}
 
 /** The verdict of a null-check answer. */
 function judgeNull(truth: { actuallyNull: boolean }, value: unknown): AnswerOutcome {
@@ -171,61 +204,29 @@ export function createScoreboard(options: ScoreboardOptions): Scoreboard {
   };
 
   const rowsOf = (totals: ReadonlyMap<string, number>): ModelScore[] => {
-    const rows = new Map<string, ModelScore>();
+    const sumsByRow = new Map<string, { service: string; model: string; band: Band; sums: Sums }>();
     for (const [field, amount] of totals) {
-      const [service, model, band, stat] = field.split('|');
-      if (service === undefined || model === undefined || stat === undefined) continue;
+      const [service, model, band, suffix] = field.split('|');
+      if (service === undefined || model === undefined || suffix === undefined) continue;
       if (!(BANDS as readonly string[]).includes(band as string)) continue;
+      const stat = STAT_OF_SUFFIX.get(suffix);
+      if (stat === undefined) continue;
       const key = `${service}|${model}|${band}`;
-      let row = rows.get(key);
+      let row = sumsByRow.get(key);
       if (row === undefined) {
-        row = {
-          service: service as UpstreamName,
-          model,
-          band: band as Band,
-          answers: 0,
-          correct: 0,
-          maybe: 0,
-          existential: 0,
-          eInsteadOfPi: 0,
-          accuracy: 0,
-          accuracyLowerBound: 0,
-          meanCostUsd: 0,
-          meanLatencyMs: 0,
-        };
-        rows.set(key, row);
+        const sums = Object.fromEntries(Object.keys(STATS).map((name) => [name, 0])) as Sums;
+        row = { service, model, band: band as Band, sums };
+        sumsByRow.set(key, row);
       }
-      switch (stat) {
-        case STATS.answers:
-          row.answers = Math.round(amount);
-          break;
-        case STATS.correct:
-          row.correct = Math.round(amount);
-          break;
-        case STATS.maybe:
-          row.maybe = Math.round(amount);
-          break;
-        case STATS.existential:
-          row.existential = Math.round(amount);
-          break;
-        case STATS.eInsteadOfPi:
-          row.eInsteadOfPi = Math.round(amount);
-          break;
-        case STATS.costUsd:
-          row.meanCostUsd = amount; // a sum until divided below
-          break;
-        case STATS.latencyMs:
-          row.meanLatencyMs = amount;
-          break;
-      }
+      row.sums[stat] = amount;
     }
     const out: ModelScore[] = [];
-    for (const row of rows.values()) {
-      if (row.answers <= 0) continue;
-      row.accuracy = row.correct / row.answers;
-      row.accuracyLowerBound = wilsonLowerBound(row.correct, row.answers);
-      row.meanCostUsd = Math.round((row.meanCostUsd / row.answers) * 1e10) / 1e10;
-      row.meanLatencyMs = Math.round((row.meanLatencyMs / row.answers) * 100) / 100;
+    for (const { service, model, band, sums } of sumsByRow.values()) {
+      const row = rowOf(service as UpstreamName, model, band, sums);
+      if (row === undefined) continue;
+      // Rounded for reading: a sum of dollars or milliseconds divided carries float noise.
+      row.meanCostUsd = Math.round(row.meanCostUsd * 1e10) / 1e10;
+      row.meanLatencyMs = Math.round(row.meanLatencyMs * 100) / 100;
       out.push(row);
     }
     return out.sort(
@@ -252,28 +253,13 @@ export function createScoreboard(options: ScoreboardOptions): Scoreboard {
 
     score(service, model, band) {
       const totals = store.totals();
-      const answers = totals.get(fieldOf(service, model, band, STATS.answers)) ?? 0;
-      if (answers <= 0) return undefined;
-      const correct = totals.get(fieldOf(service, model, band, STATS.correct)) ?? 0;
-      const cost = totals.get(fieldOf(service, model, band, STATS.costUsd)) ?? 0;
-      const latency = totals.get(fieldOf(service, model, band, STATS.latencyMs)) ?? 0;
-      const maybe = totals.get(fieldOf(service, model, band, STATS.maybe)) ?? 0;
-      const existential = totals.get(fieldOf(service, model, band, STATS.existential)) ?? 0;
-      const e = totals.get(fieldOf(service, model, band, STATS.eInsteadOfPi)) ?? 0;
-      return {
-        service,
-        model,
-        band,
-        answers: Math.round(answers),
-        correct: Math.round(correct),
-        maybe: Math.round(maybe),
-        existential: Math.round(existential),
-        eInsteadOfPi: Math.round(e),
-        accuracy: correct / answers,
-        accuracyLowerBound: wilsonLowerBound(correct, answers),
-        meanCostUsd: cost / answers,
-        meanLatencyMs: latency / answers,
-      };
+      const sums = Object.fromEntries(
+        Object.entries(STATS).map(([stat, suffix]) => [
+          stat,
+          totals.get(fieldOf(service, model, band, suffix)) ?? 0,
+        ]),
+      ) as Sums;
+      return rowOf(service, model, band, sums);
     },
 
     rows: () => rowsOf(store.totals()),

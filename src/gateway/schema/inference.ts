@@ -14,14 +14,8 @@ import { inferencePricing } from '../upstream/pi-digits-client.js';
 import type { InferenceRequest, InferenceResponse } from '../upstream/types.js';
 import { constantUnion, type DigitsShape, digitsAnswer, digitsFields, modelFields } from './answer-fields.js';
 import { builder } from './builder.js';
-import {
-  checkDigits,
-  checkMinAccuracy,
-  checkTemperature,
-  rethrowAsFieldError,
-  waiverRequired,
-} from './errors.js';
-import { modelToSend } from './model-choice.js';
+import { checkDigits, rethrowAsFieldError, waiverRequired } from './errors.js';
+import { checkModelAsked, modelToSend } from './model-choice.js';
 import { PiModel, piModelOf } from './models.js';
 import { floatOrNull, intOrNull } from './numbers.js';
 
@@ -139,17 +133,13 @@ builder.queryField('inference', (t) =>
     },
     resolve: async (_root, { input }, context, info) => {
       const desiredDigits = checkDigits('desiredDigits', input.desiredDigits, context.limits.maxDigits);
-      const temperature = checkTemperature(input.temperature);
-      const minAccuracy = checkMinAccuracy(input.minAccuracy, input.model);
+      const asked = checkModelAsked(input);
       if (input.liabilityWaiverSigned !== true) throw waiverRequired();
       const request: InferenceRequest = {
         desiredDigits,
         // Routed, or a cheaper model when the budget asked for one (cost/fallback.ts), else the one asked for.
-        model: modelToSend(context, info.path.key, input.model, minAccuracy, () => ({
-          ...inferencePricing(undefined, desiredDigits),
-          route: { minAccuracy: minAccuracy ?? 0, temperature },
-        })),
-        temperature,
+        model: modelToSend(context, info.path.key, asked, () => inferencePricing(undefined, desiredDigits)),
+        temperature: asked.temperature,
         useChainOfThought: input.useChainOfThought ?? undefined,
         liabilityWaiverSigned: true,
       };

@@ -11,10 +11,10 @@ import { checkPricing } from '../upstream/null-check-client.js';
 import type { NullCheckRequest, NullCheckResponse, PhilosophicalAnalysis } from '../upstream/types.js';
 import { answerFactFields, answerTextFields } from './answer-fields.js';
 import { builder } from './builder.js';
-import { badUserInput, checkMinAccuracy, checkTemperature, rethrowAsFieldError } from './errors.js';
+import { badUserInput, rethrowAsFieldError } from './errors.js';
 import { JsonScalar } from './json-scalar.js';
 import type { JsonArgument } from './json-value.js';
-import { modelToSend } from './model-choice.js';
+import { checkModelAsked, modelToSend } from './model-choice.js';
 import { NullModel, nullModelOf } from './models.js';
 import { floatOrNull, intOrNull } from './numbers.js';
 
@@ -224,8 +224,7 @@ builder.queryField('isNull', (t) =>
       }),
     },
     resolve: async (_root, args, context, info) => {
-      const temperature = checkTemperature(args.temperature);
-      const minAccuracy = checkMinAccuracy(args.minAccuracy, args.model);
+      const asked = checkModelAsked(args);
       const arg = args.value;
       const given = 'value' in args && arg !== undefined;
       const value = arg != null ? boundedValue(arg, context.limits) : null;
@@ -233,11 +232,8 @@ builder.queryField('isNull', (t) =>
         hasValue: given,
         value: given ? value : undefined,
         // Routed, or a cheaper model when the budget asked for one (cost/fallback.ts), else the one asked for.
-        model: modelToSend(context, info.path.key, args.model, minAccuracy, () => ({
-          ...checkPricing(undefined),
-          route: { minAccuracy: minAccuracy ?? 0, temperature },
-        })),
-        temperature,
+        model: modelToSend(context, info.path.key, asked, () => checkPricing(undefined)),
+        temperature: asked.temperature,
         strictMode: args.strictMode ?? undefined,
       };
       const response = await context.loaders.nullCheck.load(request).catch(rethrowAsFieldError);

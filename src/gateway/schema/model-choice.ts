@@ -7,16 +7,40 @@
  */
 import type { ModelCall } from '../operation/operation-plan.js';
 import type { GatewayContext } from './context.js';
+import { checkMinAccuracy, checkTemperature } from './errors.js';
 
+/** What a caller asked of the model, checked: a model, or a quality (`minAccuracy`), at a temperature. */
+export interface ModelAsked {
+  model: string | undefined;
+  /** Undefined: not routed by quality. */
+  minAccuracy: number | undefined;
+  temperature: number | undefined;
+}
+
+/** Checks a model-calling field's `temperature`, then its `minAccuracy` (BAD_USER_INPUT). */
+export function checkModelAsked(args: {
+  model?: string | null | undefined;
+  minAccuracy?: number | null | undefined;
+  temperature?: number | null | undefined;
+}): ModelAsked {
+  const temperature = checkTemperature(args.temperature);
+  const minAccuracy = checkMinAccuracy(args.minAccuracy, args.model);
+  return { model: args.model ?? undefined, minAccuracy, temperature };
+}
+
+/**
+ * `pricing`: the call as priced with the service's default model, which the router prices its
+ * candidates from (made only when the field is routed here).
+ */
 export function modelToSend(
   context: GatewayContext,
   responseKey: string | number,
-  model: string | null | undefined,
-  minAccuracy: number | undefined,
-  call: () => ModelCall,
+  { model, minAccuracy, temperature }: ModelAsked,
+  pricing: () => ModelCall,
 ): string | undefined {
   const admitted = context.operation.admission?.modelFor(String(responseKey));
   if (admitted !== undefined) return admitted;
-  if (minAccuracy !== undefined) return context.models.route(call());
-  return model ?? undefined;
+  if (minAccuracy !== undefined)
+    return context.models.route({ ...pricing(), route: { minAccuracy, temperature } });
+  return model;
 }

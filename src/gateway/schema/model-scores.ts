@@ -5,49 +5,42 @@
  */
 import type { ModelScore as ModelScoreShape } from '../models/scoreboard.js';
 import { builder } from './builder.js';
+import { fieldTable } from './field-table.js';
 
 const ModelScore = builder.objectRef<ModelScoreShape>('ModelScore').implement({
   description:
     'How one model of a service answered at one temperature band, judged against the truth the gateway computes (strict null; the true digits of pi). Answers served from the response cache or shared with another call are counted once, where the upstream answered.',
   fields: (t) => ({
-    service: t.exposeString('service', {
-      description: 'The service: "null-check" (isNull) or "pi-digits" (pi and inference share its scores).',
-    }),
-    model: t.exposeString('model', {
-      description: 'The model as the service names it (the model asked for), e.g. "null-x-4o".',
-    }),
-    band: t.exposeString('band', {
-      description:
-        'The temperature band: "0" (0 or omitted), "(0, 0.7]" or "(0.7, 1]". Routing compares models within the band of the request.',
-    }),
-    answers: t.exposeInt('answers', {
-      description: 'Answers scored (maybe and existential answers included).',
-    }),
-    correct: t.exposeInt('correct', {
-      description:
-        'Correct answers: a boolean verdict equal to actuallyNull; digits of pi (not e) with every requested decimal place right.',
-    }),
-    maybe: t.exposeInt('maybe', {
-      description: 'Answers "maybe" (null-check; counted in answers, never correct).',
-    }),
-    existential: t.exposeInt('existential', {
-      description: 'Existential answers (null-check; counted in answers, never correct).',
-    }),
-    eInsteadOfPi: t.exposeInt('eInsteadOfPi', {
-      description: 'Digits of e instead of pi (pi-digits; counted in answers, never correct).',
-    }),
-    accuracy: t.exposeFloat('accuracy', { description: 'correct / answers.' }),
-    accuracyLowerBound: t.exposeFloat('accuracyLowerBound', {
-      description:
-        'The lower bound of the 95 % Wilson score interval of accuracy: what the accuracy is at least, honest about small samples. Routing by minAccuracy compares this.',
-    }),
-    meanCostUsd: t.exposeFloat('meanCostUsd', {
-      description: 'Mean cost of an answer in US dollars, as the service reported it.',
-    }),
-    meanLatencyMs: t.exposeFloat('meanLatencyMs', {
-      description:
-        'Mean time from the call to its answer as the gateway measured it (retries included), in ms.',
-    }),
+    ...fieldTable(
+      {
+        service: 'The service: "null-check" (isNull) or "pi-digits" (pi and inference share its scores).',
+        model: 'The model as the service names it (the model asked for), e.g. "null-x-4o".',
+        band: 'The temperature band: "0" (0 or omitted), "(0, 0.7]" or "(0.7, 1]". Routing compares models within the band of the request.',
+      },
+      (name, description) => t.exposeString(name, { description }),
+    ),
+    ...fieldTable(
+      {
+        answers: 'Answers scored (maybe and existential answers included).',
+        correct:
+          'Correct answers: a boolean verdict equal to actuallyNull; digits of pi (not e) with every requested decimal place right.',
+        maybe: 'Answers "maybe" (null-check; counted in answers, never correct).',
+        existential: 'Existential answers (null-check; counted in answers, never correct).',
+        eInsteadOfPi: 'Digits of e instead of pi (pi-digits; counted in answers, never correct).',
+      },
+      (name, description) => t.exposeInt(name, { description }),
+    ),
+    ...fieldTable(
+      {
+        accuracy: 'correct / answers.',
+        accuracyLowerBound:
+          'The lower bound of the 95 % Wilson score interval of accuracy: what the accuracy is at least, honest about small samples. Routing by minAccuracy compares this.',
+        meanCostUsd: 'Mean cost of an answer in US dollars, as the service reported it.',
+        meanLatencyMs:
+          'Mean time from the call to its answer as the gateway measured it (retries included), in ms.',
+      },
+      (name, description) => t.exposeFloat(name, { description }),
+    ),
   }),
 });
 

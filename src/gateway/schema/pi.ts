@@ -22,8 +22,8 @@ import {
   digitsFields,
 } from './answer-fields.js';
 import { builder } from './builder.js';
-import { checkDigits, checkMinAccuracy, checkTemperature, rethrowAsFieldError } from './errors.js';
-import { modelToSend } from './model-choice.js';
+import { checkDigits, rethrowAsFieldError } from './errors.js';
+import { checkModelAsked, modelToSend } from './model-choice.js';
 import { PiModel, piModelOf } from './models.js';
 import type { Constant } from './truth.js';
 
@@ -117,18 +117,14 @@ builder.queryField('pi', (t) =>
       }),
     },
     resolve: async (_root, args, context, info) => {
-      const temperature = checkTemperature(args.temperature);
-      const minAccuracy = checkMinAccuracy(args.minAccuracy, args.model);
+      const asked = checkModelAsked(args);
       const digits =
         args.digits == null ? undefined : checkDigits('digits', args.digits, context.limits.maxDigits);
       const request: PiRequest = {
         digits,
         // Routed, or a cheaper model when the budget asked for one (cost/fallback.ts), else the one asked for.
-        model: modelToSend(context, info.path.key, args.model, minAccuracy, () => ({
-          ...piPricing(undefined, digits),
-          route: { minAccuracy: minAccuracy ?? 0, temperature },
-        })),
-        temperature,
+        model: modelToSend(context, info.path.key, asked, () => piPricing(undefined, digits)),
+        temperature: asked.temperature,
         sponsored: args.sponsored ?? undefined,
       };
       const response = await context.loaders.pi.load(request).catch(rethrowAsFieldError);

@@ -47,7 +47,7 @@
 import { randomBytes } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { budgetRedisKeys } from './redis-keys.js';
-import { FAILED, type RedisLink } from './redis-link.js';
+import { FAILED, type RedisLink, type ScriptCall } from './redis-link.js';
 import type {
   BudgetBucket,
   BudgetRead,
@@ -314,6 +314,18 @@ interface Owed {
   spend: Map<number, number>;
 }
 
+/**
+ * One move of budget amounts: into the buckets of `at` of each window of a key, `reservedUsd` to the
+ * reservations and `spentUsd` to the spend (either may be negative: a settlement).
+ */
+interface Move {
+  budgetKey: string;
+  windows: readonly BudgetWindowSpec[];
+  at: number;
+  reservedUsd: number;
+  spentUsd: number;
+}
+
 /** A settlement of a Redis lease that waits for Redis. */
 interface PendingSettle {
   budgetKey: string;
@@ -449,11 +461,7 @@ export function createBudgetStore(
    * Redis), so the warnings are this process' to give.
    */
   const book = (
-    budgetKey: string,
-    windows: readonly BudgetWindowSpec[],
-    at: number,
-    reservedUsd: number,
-    spentUsd: number,
+    { budgetKey, windows, at, reservedUsd, spentUsd }: Move,
     now: number,
     decide: boolean,
   ): BudgetWarning[] => {
@@ -498,7 +506,11 @@ export function createBudgetStore(
     for (const [id, lease] of mine) {
       if (lease.expiresAt > now) continue;
       mine.delete(id);
-      book(budgetKey, lease.windows, lease.at, -lease.usd, lease.usd, now, false);
+      book(
+        { budgetKey, windows: lease.windows, at: lease.at, reservedUsd: -lease.usd, spentUsd: lease.usd },
+        now,
+        false,
+      );
       if (lease.member !== undefined) continue;
       owe(budgetKey, lease.windows, lease.at, lease.usd);
       count++;
@@ -519,6 +531,39 @@ export function createBudgetStore(
     return id;
   };
 
+  /**
+   * Runs a writing budget script on a key's windows: its own arguments `own` between the windows'
+   * spans and their warning figures. Failed: `onFailed`; else counts what its sweep lapsed and gives
+   * the warnings of its reply at `warnedAt`.
+   */
+  const write = (
+    operation: 'budget_add' | 'budget_adjust',
+    script: ScriptCall | undefined,
+    budgetKey: string,
+    windows: readonly BudgetWindowSpec[],
+    own: Array<string | number>,
+    outcome: {
+      warnedAt: number;
+      onFailed: () => void;
+      onWarning?: ((warning: BudgetWarning) => void) | undefined;
+    },
+  ) => {
+    if (link === undefined || script === undefined) return;
+    const keys = keysOf(link, budgetKey, windows);
+    const args = [...windowArgs(windows), ...own, ...windows.map((spec) => spec.warnUsd)];
+    const { warnedAt, onFailed, onWarning } = outcome;
+    void link
+      .run(operation, () => script(keys.length, ...keys, ...args), timeoutMs)
+      .then((reply) => {
+        if (reply === FAILED || !Array.isArray(reply)) {
+          onFailed();
+          return;
+        }
+        lapsedIn(reply[0], reply[1]);
+        if (onWarning !== undefined) for (const warning of warningsOf(reply[warnedAt])) onWarning(warning);
+      });
+  };
+
   /** Sends spend to Redis (bucket of `at`; 0: Redis' current one); owed again when the write fails. */
   const sendSpend = (
     budgetKey: string,
@@ -527,43 +572,22 @@ export function createBudgetStore(
     usd: number,
     owedAt: number,
     onWarning?: (warning: BudgetWarning) => void,
-  ) => {
-    if (link === undefined || addScript === undefined) return;
-    const keys = keysOf(link, budgetKey, windows);
-    const args = windowArgs(windows);
-    args.push(at, usd);
-    for (const spec of windows) args.push(spec.warnUsd);
-    void link
-      .run('budget_add', () => addScript(keys.length, ...keys, ...args), timeoutMs)
-      .then((reply) => {
-        if (reply === FAILED || !Array.isArray(reply)) {
-          owe(budgetKey, windows, owedAt, usd);
-          return;
-        }
-        lapsedIn(reply[0], reply[1]);
-        if (onWarning !== undefined) for (const warning of warningsOf(reply[2])) onWarning(warning);
-      });
-  };
+  ) =>
+    write('budget_add', addScript, budgetKey, windows, [at, usd], {
+      warnedAt: 2,
+      onFailed: () => owe(budgetKey, windows, owedAt, usd),
+      onWarning,
+    });
 
   /** Settles a Redis lease there; waits for Redis again when the script fails (it is idempotent). */
-  const sendSettle = (settle: PendingSettle, onWarning?: (warning: BudgetWarning) => void) => {
-    if (link === undefined || settleScript === undefined) return;
-    const { budgetKey, windows, member, spentUsd } = settle;
-    const keys = keysOf(link, budgetKey, windows);
-    const args = windowArgs(windows);
-    args.push(member, spentUsd);
-    for (const spec of windows) args.push(spec.warnUsd);
-    void link
-      .run('budget_adjust', () => settleScript(keys.length, ...keys, ...args), timeoutMs)
-      .then((reply) => {
-        if (reply === FAILED || !Array.isArray(reply)) {
-          if (pending.length < MAX_PENDING_SETTLES) pending.push(settle);
-          return;
-        }
-        lapsedIn(reply[0], reply[1]);
-        if (onWarning !== undefined) for (const warning of warningsOf(reply[3])) onWarning(warning);
-      });
-  };
+  const sendSettle = (settle: PendingSettle, onWarning?: (warning: BudgetWarning) => void) =>
+    write('budget_adjust', settleScript, settle.budgetKey, settle.windows, [settle.member, settle.spentUsd], {
+      warnedAt: 3,
+      onFailed: () => {
+        if (pending.length < MAX_PENDING_SETTLES) pending.push(settle);
+      },
+      onWarning,
+    });
 
   /** Pushes some of what waited for Redis (Redis is usable). */
   const flush = (now: number) => {
@@ -604,7 +628,7 @@ export function createBudgetStore(
       return window;
     });
     if (!fits) return { ok: false, at: now, windows: views.map((window) => listOf(window.buckets)) };
-    const warnings = book(budgetKey, windows, now, usd, 0, now, true);
+    const warnings = book({ budgetKey, windows, at: now, reservedUsd: usd, spentUsd: 0 }, now, true);
     const lease = hold({ budgetKey, windows, at: now, usd, expiresAt: now + leaseMs, member: undefined });
     return { ok: true, at: now, shared: false, warnings, lease };
   };
@@ -667,7 +691,7 @@ export function createBudgetStore(
             };
           }
           // This replica's own figure (the outage fallback), in Redis' bucket.
-          book(budgetKey, windows, at, usd, 0, now, false);
+          book({ budgetKey, windows, at, reservedUsd: usd, spentUsd: 0 }, now, false);
           const member = String(answer[4]);
           const lease = hold({ budgetKey, windows, at, usd, expiresAt: now + leaseMs, member });
           return { ok: true, at, shared: true, warnings: warningsOf(answer[5]), lease };
@@ -683,7 +707,11 @@ export function createBudgetStore(
       if (lease === undefined) return;
       if (leases.get(budgetKey)?.size === 0) leases.delete(budgetKey);
       const shared = link?.usable() === true;
-      const warnings = book(budgetKey, windows, lease.at, -lease.usd, spent, now, !shared);
+      const warnings = book(
+        { budgetKey, windows, at: lease.at, reservedUsd: -lease.usd, spentUsd: spent },
+        now,
+        !shared,
+      );
       if (onWarning !== undefined) for (const warning of warnings) onWarning(warning);
       if (link === undefined) return;
       if (lease.member === undefined) {
@@ -708,7 +736,7 @@ export function createBudgetStore(
       if (!(usd > 0) || !Number.isFinite(usd) || !Number.isFinite(now)) return;
       sweepLocally(budgetKey, now);
       const shared = link?.usable() === true;
-      const warnings = book(budgetKey, windows, now, 0, usd, now, !shared);
+      const warnings = book({ budgetKey, windows, at: now, reservedUsd: 0, spentUsd: usd }, now, !shared);
       if (onWarning !== undefined) for (const warning of warnings) onWarning(warning);
       if (link === undefined) return;
       if (!shared) {
