@@ -361,8 +361,9 @@ export function createCostControl(options: CostControlOptions): CostControl {
       const routed = plan.routable === true ? routeFields(plan, variables) : undefined;
       const first = attempt(operation, plan, variables, routed?.down);
       const admitted = (refusal: GraphQLError | undefined) => {
-        if (refusal === undefined && routed !== undefined) {
-          (operation.admission as Admission).routing = routed.records;
+        const admission = operation.admission;
+        if (refusal === undefined && routed !== undefined && admission instanceof Admission) {
+          admission.routing = routed.records;
           for (const [upstream, usd] of routed.saved) onRouted?.(upstream, usd);
         }
         return refused(refusal);
