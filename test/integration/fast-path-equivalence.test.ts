@@ -8,53 +8,15 @@
  */
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
-import { createServer, request as httpRequest, type Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
 import { capturedLogger } from '../support/logs.js';
 import { metricValue } from '../support/metric-values.js';
+import { type RawAnswer, sendRaw } from '../support/raw-http.js';
 import { nullBody, nullHealth, piBody, piHealth } from '../support/upstream-bodies.js';
-
-interface Answer {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-}
-
-/** One raw HTTP exchange: node:http adds only Host and Connection (and Content-Length for a body). */
-function send(
-  port: number,
-  options: { method?: string; path?: string; headers?: Record<string, string>; body?: string },
-): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(
-      {
-        host: '127.0.0.1',
-        port,
-        method: options.method ?? 'POST',
-        path: options.path ?? '/graphql',
-        headers: options.headers,
-        agent: false,
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () =>
-          resolve({
-            status: res.statusCode ?? 0,
-            headers: res.headers,
-            // Compressed bytes compared byte for byte (latin1 keeps every byte); text as UTF-8.
-            body: Buffer.concat(chunks).toString(res.headers['content-encoding'] ? 'latin1' : 'utf8'),
-          }),
-        );
-      },
-    );
-    req.on('error', reject);
-    req.end(options.body);
-  });
-}
 
 /** The headers whose values clients and browsers act on. */
 const HEADERS_THAT_MATTER = [
@@ -72,7 +34,7 @@ const HEADERS_THAT_MATTER = [
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-const comparable = (answer: Answer) => {
+const comparable = (answer: RawAnswer) => {
   const headers = Object.fromEntries(HEADERS_THAT_MATTER.map((h) => [h, answer.headers[h]]));
   // A generated request id is random: equal when both are UUIDs.
   if (typeof headers['x-request-id'] === 'string' && UUID.test(headers['x-request-id']))
@@ -581,7 +543,7 @@ describe('the fast path and Yoga answer alike', () => {
     const executions = async (executor: string) =>
       (await metricValue(gateway.app.metrics.registry, 'gateway_executions_total', { executor })) ?? 0;
     const before = { js: await executions('graphql-js'), jit: await executions('graphql-jit') };
-    for (let i = 0; i < 3; i++) expect((await send(gatewayPort, request)).status).toBe(200);
+    for (let i = 0; i < 3; i++) expect((await sendRaw(gatewayPort, request)).status).toBe(200);
     // The first run interpreted, the next two compiled.
     expect((await executions('graphql-js')) - before.js).toBe(1);
     expect((await executions('graphql-jit')) - before.jit).toBe(2);
@@ -591,11 +553,11 @@ describe('the fast path and Yoga answer alike', () => {
     const request = { headers: c.headers, body: c.body };
     // The first request runs the document once (its second run is compiled, on either lane), and
     // lets documents of one shape be learnt (document-shapes.ts): the second is compared.
-    await send(gatewayPort, request);
+    await sendRaw(gatewayPort, request);
     const before = gateway.app.fastPath.served.fast;
-    const fast = await send(gatewayPort, request);
+    const fast = await sendRaw(gatewayPort, request);
     const tookFastPath = gateway.app.fastPath.served.fast > before;
-    const yoga = await send(yogaPort, request);
+    const yoga = await sendRaw(yogaPort, request);
     expect(comparable(fast)).toEqual(comparable(yoga));
     expect(tookFastPath).toBe(c.fast);
   });
@@ -605,7 +567,7 @@ describe('fast-path operations are observed like any other', () => {
   it('logs one line and counts the operation', async () => {
     const id = 'observed-fast-1';
     const before = captured.lines.filter((l) => l.msg === 'graphql operation').length;
-    const answer = await send(gatewayPort, {
+    const answer = await sendRaw(gatewayPort, {
       headers: { 'content-type': JSON_TYPE, accept: GRAPHQL_RESPONSE, 'x-request-id': id },
       body: query(PI, { digits: 5 }),
     });

@@ -10,52 +10,14 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { request as httpRequest, METHODS } from 'node:http';
+import { METHODS } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { TestGateway } from '../support/gateway.js';
+import { type RawAnswer, sendRaw } from '../support/raw-http.js';
 import { useScriptedGateways } from '../support/scripted-gateways.js';
 import { nullBody, piBody } from '../support/upstream-bodies.js';
-
-interface Answer {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-}
-
-/** One raw HTTP exchange (node:http adds only Host, Connection and Content-Length). */
-function send(
-  port: number,
-  method: string,
-  options: { path?: string; headers?: Record<string, string>; body?: string },
-): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(
-      {
-        host: '127.0.0.1',
-        port,
-        method,
-        path: options.path ?? '/graphql',
-        headers: options.headers,
-        agent: false,
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () =>
-          resolve({
-            status: res.statusCode ?? 0,
-            headers: res.headers,
-            body: Buffer.concat(chunks).toString(res.headers['content-encoding'] ? 'latin1' : 'utf8'),
-          }),
-        );
-      },
-    );
-    req.on('error', reject);
-    req.end(options.body);
-  });
-}
 
 const HEADERS_THAT_MATTER = [
   'content-type',
@@ -76,7 +38,7 @@ const HEADERS_THAT_MATTER = [
  * `r` and `t` follow the spend and the clock; both are checked to be numbers, each body's length
  * against itself.
  */
-function comparable(answer: Answer) {
+function comparable(answer: RawAnswer) {
   const headers = Object.fromEntries(HEADERS_THAT_MATTER.map((h) => [h, answer.headers[h]]));
   let body = answer.body;
   if (body.includes('"estimatedCostUsd":') && headers['content-encoding'] === undefined) {
@@ -247,7 +209,7 @@ describe.each([
           ...(c.env === 'budget' ? { 'x-api-key': `sk-query-${randomUUID()}` } : {}),
           ...c.headers,
         };
-        return send(port, method, { headers, body: c.body });
+        return sendRaw(port, { method, headers, body: c.body });
       };
       const post = await exchange('POST');
       const query = await exchange('QUERY');
@@ -261,7 +223,8 @@ describe.each([
     const g = await gatewayFor('plain');
     const port = Number(new URL(g.url).port);
     const before = g.app.fastPath.served.fast;
-    const answer = await send(port, 'QUERY', {
+    const answer = await sendRaw(port, {
+      method: 'QUERY',
       headers: { 'content-type': JSON_TYPE, accept: GRAPHQL_RESPONSE },
       body: q('{ __typename }'),
     });
@@ -274,11 +237,11 @@ describe.each([
     const port = Number(new URL(g.url).port);
     const headers = { 'content-type': JSON_TYPE, accept: GRAPHQL_RESPONSE };
     const body = q('mutation M { x }');
-    const query = await send(port, 'QUERY', { headers, body });
+    const query = await sendRaw(port, { method: 'QUERY', headers, body });
     expect(query.status).toBe(405);
     expect(query.headers.allow).toBe('POST');
     expect(JSON.parse(query.body).errors[0].extensions.code).toBe('METHOD_NOT_ALLOWED');
-    expect((await send(port, 'POST', { headers, body })).status).not.toBe(405);
+    expect((await sendRaw(port, { method: 'POST', headers, body })).status).not.toBe(405);
   });
 
   it.each(['PUT', 'DELETE', 'PATCH'])('%s is 405 with Allow: GET, POST, QUERY', async (method) => {
@@ -302,7 +265,8 @@ describe('CORS (CORS_ORIGINS set)', () => {
     const origin = 'https://app.example';
     const g = await scripted.gateway({ CORS_ORIGINS: origin });
     const port = Number(new URL(g.url).port);
-    const preflight = await send(port, 'OPTIONS', {
+    const preflight = await sendRaw(port, {
+      method: 'OPTIONS',
       headers: {
         origin,
         'access-control-request-method': 'QUERY',
@@ -313,8 +277,8 @@ describe('CORS (CORS_ORIGINS set)', () => {
     expect(String(preflight.headers['access-control-allow-methods']).split(/,\s*/)).toContain('QUERY');
     const headers = { origin, 'content-type': JSON_TYPE, accept: GRAPHQL_RESPONSE, 'x-request-id': 'cors' };
     const body = q('{ __typename }');
-    const post = await send(port, 'POST', { headers, body });
-    const query = await send(port, 'QUERY', { headers, body });
+    const post = await sendRaw(port, { method: 'POST', headers, body });
+    const query = await sendRaw(port, { method: 'QUERY', headers, body });
     expect(query.status).toBe(200);
     expect(query.headers['access-control-allow-origin']).toBe(origin);
     expect(comparable(query)).toEqual(comparable(post));

@@ -1,0 +1,53 @@
+/**
+ * One raw HTTP exchange against a gateway on 127.0.0.1, for tests that compare two answers byte for
+ * byte (the fast path against Yoga, QUERY against POST): node:http adds only Host and Connection
+ * (and Content-Length for a body), so the request is exactly what the test wrote.
+ */
+import { request as httpRequest } from 'node:http';
+
+/** What one exchange answered. */
+export interface RawAnswer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  /** Compressed bytes as latin1 (every byte kept, so comparable byte for byte); text as UTF-8. */
+  body: string;
+}
+
+/** What to send. */
+export interface RawRequest {
+  /** @default 'POST' */
+  method?: string;
+  /** @default '/graphql' */
+  path?: string;
+  headers?: Record<string, string>;
+  body?: string;
+}
+
+/** Sends one request on a fresh connection (no agent) and reads the whole answer. */
+export function sendRaw(port: number, options: RawRequest): Promise<RawAnswer> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      {
+        host: '127.0.0.1',
+        port,
+        method: options.method ?? 'POST',
+        path: options.path ?? '/graphql',
+        headers: options.headers,
+        agent: false,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            body: Buffer.concat(chunks).toString(res.headers['content-encoding'] ? 'latin1' : 'utf8'),
+          }),
+        );
+      },
+    );
+    req.on('error', reject);
+    req.end(options.body);
+  });
+}
