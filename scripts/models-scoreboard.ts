@@ -11,13 +11,14 @@
  */
 import { loadConfig } from '../src/config.js';
 import { createApp } from '../src/gateway/app.js';
+import { BANDS, type Band, type ModelScore } from '../src/gateway/models/scoreboard.js';
 import { createLogger } from '../src/shared/logger.js';
 
 const CALLS = Math.max(1, Math.min(Number(process.argv[2] ?? 200) || 200, 2000));
 const KEY = process.env.SCOREBOARD_API_KEY ?? 'demo-enterprise';
 const IN_FLIGHT = 8;
-/** Temperatures cycled through in each band. */
-const BANDS: Record<string, number[]> = {
+/** Temperatures cycled through in each band (the scoreboard's bands, src/gateway/models/scoreboard.ts). */
+const TEMPERATURES: Record<Band, number[]> = {
   '0': [0],
   '(0, 0.7]': [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7],
   '(0.7, 1]': [0.8, 0.9, 1],
@@ -26,21 +27,6 @@ const BANDS: Record<string, number[]> = {
 const VALUES = ['null', '0', '""', 'false', '"null"', '[]', '{}', 'null', '1', '"x"', '[null]', 'null'];
 const NULL_MODELS = ['NULL_X_4O', 'NULL_X_MINI', 'NULL_X_OPUS'];
 const PI_MODELS = ['PI_X_4O', 'PI_X_MINI', 'PI_X_OPUS_ALMOST_CORRECT'];
-
-interface Row {
-  service: string;
-  model: string;
-  band: string;
-  answers: number;
-  correct: number;
-  maybe: number;
-  existential: number;
-  eInsteadOfPi: number;
-  accuracy: number;
-  accuracyLowerBound: number;
-  meanCostUsd: number;
-  meanLatencyMs: number;
-}
 
 interface Answer {
   data?: Record<string, { modelName?: string } | null> | null;
@@ -62,7 +48,8 @@ async function main(): Promise<void> {
   };
 
   const queries: string[] = [];
-  for (const temperatures of Object.values(BANDS))
+  for (const band of BANDS) {
+    const temperatures = TEMPERATURES[band];
     for (let i = 0; i < CALLS; i++) {
       const t = temperatures[i % temperatures.length];
       const value = VALUES[i % VALUES.length];
@@ -72,6 +59,7 @@ async function main(): Promise<void> {
       for (const model of PI_MODELS)
         queries.push(`{ pi(digits: ${digits}, model: ${model}, temperature: ${t}) { __typename } }`);
     }
+  }
   const failures = new Map<string, number>();
   const started = performance.now();
   let next = 0;
@@ -94,7 +82,7 @@ async function main(): Promise<void> {
     await post(
       '{ models { service model band answers correct maybe existential eInsteadOfPi accuracy accuracyLowerBound meanCostUsd meanLatencyMs } }',
     )
-  ).data?.models ?? []) as unknown as Row[];
+  ).data?.models ?? []) as unknown as ModelScore[];
   const out: string[] = [];
   out.push(
     `${queries.length} calls (${CALLS} per model and band) in ${seconds.toFixed(1)} s; failed: ${failures.size === 0 ? 'none' : JSON.stringify(Object.fromEntries(failures))}`,
@@ -114,9 +102,9 @@ async function main(): Promise<void> {
   );
   const defaults: Record<string, string> = { 'null-check': 'null-x-4o', 'pi-digits': 'pi-x-4o' };
   for (const service of ['null-check', 'pi-digits'])
-    for (const [band, temperatures] of Object.entries(BANDS))
+    for (const band of BANDS)
       for (const minAccuracy of [0.99, 0.9, 0.5]) {
-        const t = temperatures[0];
+        const t = TEMPERATURES[band][0];
         const field =
           service === 'null-check'
             ? `isNull(value: 1, minAccuracy: ${minAccuracy}, temperature: ${t}) { ... on NullCheck { modelName } }`

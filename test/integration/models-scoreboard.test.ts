@@ -6,6 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import type { ModelScore } from '../../src/gateway/models/scoreboard.js';
 import { wilsonLowerBound } from '../../src/gateway/models/wilson.js';
 import { scriptModels } from '../fixtures/scripted-models.js';
 import type { TestGateway } from '../support/gateway.js';
@@ -19,16 +20,11 @@ const WARM = { authorization: 'Bearer sk-warm-up' };
 
 const MODELS = '{ models { service model band answers correct accuracy accuracyLowerBound meanCostUsd } }';
 
-interface Row {
-  service: string;
-  model: string;
-  band: string;
-  answers: number;
-  correct: number;
-  accuracy: number;
-  accuracyLowerBound: number;
-  meanCostUsd: number;
-}
+/** The fields MODELS asks for. */
+type Row = Pick<
+  ModelScore,
+  'service' | 'model' | 'band' | 'answers' | 'correct' | 'accuracy' | 'accuracyLowerBound' | 'meanCostUsd'
+>;
 
 async function rows(g: TestGateway): Promise<Row[]> {
   const result = await gql(g.url, MODELS);
