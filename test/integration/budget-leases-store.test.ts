@@ -11,7 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSharedState, type SharedState } from '../../src/gateway/shared-state/index.js';
 import { budgetRedisKeys } from '../../src/gateway/shared-state/redis-keys.js';
 import type { BudgetBucket } from '../../src/gateway/shared-state/types.js';
-import { type RedisServer, requireRedisServer, startRedisServer } from '../support/redis-server.js';
+import { type RedisReplicas, startRedisReplicas } from '../support/redis-replicas.js';
+import { requireRedisServer, startRedisServer } from '../support/redis-server.js';
 import { sleep, until } from '../support/waits.js';
 
 requireRedisServer('budget-leases-store');
@@ -34,26 +35,22 @@ function fieldsSum(fields: Record<string, string>, kind: 's' | 'r'): number {
 
 describe('leases in Redis', () => {
   const prefix = `lease-${randomUUID().slice(0, 8)}:`;
-  let server: RedisServer;
   let raw: Redis;
   let a: SharedState;
   let b: SharedState;
   const lapses = { a: [] as number[][], b: [] as number[][] };
 
+  let replicas: RedisReplicas;
+
   beforeAll(async () => {
-    server = await startRedisServer();
-    raw = new Redis(server.url, { maxRetriesPerRequest: 1 });
-    const options = { redisUrl: server.url, keyPrefix: prefix, timeoutMs: 1000, logger: silent };
-    a = createSharedState({ ...options, onBudgetLapse: (n, usd) => lapses.a.push([n, usd]) });
-    b = createSharedState({ ...options, onBudgetLapse: (n, usd) => lapses.b.push([n, usd]) });
-    expect(await until(() => a.status() === 'redis' && b.status() === 'redis')).toBe(true);
+    replicas = await startRedisReplicas({
+      keyPrefix: prefix,
+      a: { onBudgetLapse: (n, usd) => lapses.a.push([n, usd]) },
+      b: { onBudgetLapse: (n, usd) => lapses.b.push([n, usd]) },
+    });
+    ({ raw, a, b } = replicas);
   });
-  afterAll(async () => {
-    await a?.close();
-    await b?.close();
-    raw?.disconnect();
-    await server?.stop();
-  });
+  afterAll(() => replicas?.stop());
 
   it('an unsettled reservation lapses into spend in every window, once, counted by the replica that noticed; a late settlement books nothing more', async () => {
     const key = `lapse-${randomUUID()}`;

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSharedState, type SharedState } from '../../src/gateway/shared-state/index.js';
 import { budgetRedisKeys, redisKey, taggedRedisKey } from '../../src/gateway/shared-state/redis-keys.js';
 import { metricValue } from '../support/metric-values.js';
+import { type RedisReplicas, startRedisReplicas } from '../support/redis-replicas.js';
 import { freePort, type RedisServer, requireRedisServer, startRedisServer } from '../support/redis-server.js';
 import { until, within } from '../support/waits.js';
 
@@ -28,28 +29,14 @@ describe('shared state in Redis, two replicas', () => {
   let a: SharedState;
   let b: SharedState;
 
+  let replicas: RedisReplicas;
+
   beforeAll(async () => {
-    server = await startRedisServer();
-    raw = new Redis(server.url, { lazyConnect: true, maxRetriesPerRequest: 0 });
-    await raw.connect();
-    // A timeout far above the default: a loaded CI machine must not turn these tests into fallbacks.
-    a = createSharedState({
-      redisUrl: server.url,
-      keyPrefix: prefix,
-      timeoutMs: 1000,
-      logger: silent,
-      registry: registryA,
-    });
-    b = createSharedState({ redisUrl: server.url, keyPrefix: prefix, timeoutMs: 1000, logger: silent });
-    expect(await until(() => a.status() === 'redis' && b.status() === 'redis')).toBe(true);
+    replicas = await startRedisReplicas({ keyPrefix: prefix, a: { registry: registryA } });
+    ({ server, raw, a, b } = replicas);
   });
 
-  afterAll(async () => {
-    await a?.close();
-    await b?.close();
-    raw?.disconnect();
-    await server?.stop();
-  });
+  afterAll(() => replicas?.stop());
 
   it('reports Redis as up in the metrics', async () => {
     expect(await metricValue(registryA, 'gateway_redis_up')).toBe(1);

@@ -61,7 +61,25 @@ export interface BurstUpstream {
     send: (i: number) => Promise<GqlResult>,
     meanwhile?: () => Promise<void>,
   ): Promise<GqlResult[]>;
+  /**
+   * Asserts that a burst spent one budget of `budgetUsd` as one process would: every operation was
+   * answered or refused (never failed), as many were answered as the first estimate fits in the
+   * budget (each reserved it before any cost was known), the bill is within the budget plus the
+   * estimation error, and refused operations called nothing (the upstream saw exactly the answered
+   * ones). Returns the tally for further checks.
+   */
+  expectOneBudget(results: GqlResult[], budgetUsd: number): Tally;
+  /**
+   * Asserts what a burst across two replicas that lost their shared state meanwhile may do: every
+   * operation answered or refused (never failed), each replica holding the budget on its own figures
+   * (billed at most twice the budget plus the estimation error), and refused operations called
+   * nothing. Returns the tally for further checks.
+   */
+  expectSplitBudget(results: GqlResult[], budgetUsd: number): Tally;
 }
+
+/** What {@link tally} counts. */
+export type Tally = ReturnType<typeof tally>;
 
 /** Routes the scripted upstream's checks for bursts, before each test of the file. */
 export function useBurstUpstream(scripted: ScriptedGateways): BurstUpstream {
@@ -100,6 +118,23 @@ export function useBurstUpstream(scripted: ScriptedGateways): BurstUpstream {
         answers.open();
       }
       return Promise.all(results);
+    },
+    expectOneBudget(results, budgetUsd) {
+      const counted = tally(results);
+      expect(counted.other).toEqual([]);
+      expect(counted.answered + counted.refused).toBe(results.length);
+      expect(counted.answered).toBe(Math.floor((budgetUsd + 1e-9) / FIRST_ESTIMATE));
+      expect(counted.billed).toBeLessThanOrEqual(budgetUsd + MAX_ESTIMATE_ERROR);
+      expect(checks()).toBe(counted.answered);
+      return counted;
+    },
+    expectSplitBudget(results, budgetUsd) {
+      const counted = tally(results);
+      expect(counted.other).toEqual([]);
+      expect(counted.answered + counted.refused).toBe(results.length);
+      expect(counted.billed).toBeLessThanOrEqual(2 * (budgetUsd + MAX_ESTIMATE_ERROR));
+      expect(checks()).toBe(counted.answered);
+      return counted;
     },
   };
 }
