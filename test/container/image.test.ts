@@ -170,6 +170,22 @@ async function started(container: string, origin: string): Promise<void> {
   );
 }
 
+/**
+ * Runs the image detached and hardened as `role`, with `args(port)` (how it is reached: a published
+ * port or the host's network, and its settings) for a free loopback port; resolves once it answers.
+ */
+async function serve(
+  role: string,
+  args: (port: number) => string[],
+): Promise<{ container: string; origin: string }> {
+  const container = name(role);
+  const port = await freePort();
+  const origin = `http://127.0.0.1:${port}`;
+  await podmanOk(['run', '--detach', '--name', container, ...HARDENED, ...args(port), IMAGE]);
+  await started(container, origin);
+  return { container, origin };
+}
+
 /** A time in podman's inspect JSON (RFC 3339, nanoseconds) in ms since the epoch. */
 const podmanTime = (text: string) => Date.parse(text.replace(/(\.\d{3})\d+/, '$1'));
 
@@ -262,21 +278,8 @@ describe('the container image', { timeout: 120_000 }, () => {
 
   it('runs read-only, without capabilities, as 65532: answers GraphQL, /health, /ready and its own health check', async () => {
     built();
-    const container = name('serve');
-    const port = await freePort();
-    const origin = `http://127.0.0.1:${port}`;
     // Published on loopback only; HOST left at its default, as in a deployment.
-    await podmanOk([
-      'run',
-      '--detach',
-      '--name',
-      container,
-      ...HARDENED,
-      '--publish',
-      `127.0.0.1:${port}:4000`,
-      IMAGE,
-    ]);
-    await started(container, origin);
+    const { container, origin } = await serve('serve', (port) => ['--publish', `127.0.0.1:${port}:4000`]);
 
     const ready = await fetch(`${origin}/ready`, { signal: AbortSignal.timeout(10_000) });
     expect(ready.status).toBe(200);
@@ -336,15 +339,7 @@ describe('the container image', { timeout: 120_000 }, () => {
     try {
       routeSpecAnswers(up, up, '/pi');
       up.route('POST', '/api/v1/check', { holdUntil: held.opened, body: nullBody() });
-      const container = name('drain');
-      const port = await freePort();
-      const origin = `http://127.0.0.1:${port}`;
-      await podmanOk([
-        'run',
-        '--detach',
-        '--name',
-        container,
-        ...HARDENED,
+      const { container, origin } = await serve('drain', (port) => [
         '--network',
         'host',
         '--env',
@@ -359,9 +354,7 @@ describe('the container image', { timeout: 120_000 }, () => {
         'UPSTREAM_TIMEOUT_MS=30000',
         '--env',
         `SHUTDOWN_TIMEOUT_MS=${SHUTDOWN_TIMEOUT_MS}`,
-        IMAGE,
       ]);
-      await started(container, origin);
 
       const body = JSON.stringify({ query: '{ isNull(value: 1) { __typename } }' });
       const outcome = new Promise<{ status: number | null; body: string }>((resolve) => {

@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { budgetKeyOf } from '../../src/gateway/cost/cost-budget.js';
 import { budgetRedisKeys } from '../../src/gateway/shared-state/redis-keys.js';
 import {
+  burstEnv,
   CHECK_USD,
   type Cost,
   check,
@@ -35,15 +36,7 @@ requireRedisServer('budget-burst');
 
 const BUDGET = 0.05;
 
-const ENV = {
-  BREAKER_THRESHOLD: '0',
-  RETRY_MAX_ATTEMPTS: '1',
-  COST_BUDGET_USD_PER_HOUR: String(BUDGET),
-  // A held answer is a slow upstream to the gateway: bounds a loaded machine cannot reach while the
-  // burst reserves (the timeouts are not what is tested here).
-  UPSTREAM_TIMEOUT_MS: '30000',
-  OPERATION_DEADLINE_MS: '60000',
-};
+const ENV = burstEnv(BUDGET);
 
 const scripted = useScriptedGateways();
 const { burst, checks, expectOneBudget, expectSplitBudget } = useBurstUpstream(scripted);

@@ -14,9 +14,10 @@ import { once } from 'node:events';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { budgetKeyOf } from '../../src/gateway/cost/cost-budget.js';
-import { listPrice } from '../../src/gateway/cost/price-table.js';
 import { budgetRedisKeys } from '../../src/gateway/shared-state/redis-keys.js';
 import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
+// The scripted upstream's price per check, the gateway's first estimate of one (what is reserved).
+import { CHECK_USD, check, FIRST_ESTIMATE } from '../support/budget-bursts.js';
 import { type GatewayProcess, startGatewayProcess } from '../support/gateway-process.js';
 import { gql } from '../support/graphql-client.js';
 import { type RedisServer, requireRedisServer, startRedisServer } from '../support/redis-server.js';
@@ -25,18 +26,12 @@ import { gate, sleep, until } from '../support/waits.js';
 
 requireRedisServer('budget-leases');
 
-/** What the scripted upstream charges per check. */
-const CHECK_USD = 0.004;
-/** The gateway's first estimate of a check (null-x-4o, from its price table): what is reserved. */
-const ESTIMATE = listPrice({ upstream: 'null-check', kind: 'check', model: 'null-x-4o' });
 const HELD = 8;
 /** Short, to keep the test short; long enough for eight operations to reserve on a busy machine. */
 const DEADLINE_MS = 6000;
 const MARGIN_MS = 2000;
 const PREFIX = 'leases:';
 const BUDGET_QUERY = '{ budget { windows { window limitUsd spentUsd reservedUsd remainingUsd } } }';
-
-const check = (value: string) => `{ isNull(value: ${JSON.stringify(value)}) { __typename } }`;
 
 interface Window {
   window: string;
@@ -143,7 +138,7 @@ describe('reservations are leases', () => {
       await until(() => upstream.count('POST', '/api/v1/check') - before === HELD, 200),
       'all eight at the upstream',
     ).toBe(true);
-    const reserved = round(HELD * ESTIMATE);
+    const reserved = round(HELD * FIRST_ESTIMATE);
     for (const window of await windowsOf(b, killedKey))
       expect(window).toMatchObject({ spentUsd: 0, reservedUsd: reserved });
 

@@ -12,8 +12,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { listPrice } from '../../src/gateway/cost/price-table.js';
 import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
+// The scripted upstream's price per check, the gateway's first estimate of one (what is reserved).
+import { CHECK_USD, check, FIRST_ESTIMATE } from '../support/budget-bursts.js';
 import { type GatewayProcess, startGatewayProcess } from '../support/gateway-process.js';
 import { type GqlResult, gql } from '../support/graphql-client.js';
 import { type RedisServer, requireRedisServer, startRedisServer } from '../support/redis-server.js';
@@ -22,9 +23,6 @@ import { gate, sleep, until } from '../support/waits.js';
 
 requireRedisServer('budget-loaded');
 
-const CHECK_USD = 0.004;
-/** The gateway's first estimate of a check (null-x-4o, from its price table): what is reserved. */
-const ESTIMATE = listPrice({ upstream: 'null-check', kind: 'check', model: 'null-x-4o' });
 const BUDGET = 0.05;
 const BURST = 40;
 /** Busy loops, each a process spinning for at most this long (killed as soon as the test ends). */
@@ -38,8 +36,6 @@ const replicas: GatewayProcess[] = [];
 const loops: ChildProcess[] = [];
 /** While the burst is being sent: its answers wait for this. */
 let held: Promise<void> | undefined;
-
-const check = (value: string) => `{ isNull(value: ${JSON.stringify(value)}) { __typename } }`;
 
 function spin(): ChildProcess {
   return spawn(process.execPath, ['-e', `const end = Date.now() + ${BUSY_MS}; while (Date.now() < end) {}`], {
@@ -144,12 +140,12 @@ describe('a burst on a loaded machine', () => {
       );
       console.info(
         `budget-loaded: ${answered} answered, ${refused} refused, billed ${billed} USD against ${BUDGET} ` +
-          `(+ one estimate ${ESTIMATE}); outages logged per replica: ${fallbacks.join(', ')}`,
+          `(+ one estimate ${FIRST_ESTIMATE}); outages logged per replica: ${fallbacks.join(', ')}`,
       );
       expect(other).toEqual([]);
       expect(answered + refused).toBe(BURST);
       expect(answered).toBeGreaterThan(0);
-      expect(billed).toBeLessThanOrEqual(BUDGET + ESTIMATE);
+      expect(billed).toBeLessThanOrEqual(BUDGET + FIRST_ESTIMATE);
 
       // Every operation finished: no replica shows money reserved (settlements are sent without
       // waiting for them: a bounded wait, far shorter than any lease).

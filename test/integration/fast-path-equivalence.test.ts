@@ -15,22 +15,11 @@ import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/script
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
 import { capturedLogger } from '../support/logs.js';
 import { metricValue } from '../support/metric-values.js';
-import { type RawAnswer, sendRaw } from '../support/raw-http.js';
+import { HEADERS_CLIENTS_ACT_ON, type RawAnswer, sendRaw } from '../support/raw-http.js';
 import { nullBody, nullHealth, piBody, piHealth } from '../support/upstream-bodies.js';
 
-/** The headers whose values clients and browsers act on. */
-const HEADERS_THAT_MATTER = [
-  'content-type',
-  'content-encoding',
-  'content-length',
-  'x-request-id',
-  'allow',
-  'accept',
-  'retry-after',
-  'cache-control',
-  'vary',
-  'connection',
-];
+/** Also `Accept` and `Connection`: the fast path must answer them as Yoga's handler does. */
+const HEADERS_THAT_MATTER = [...HEADERS_CLIENTS_ACT_ON, 'accept', 'connection'];
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 

@@ -11,7 +11,7 @@ import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSharedState, type SharedState } from '../../src/gateway/shared-state/index.js';
 import { type RunningServices, startServices } from '../../src/services/start-services.js';
-import { check, useBurstUpstream } from '../support/budget-bursts.js';
+import { burstEnv, check, useBurstUpstream } from '../support/budget-bursts.js';
 import type { TestGateway } from '../support/gateway.js';
 import { gql } from '../support/graphql-client.js';
 import { capturedLogger } from '../support/logs.js';
@@ -169,11 +169,7 @@ describe('two gateway replicas on a 3-master Cluster', () => {
     logger = capturedLogger('info'),
   ): Promise<[TestGateway, TestGateway]> {
     const env = {
-      BREAKER_THRESHOLD: '0',
-      RETRY_MAX_ATTEMPTS: '1',
-      COST_BUDGET_USD_PER_HOUR: String(BUDGET),
-      UPSTREAM_TIMEOUT_MS: '30000',
-      OPERATION_DEADLINE_MS: '60000',
+      ...burstEnv(BUDGET),
       REDIS_URL: cluster.url,
       REDIS_KEY_PREFIX: prefix,
       // A Redis timeout a loaded machine cannot trip: the test is about sharing, not about speed.

@@ -10,7 +10,14 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { budgetKeyOf } from '../../src/gateway/cost/cost-budget.js';
 import { budgetRedisKeys } from '../../src/gateway/shared-state/redis-keys.js';
-import { CHECK_USD, type Cost, check, FIRST_ESTIMATE, useBurstUpstream } from '../support/budget-bursts.js';
+import {
+  burstEnv,
+  CHECK_USD,
+  type Cost,
+  check,
+  FIRST_ESTIMATE,
+  useBurstUpstream,
+} from '../support/budget-bursts.js';
 import { type GqlResult, gql } from '../support/graphql-client.js';
 import { capturedLogger } from '../support/logs.js';
 import { metricValue } from '../support/metric-values.js';
@@ -194,11 +201,7 @@ describe('Sentinel: the primary killed in the middle of a budget burst across tw
     try {
       const prefix = `snb-${randomUUID().slice(0, 8)}:`;
       const env = {
-        BREAKER_THRESHOLD: '0',
-        RETRY_MAX_ATTEMPTS: '1',
-        COST_BUDGET_USD_PER_HOUR: String(BUDGET),
-        UPSTREAM_TIMEOUT_MS: '30000',
-        OPERATION_DEADLINE_MS: '60000',
+        ...burstEnv(BUDGET),
         REDIS_URL: setup.url,
         REDIS_KEY_PREFIX: prefix,
         REDIS_TIMEOUT_MS: '2000',

@@ -19,6 +19,19 @@ export const FIRST_ESTIMATE = listPrice({ upstream: 'null-check', kind: 'check',
 /** The largest error of one operation's estimate against its bill (estimates lie between both). */
 export const MAX_ESTIMATE_ERROR = Math.abs(FIRST_ESTIMATE - CHECK_USD);
 
+/**
+ * A burst's gateway settings: one attempt and no breaker (a failed call is the test's, not retried),
+ * the budget, and bounds a loaded machine cannot reach while a burst's answers are held (a held answer
+ * is a slow upstream to the gateway; the timeouts are not what is tested).
+ */
+export const burstEnv = (budgetUsd: number): Record<string, string> => ({
+  BREAKER_THRESHOLD: '0',
+  RETRY_MAX_ATTEMPTS: '1',
+  COST_BUDGET_USD_PER_HOUR: String(budgetUsd),
+  UPSTREAM_TIMEOUT_MS: '30000',
+  OPERATION_DEADLINE_MS: '60000',
+});
+
 /** A check of `value` (the scripted upstream: `hang`, `fail-500` and `fail-503` do what they say). */
 export const check = (value: string) => `{ isNull(value: ${JSON.stringify(value)}) { __typename } }`;
 

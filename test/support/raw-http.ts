@@ -5,6 +5,18 @@
  */
 import { request as httpRequest } from 'node:http';
 
+/** The header fields whose values clients and browsers act on, compared between two answers. */
+export const HEADERS_CLIENTS_ACT_ON: readonly string[] = [
+  'content-type',
+  'content-encoding',
+  'content-length',
+  'x-request-id',
+  'allow',
+  'retry-after',
+  'cache-control',
+  'vary',
+];
+
 /** What one exchange answered. */
 export interface RawAnswer {
   status: number;

@@ -95,6 +95,20 @@ export interface RedisCluster {
   stop(): Promise<void>;
 }
 
+/** A node on loopback at `port`, its files in `dir`, memory only (no RDB, no AOF). */
+const memoryNodeArgs = (port: number, dir: string): string[] => [
+  '--port',
+  String(port),
+  '--bind',
+  '127.0.0.1',
+  '--dir',
+  dir,
+  '--save',
+  '',
+  '--appendonly',
+  'no',
+];
+
 /**
  * A Redis Cluster of `masters` masters and no replicas (`redis-cli --cluster create`), each in
  * memory only (no RDB, no AOF), its cluster bus on a port of its own; resolves once every node says
@@ -117,10 +131,7 @@ export async function startRedisCluster(
     const node = spawnNode(
       REDIS_SERVER_BIN,
       [
-        '--port',
-        String(port),
-        '--bind',
-        '127.0.0.1',
+        ...memoryNodeArgs(port, dir),
         '--cluster-enabled',
         'yes',
         '--cluster-port',
@@ -129,12 +140,6 @@ export async function startRedisCluster(
         join(dir, `nodes-${port}.conf`),
         '--cluster-node-timeout',
         '2000',
-        '--dir',
-        dir,
-        '--save',
-        '',
-        '--appendonly',
-        'no',
         ...(options.args ?? []),
       ],
       port,
@@ -268,16 +273,7 @@ export async function startRedisSentinel(
     rmSync(dir, { recursive: true, force: true });
   };
   const dataArgs = (port: number) => [
-    '--port',
-    String(port),
-    '--bind',
-    '127.0.0.1',
-    '--dir',
-    dir,
-    '--save',
-    '',
-    '--appendonly',
-    'no',
+    ...memoryNodeArgs(port, dir),
     ...(password === undefined ? [] : ['--requirepass', password, '--masterauth', password]),
     ...(options.args ?? []),
   ];
