@@ -161,6 +161,19 @@ describe('@defer with the real clients', () => {
   });
 });
 
+/**
+ * Reads the first part of a deferred answer, leaves (aborts) while the pi call is held, and checks
+ * that the gateway gave up the held call: its socket to the upstream closed before any answer.
+ */
+async function leaveAfterFirstPart(response: Response, controller: AbortController): Promise<void> {
+  const body = reader(response);
+  expect(await body.until((t) => partsOf(t).length >= 1)).toBe(true);
+  expect(await piHeld()).toBe(true);
+  controller.abort();
+  const call = scripted.upstream.requests.find((r) => r.path === '/api/v1/pi');
+  expect(await within(call?.ended as Promise<string>, 10_000)).toBe('client-closed');
+}
+
 describe('a client that leaves mid-stream', () => {
   // Accept `multipart/mixed` alone goes straight to Yoga's handler; with a JSON type beside it the
   // fast path takes the request, reads its body and hands it over (it cannot stream @defer): both
@@ -183,12 +196,7 @@ describe('a client that leaves mid-stream', () => {
     const controller = new AbortController();
     const response = await post(g, accept, {}, controller.signal);
     expect(response.headers.get('content-type')).toMatch(/^multipart\/mixed/);
-    const body = reader(response);
-    expect(await body.until((t) => partsOf(t).length >= 1)).toBe(true);
-    expect(await piHeld()).toBe(true);
-    controller.abort();
-    const call = scripted.upstream.requests.find((r) => r.path === '/api/v1/pi');
-    expect(await within(call?.ended as Promise<string>, 10_000)).toBe('client-closed');
+    await leaveAfterFirstPart(response, controller);
     // The operation is reported (cancelled) where the stream ends, right before the request's end:
     // once it is reported, every lane that could end the request has had its turn.
     expect(await until(async () => (await cancelled()) === 1)).toBe(true);
@@ -210,13 +218,7 @@ describe('a client that leaves mid-stream', () => {
       { authorization: 'Bearer sk-leaves' },
       controller.signal,
     );
-    const body = reader(response);
-    expect(await body.until((t) => partsOf(t).length >= 1)).toBe(true);
-    expect(await piHeld()).toBe(true);
-    controller.abort();
-    // The gateway gave up the held call: its socket to the upstream closed before any answer.
-    const call = scripted.upstream.requests.find((r) => r.path === '/api/v1/pi');
-    expect(await within(call?.ended as Promise<string>, 10_000)).toBe('client-closed');
+    await leaveAfterFirstPart(response, controller);
     // Reported as cancelled, billed the isNull answer plus the pi call's estimate (the upstream may
     // bill an abandoned call): the estimate is counted apart in /metrics.
     const cancelled = () =>
