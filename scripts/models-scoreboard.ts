@@ -2,7 +2,7 @@
  * A real scoreboard of the reference services' models (docs/models.md):
  * `npx tsx scripts/models-scoreboard.ts [calls per model and band, default 200]`.
  *
- * Starts the embedded default (`createApp` with the reference services in process, on loopback, as
+ * Starts the embedded default (`startGateway`: the reference services in process, on loopback, as
  * `npm start` does without upstream URLs), asks every model of both services `calls` times in each
  * temperature band with the demo-enterprise key (the free tier's 60 requests a minute would take an
  * hour; the reference services do not limit enterprise keys), then prints the `models` scoreboard and
@@ -10,7 +10,7 @@
  * Markdown. Upstream URLs in the environment (NULL_BASE_URL, PI_BASE_URL) are used instead when set.
  */
 import { loadConfig } from '../src/config.js';
-import { createApp } from '../src/gateway/app.js';
+import { startGateway } from '../src/embedded-services.js';
 import { BANDS, type Band, type ModelScore } from '../src/gateway/models/scoreboard.js';
 import { createLogger } from '../src/shared/logger.js';
 
@@ -36,7 +36,7 @@ interface Answer {
 
 async function main(): Promise<void> {
   const config = loadConfig({ NODE_ENV: 'production', ...process.env, PORT: '0' });
-  const app = await createApp(config, { logger: createLogger({ level: 'warn' }), defaultMetrics: false });
+  const app = await startGateway(config, { logger: createLogger({ level: 'warn' }), defaultMetrics: false });
   const url = await app.listen(0, '127.0.0.1');
   const post = async (query: string): Promise<Answer> => {
     const response = await fetch(url, {
