@@ -13,7 +13,7 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { budgetKeyOf } from '../../src/gateway/cost/cost-budget.js';
+import { callerIdOf } from '../../src/gateway/identity.js';
 import { budgetRedisKeys } from '../../src/gateway/shared-state/redis-keys.js';
 import {
   burstEnv,
@@ -151,7 +151,7 @@ describe('two replicas on one redis-server', () => {
     try {
       await client.connect();
       const fields = await client.hgetall(
-        budgetRedisKeys(prefix, budgetKeyOf(apiKey), [3_600_000]).windows[0] as string,
+        budgetRedisKeys(prefix, callerIdOf(apiKey), [3_600_000]).windows[0] as string,
       );
       return Object.entries(fields).reduce(
         (sum, [name, usd]) => (/^[sr]/.test(name) ? sum + Number(usd) : sum),

@@ -20,7 +20,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { budgetKeyOf } from '../../src/gateway/cost/cost-budget.js';
+import { callerIdOf } from '../../src/gateway/identity.js';
 import { budgetRedisKeys } from '../../src/gateway/shared-state/redis-keys.js';
 import type { TestGateway } from '../support/gateway.js';
 import { type GqlResult, gql, parsed } from '../support/graphql-client.js';
@@ -149,7 +149,7 @@ describe('a flood of APQ registrations through two replicas', () => {
       REDIS_KEY_PREFIX: prefix,
     });
     await spendTheHour(pair, 'split');
-    const budgetHash = budgetRedisKeys(prefix, budgetKeyOf(PRO_KEY), [3_600_000]).windows[0] as string;
+    const budgetHash = budgetRedisKeys(prefix, callerIdOf(PRO_KEY), [3_600_000]).windows[0] as string;
     expect(await budgets.raw.exists(budgetHash)).toBe(1);
 
     await flood(pair, DOCUMENTS);
@@ -189,9 +189,7 @@ describe('a flood of APQ registrations through two replicas', () => {
     await flood(pair, CONTROL_DOCUMENTS);
     expect(await evictedKeys(shared.raw)).toBeGreaterThan(0);
     expect(
-      await shared.raw.exists(
-        budgetRedisKeys(prefix, budgetKeyOf(PRO_KEY), [3_600_000]).windows[0] as string,
-      ),
+      await shared.raw.exists(budgetRedisKeys(prefix, callerIdOf(PRO_KEY), [3_600_000]).windows[0] as string),
     ).toBe(0);
     // Redis decides while it answers, and it forgot: served again on both replicas (the defect).
     const headers = { 'x-api-key': PRO_KEY };

@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { budgetKeyOf } from '../../src/gateway/cost/cost-budget.js';
+import { callerIdOf } from '../../src/gateway/identity.js';
 import { budgetRedisKeys } from '../../src/gateway/shared-state/redis-keys.js';
 import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
 // The scripted upstream's price per check, the gateway's first estimate of one (what is reserved).
@@ -143,7 +143,7 @@ describe('reservations are leases', () => {
       expect(window).toMatchObject({ spentUsd: 0, reservedUsd: reserved });
 
     // Each lease expires at most the deadline plus the margin after it was taken (Redis' clock).
-    const keys = budgetRedisKeys(PREFIX, budgetKeyOf(killedKey), [3_600_000, 86_400_000]);
+    const keys = budgetRedisKeys(PREFIX, callerIdOf(killedKey), [3_600_000, 86_400_000]);
     const leases = await raw.zrange(keys.lease, 0, -1, 'WITHSCORES');
     expect(leases.length).toBe(2 * HELD);
     const expiries: number[] = [];
@@ -198,7 +198,7 @@ describe('reservations are leases', () => {
     // The control settled to its actual cost, and its lease (long expired by now) lapsed nothing.
     for (const window of await windowsOf(b, controlKey))
       expect(window).toMatchObject({ spentUsd: CHECK_USD, reservedUsd: 0 });
-    const controlKeys = budgetRedisKeys(PREFIX, budgetKeyOf(controlKey), [3_600_000]);
+    const controlKeys = budgetRedisKeys(PREFIX, callerIdOf(controlKey), [3_600_000]);
     expect(await raw.exists(controlKeys.lease)).toBe(0);
     expect(await metric(b, 'gateway_budget_lapsed_reservations_total')).toBe(HELD);
   }, 120_000);

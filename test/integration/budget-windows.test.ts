@@ -11,7 +11,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { budgetKeyOf } from '../../src/gateway/cost/cost-budget.js';
+import { callerIdOf } from '../../src/gateway/identity.js';
 import { budgetRedisKeys } from '../../src/gateway/shared-state/redis-keys.js';
 import type { TestGateway } from '../support/gateway.js';
 import { type GqlResult, gql } from '../support/graphql-client.js';
@@ -98,7 +98,7 @@ async function spentEarlier(apiKey: string, windowMs: number, ago: number, usd: 
   const bucketMs = windowMs / 60;
   const at = (await redisNow()) - ago;
   const start = at - (at % bucketMs);
-  const key = budgetRedisKeys(prefix, budgetKeyOf(apiKey), [windowMs]).windows[0] as string;
+  const key = budgetRedisKeys(prefix, callerIdOf(apiKey), [windowMs]).windows[0] as string;
   await raw.hincrbyfloat(key, `s${start}`, usd);
   await raw.pexpire(key, windowMs + 2 * bucketMs);
   return start;

@@ -8,7 +8,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { budgetKeyOf } from '../../src/gateway/cost/cost-budget.js';
+import { callerIdOf } from '../../src/gateway/identity.js';
 import { budgetRedisKeys } from '../../src/gateway/shared-state/redis-keys.js';
 import {
   burstEnv,
@@ -50,7 +50,7 @@ async function onServer(
   try {
     await client.connect();
     const fields = await client.hgetall(
-      budgetRedisKeys(prefix, budgetKeyOf(apiKey), [3_600_000]).windows[0] as string,
+      budgetRedisKeys(prefix, callerIdOf(apiKey), [3_600_000]).windows[0] as string,
     );
     let spent = 0;
     let reserved = 0;

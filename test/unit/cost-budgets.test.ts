@@ -177,10 +177,10 @@ describe('which scope applies', () => {
   it('each key has its own spend, stored under the name its key scope has (`key:<sha256 hex>`, never the key); anonymous callers share one', () => {
     const pro = policy.callerOf('sk-pro');
     // One digest for the setting, the store and the logs (src/gateway/identity.ts).
-    expect(pro).toMatchObject({ budgetKey: `key:${sha('sk-pro')}`, id: `key:${sha('sk-pro')}` });
-    expect(pro?.budgetKey).not.toBe(policy.callerOf('sk-vip')?.budgetKey);
-    expect(policy.callerOf('sk-vip')?.budgetKey).toBe(policy.callerOf('sk-vip')?.scope.name);
-    expect(policy.callerOf(undefined)).toMatchObject({ budgetKey: 'anonymous', id: 'anonymous' });
+    expect(pro).toMatchObject({ id: `key:${sha('sk-pro')}` });
+    expect(pro?.id).not.toBe(policy.callerOf('sk-vip')?.id);
+    expect(policy.callerOf('sk-vip')?.id).toBe(policy.callerOf('sk-vip')?.scope.name);
+    expect(policy.callerOf(undefined)).toMatchObject({ id: 'anonymous' });
     expect(policy.callerOf('free')).toBe(policy.callerOf(undefined));
   });
 

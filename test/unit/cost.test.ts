@@ -9,13 +9,13 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import {
   type BudgetReservation,
   type BudgetStore,
-  budgetKeyOf,
   createCostBudget,
   refusalOf,
 } from '../../src/gateway/cost/cost-budget.js';
 import { createCostControl } from '../../src/gateway/cost/cost-control.js';
 import { createCostModel } from '../../src/gateway/cost/cost-model.js';
 import { listPrice } from '../../src/gateway/cost/price-table.js';
+import { callerIdOf } from '../../src/gateway/identity.js';
 import { Operation } from '../../src/gateway/operation/operation.js';
 import { type ModelCall, planOperation } from '../../src/gateway/operation/operation-plan.js';
 import { MAX_COST_CAP_USD, maxCostOf } from '../../src/gateway/request/facts.js';
@@ -322,10 +322,10 @@ describe('hourly budget: reserve and settle over the memory store, with a clock 
       // The name COST_BUDGETS gives the key's own scope: `key:<sha256 hex of the key>`.
       expect(key).toBe(`key:${createHash('sha256').update(secret).digest('hex')}`);
     }
-    expect(budgetKeyOf(secret)).toBe(seen[0]);
-    expect(budgetKeyOf(`${secret}x`)).not.toBe(seen[0]);
-    expect(budgetKeyOf(undefined)).toBe('anonymous');
-    expect(budgetKeyOf('free')).toBe('anonymous');
+    expect(callerIdOf(secret)).toBe(seen[0]);
+    expect(callerIdOf(`${secret}x`)).not.toBe(seen[0]);
+    expect(callerIdOf(undefined)).toBe('anonymous');
+    expect(callerIdOf('free')).toBe('anonymous');
   });
 });
 

@@ -83,7 +83,6 @@ describe('the one digest of a key', () => {
     });
     const caller = policy?.callerOf(key);
     expect(caller?.scope.name).toBe(callerIdOf(key));
-    expect(caller?.budgetKey).toBe(callerIdOf(key));
     expect(caller?.id).toBe(callerIdOf(key));
     expect(keyBucket(key)).toBe(callerIdOf(key));
   });

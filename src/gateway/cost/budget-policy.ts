@@ -61,9 +61,10 @@ export interface BudgetScope {
 
 /** A caller as budgets see it. */
 export interface BudgetCaller {
-  /** The store's key: the caller's name (identity.ts), `anonymous` or `key:<sha256 hex of the key>`. */
-  readonly budgetKey: string;
-  /** How logs name the caller: the same name. */
+  /**
+   * The caller's name (identity.ts), `anonymous` or `key:<sha256 hex of the key>`: the budget store's
+   * key and how logs name the caller.
+   */
   readonly id: string;
   readonly scope: BudgetScope;
 }
@@ -160,9 +161,6 @@ export interface BudgetPolicy {
   callerOf(apiKey: string | undefined): BudgetCaller | undefined;
 }
 
-/** The store key of a caller: its name (identity.ts), `anonymous` or `key:<sha256 hex of the key>`. */
-export const budgetKeyOf: (apiKey: string | undefined) => string = callerIdOf;
-
 /**
  * The scopes in force, or undefined when there is no budget at all. Throws (one line) when
  * COST_BUDGET_USD_PER_HOUR and a `default` scope of COST_BUDGETS are both given.
@@ -200,7 +198,7 @@ export function budgetPolicy(options: BudgetPolicyOptions): BudgetPolicy | undef
   const anonymous: BudgetCaller | undefined =
     anonymousScope === undefined || anonymousScope.windows.length === 0
       ? undefined
-      : { budgetKey: ANONYMOUS, id: ANONYMOUS, scope: anonymousScope };
+      : { id: ANONYMOUS, scope: anonymousScope };
   // Resolved once per key (a digest and up to three lookups), not per operation.
   const known = new LRUCache<string, BudgetCaller | 'none'>({ max: 10_000 });
   return {
@@ -216,7 +214,7 @@ export function budgetPolicy(options: BudgetPolicyOptions): BudgetPolicy | undef
         (tier === undefined ? undefined : scopes.get(`tier:${tier}`)) ??
         scopes.get('default');
       const caller =
-        scope === undefined || scope.windows.length === 0 ? undefined : { budgetKey: id, id, scope };
+        scope === undefined || scope.windows.length === 0 ? undefined : { id, scope };
       known.set(apiKey, caller ?? 'none');
       return caller;
     },

@@ -32,7 +32,6 @@ import {
 } from './budget-policy.js';
 
 export type { BudgetStore } from '../shared-state/types.js';
-export { budgetKeyOf } from './budget-policy.js';
 
 const HOUR_MS = 3_600_000;
 /** The longest OPERATION_DEADLINE_MS: the lease of an operation without a deadline. */
@@ -260,7 +259,7 @@ export function createCostBudget(options: CostBudgetOptions): CostBudget {
         deadline === undefined || !Number.isFinite(deadline)
           ? LONGEST_DEADLINE_MS
           : Math.min(LONGEST_DEADLINE_MS, Math.max(0, deadline - Date.now()));
-      const answer = store.reserve(caller.budgetKey, caller.scope.windows, usd, at, left + leaseMarginMs);
+      const answer = store.reserve(caller.id, caller.scope.windows, usd, at, left + leaseMarginMs);
       return isPromise(answer)
         ? answer.then((resolved) => verdictOf(caller, usd, resolved))
         : verdictOf(caller, usd, answer);
@@ -269,7 +268,7 @@ export function createCostBudget(options: CostBudgetOptions): CostBudget {
       const actual = actualUsd > 0 && Number.isFinite(actualUsd) ? actualUsd : 0;
       const { caller } = hold;
       store.settle(
-        caller.budgetKey,
+        caller.id,
         caller.scope.windows,
         hold.at,
         hold.usd,
@@ -282,12 +281,12 @@ export function createCostBudget(options: CostBudgetOptions): CostBudget {
     add(apiKey, usd) {
       if (!(usd > 0) || !Number.isFinite(usd)) return;
       const caller = policy.callerOf(apiKey);
-      if (caller !== undefined) store.add(caller.budgetKey, caller.scope.windows, usd, now(), warn(caller));
+      if (caller !== undefined) store.add(caller.id, caller.scope.windows, usd, now(), warn(caller));
     },
     status(apiKey) {
       const caller = policy.callerOf(apiKey);
       if (caller === undefined) return undefined;
-      const read = store.read(caller.budgetKey, caller.scope.windows, now());
+      const read = store.read(caller.id, caller.scope.windows, now());
       return isPromise(read) ? read.then((resolved) => statusOf(caller, resolved)) : statusOf(caller, read);
     },
   };
