@@ -6,6 +6,7 @@
  */
 import { gatewayAppSettings } from './gateway/settings.js';
 import { servicesSettings } from './services/settings.js';
+import { OTEL_VARIABLES } from './shared/otel-variables.js';
 import {
   helpText as groupsHelpText,
   markdownTable as groupsMarkdownTable,
@@ -29,8 +30,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   return loadSettings(appSettings, env);
 }
 
-/** The `--help` text of `npm start`. */
+/**
+ * The `--help` text of `npm start`: every setting, then the standard OpenTelemetry variables the
+ * gateway honours (not settings of its own: the OpenTelemetry specification names and defines them).
+ */
 export function helpText(): string {
+  const otel = [
+    "OPENTELEMETRY (the specification's variables; an endpoint turns the export on; docs/operations.md, Tracing)",
+    ...OTEL_VARIABLES.map((name) => `  ${name}`),
+  ];
+  return `${settingsHelpText()}\n\n${otel.join('\n')}`;
+}
+
+function settingsHelpText(): string {
   return groupsHelpText(appSettings, [
     'Usage: npm start [-- --help]',
     '',

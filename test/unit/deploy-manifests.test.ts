@@ -9,8 +9,8 @@
 import { readFileSync } from 'node:fs';
 import type { IContainer, IPodSpec } from 'kubernetes-models/v1';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
-import { servicesCliSettings } from '../../src/services/settings.js';
+import { helpText, loadConfig } from '../../src/config.js';
+import { servicesCliSettings, servicesHelpText } from '../../src/services/settings.js';
 import { OTEL_VARIABLES } from '../../src/shared/otel-variables.js';
 import { processSettings } from '../../src/shared/process-settings.js';
 import { loadSettings } from '../../src/shared/settings.js';
@@ -325,6 +325,13 @@ describe('deploy/kubernetes: a kustomize base of plain manifests', () => {
     expect(known.gateway.has('OTEL_LOGS_EXPORTER')).toBe(false);
     for (const name of ['NULL_PORT', 'PI_PORT', 'REDIS_URL', 'SHUTDOWN_TIMEOUT_MS'])
       expect(known.services).toContain(name);
+  });
+
+  it('every name the deployment files may use is listed by --help (npm start, npm run services)', () => {
+    const gatewayHelp = helpText().split(/\s+/);
+    const servicesHelp = servicesHelpText().split(/\s+/);
+    for (const name of known.gateway) expect(gatewayHelp, name).toContain(name);
+    for (const name of known.services) expect(servicesHelp, name).toContain(name);
   });
 });
 
