@@ -15,14 +15,17 @@
  * place. It is bounded by the share (at most 0.2) and by the samples (a model stops being explored once
  * measured), and an explored field says so (`explored: true` in `extensions.cost.routing`).
  */
+import { SERVICE_MODELS } from '../cost/fallback.js';
 import type { UpstreamName } from '../errors.js';
 import type { ModelCall } from '../operation/operation-plan.js';
+import { DEFAULT_NULL_MODEL } from '../upstream/null-check-client.js';
+import { DEFAULT_PI_MODEL } from '../upstream/pi-digits-client.js';
 import { type Band, bandOf, type Scoreboard } from './scoreboard.js';
 
-/** Each service's models, dearest first, and its default (the services' documented ones). */
-export const SERVICE_MODELS: Record<UpstreamName, { models: readonly string[]; default: string }> = {
-  'null-check': { models: ['null-x-opus', 'null-x-4o', 'null-x-mini'], default: 'null-x-4o' },
-  'pi-digits': { models: ['pi-x-opus-almost-correct', 'pi-x-4o', 'pi-x-mini'], default: 'pi-x-4o' },
+/** Each service's default model (the clients' own: what a call without a model is priced as). */
+const DEFAULT_MODEL: Record<UpstreamName, string> = {
+  'null-check': DEFAULT_NULL_MODEL,
+  'pi-digits': DEFAULT_PI_MODEL,
 };
 
 /** The router's choice for one call. */
@@ -65,9 +68,9 @@ export function createModelRouter(options: ModelRouterOptions): ModelRouter {
   return {
     choose(call) {
       const band = bandOf(call.route?.temperature);
-      const service = SERVICE_MODELS[call.upstream];
+      const defaultModel = DEFAULT_MODEL[call.upstream];
       const priceOf = (model: string) => price({ ...call, model, route: undefined });
-      const defaultPrice = priceOf(service.default);
+      const defaultPrice = priceOf(defaultModel);
       const pick = (model: string, explored = false): RouteChoice => {
         const score = scoreboard.score(call.upstream, model, band);
         return {
@@ -82,7 +85,7 @@ export function createModelRouter(options: ModelRouterOptions): ModelRouter {
       const minAccuracy = call.route?.minAccuracy;
       if (minAccuracy === undefined) return pick(call.model);
       // Cheapest first (ties: the service's order, dearest first, so the later cheaper one wins nothing).
-      const byPrice = [...service.models]
+      const byPrice = [...SERVICE_MODELS[call.upstream]]
         .map((model) => ({ model, usd: priceOf(model), score: scoreboard.score(call.upstream, model, band) }))
         .sort((a, b) => a.usd - b.usd);
       const qualified = byPrice.find(
@@ -100,7 +103,7 @@ export function createModelRouter(options: ModelRouterOptions): ModelRouter {
             (best?.score === undefined || m.score.accuracyLowerBound > best.score.accuracyLowerBound)
           )
             best = m;
-        chosen = best?.model ?? service.default;
+        chosen = best?.model ?? defaultModel;
       }
       if (exploration > 0) {
         const chosenUsd = priceOf(chosen);
