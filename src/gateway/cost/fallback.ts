@@ -7,10 +7,11 @@
  * back silently: the answer's `model` is the model that answered, and `extensions.cost.fallbacks`
  * lists `{ path, requestedModel, usedModel }` per field.
  */
+import type { UpstreamName } from '../errors.js';
 import type { ModelCall } from '../operation/operation-plan.js';
 
-/** Each service's models, dearest first (the price table's order). */
-const CHEAPER: Record<string, readonly string[]> = {
+/** Each service's models, dearest first (the price table's order); routing (models/router.ts) reads it too. */
+export const SERVICE_MODELS: Record<UpstreamName, readonly string[]> = {
   'null-check': ['null-x-opus', 'null-x-4o', 'null-x-mini'],
   'pi-digits': ['pi-x-opus-almost-correct', 'pi-x-4o', 'pi-x-mini'],
 };
@@ -33,7 +34,7 @@ export interface Fallback {
 
 /** The next cheaper model of the call's service, if any. */
 function cheaper(call: ModelCall): string | undefined {
-  const order = CHEAPER[call.upstream] ?? [];
+  const order = SERVICE_MODELS[call.upstream] ?? [];
   const at = order.indexOf(call.model);
   return at === -1 ? undefined : order[at + 1];
 }

@@ -15,14 +15,17 @@
  * place. It is bounded by the share (at most 0.2) and by the samples (a model stops being explored once
  * measured), and an explored field says so (`explored: true` in `extensions.cost.routing`).
  */
+import { SERVICE_MODELS } from '../cost/fallback.js';
 import type { UpstreamName } from '../errors.js';
 import type { ModelCall } from '../operation/operation-plan.js';
-import { type Band, bandOf, type Scoreboard } from './scoreboard.js';
+import { DEFAULT_NULL_MODEL } from '../upstream/null-check-client.js';
+import { DEFAULT_PI_MODEL } from '../upstream/pi-digits-client.js';
+import { type Band, bandOf, type ModelScore, type Scoreboard } from './scoreboard.js';
 
-/** Each service's models, dearest first, and its default (the services' documented ones). */
-export const SERVICE_MODELS: Record<UpstreamName, { models: readonly string[]; default: string }> = {
-  'null-check': { models: ['null-x-opus', 'null-x-4o', 'null-x-mini'], default: 'null-x-4o' },
-  'pi-digits': { models: ['pi-x-opus-almost-correct', 'pi-x-4o', 'pi-x-mini'], default: 'pi-x-4o' },
+/** Each service's default model (the clients' own: what a call without a model is priced as). */
+const DEFAULT_MODEL: Record<UpstreamName, string> = {
+  'null-check': DEFAULT_NULL_MODEL,
+  'pi-digits': DEFAULT_PI_MODEL,
 };
 
 /** The router's choice for one call. */
@@ -56,6 +59,13 @@ export interface ModelRouter {
   choose(call: ModelCall): RouteChoice;
 }
 
+/** A candidate model, priced for the call and scored at its band. */
+interface Measured {
+  model: string;
+  usd: number;
+  score: ModelScore | undefined;
+}
+
 export function createModelRouter(options: ModelRouterOptions): ModelRouter {
   const { scoreboard, price } = options;
   const minSamples = options.minSamples ?? 30;
@@ -65,47 +75,49 @@ export function createModelRouter(options: ModelRouterOptions): ModelRouter {
   return {
     choose(call) {
       const band = bandOf(call.route?.temperature);
-      const service = SERVICE_MODELS[call.upstream];
+      const defaultModel = DEFAULT_MODEL[call.upstream];
       const priceOf = (model: string) => price({ ...call, model, route: undefined });
-      const defaultPrice = priceOf(service.default);
-      const pick = (model: string, explored = false): RouteChoice => {
-        const score = scoreboard.score(call.upstream, model, band);
-        return {
-          model,
-          accuracyLowerBound: score?.accuracyLowerBound ?? null,
-          answers: score?.answers ?? 0,
-          band,
-          explored,
-          savedUsd: defaultPrice - priceOf(model),
-        };
-      };
+      /** A model for this call: its expected price and its score at the band, each looked up once. */
+      const measure = (model: string): Measured => ({
+        model,
+        usd: priceOf(model),
+        score: scoreboard.score(call.upstream, model, band),
+      });
       const minAccuracy = call.route?.minAccuracy;
-      if (minAccuracy === undefined) return pick(call.model);
       // Cheapest first (ties: the service's order, dearest first, so the later cheaper one wins nothing).
-      const byPrice = [...service.models]
-        .map((model) => ({ model, usd: priceOf(model), score: scoreboard.score(call.upstream, model, band) }))
-        .sort((a, b) => a.usd - b.usd);
-      const qualified = byPrice.find(
+      const byPrice =
+        minAccuracy === undefined
+          ? []
+          : SERVICE_MODELS[call.upstream].map(measure).sort((a, b) => a.usd - b.usd);
+      const byDefault = byPrice.find((m) => m.model === defaultModel);
+      const defaultPrice = byDefault?.usd ?? priceOf(defaultModel);
+      const pick = ({ model, usd, score }: Measured, explored = false): RouteChoice => ({
+        model,
+        accuracyLowerBound: score?.accuracyLowerBound ?? null,
+        answers: score?.answers ?? 0,
+        band,
+        explored,
+        savedUsd: defaultPrice - usd,
+      });
+      if (minAccuracy === undefined) return pick(measure(call.model));
+      let chosen = byPrice.find(
         (m) =>
           m.score !== undefined && m.score.answers >= minSamples && m.score.accuracyLowerBound >= minAccuracy,
       );
-      let chosen: string;
-      if (qualified !== undefined) {
-        chosen = qualified.model;
-      } else {
-        let best: (typeof byPrice)[number] | undefined;
+      if (chosen === undefined) {
+        let best: Measured | undefined;
         for (const m of byPrice)
           if (
             m.score !== undefined &&
             (best?.score === undefined || m.score.accuracyLowerBound > best.score.accuracyLowerBound)
           )
             best = m;
-        chosen = best?.model ?? service.default;
+        chosen = best ?? byDefault ?? measure(defaultModel);
       }
       if (exploration > 0) {
-        const chosenUsd = priceOf(chosen);
+        const chosenUsd = chosen.usd;
         const candidate = byPrice.find((m) => m.usd < chosenUsd && (m.score?.answers ?? 0) < minSamples);
-        if (candidate !== undefined && random() < exploration) return pick(candidate.model, true);
+        if (candidate !== undefined && random() < exploration) return pick(candidate, true);
       }
       return pick(chosen);
     },

@@ -220,7 +220,7 @@ export function createGatewayMetrics(options: GatewayMetricsOptions = {}): Gatew
     labelNames: ['upstream', 'model', 'band', 'outcome'] as const,
     registers,
   });
-  const routingSaved = new Counter({
+  const routingSavedOf = talliedCounter({
     name: 'gateway_routing_saved_usd_total',
     help: 'US dollars routing by quality (minAccuracy) is expected to have saved against each service’s default model, per admitted routed field, by upstream (fields routed to a dearer model add nothing).',
     labelNames: ['upstream'] as const,
@@ -335,7 +335,7 @@ export function createGatewayMetrics(options: GatewayMetricsOptions = {}): Gatew
       modelAnswersOf(upstream, modelLabel(model), band, outcome).n++;
     },
     recordRoutingSaving(upstream, usd) {
-      if (usd > 0 && Number.isFinite(usd)) routingSaved.labels(upstream).inc(usd);
+      if (usd > 0 && Number.isFinite(usd)) routingSavedOf(upstream).n += usd;
     },
     addBreakerSource(upstream, read) {
       breakerSources.set(upstream, read);

@@ -143,6 +143,8 @@ export function createUpstreamObserver(options: UpstreamObserverOptions): Upstre
   ) => {
     const operation = request.operation;
     const endpoint = answer?.endpoint ?? request.form.endpoint;
+    // One reading for the call's record and its scored answer: both say how long the call took.
+    const elapsedMs = performance.now() - started;
     if (answer !== undefined) {
       const sponsor = answer.facts.sponsor;
       if (sponsor !== null && sponsor !== '') {
@@ -166,7 +168,7 @@ export function createUpstreamObserver(options: UpstreamObserverOptions): Upstre
             call: pricing,
             value: answer.value,
             costUsd: usd,
-            latencyMs: performance.now() - started,
+            latencyMs: elapsedMs,
           });
       }
     }
@@ -184,7 +186,7 @@ export function createUpstreamObserver(options: UpstreamObserverOptions): Upstre
           ? 'CANCELLED'
           : (failure?.code ?? 'INTERNAL_SERVER_ERROR');
     if (operation !== undefined) {
-      const durationMs = Math.round((performance.now() - started) * 100) / 100;
+      const durationMs = Math.round(elapsedMs * 100) / 100;
       const source = answer?.source ?? 'upstream';
       operation.ledger.record(
         code === undefined
