@@ -81,11 +81,15 @@ const NOISE_USD = 1e-12;
 const FLUSH_PER_CALL = 64;
 /** Expired leases one script sweeps at most (the rest by the next one): each script stays short. */
 const SWEEP_PER_CALL = 64;
+/** The longest OPERATION_DEADLINE_MS: the lease of an operation without a deadline runs this long. */
+export const LONGEST_DEADLINE_MS = 600_000;
+/** The longest BUDGET_LEASE_MARGIN_MS, and its default. */
+export const DEFAULT_LEASE_MARGIN_MS = 30_000;
 /**
  * A reservation's lease when the caller gives none: the longest OPERATION_DEADLINE_MS plus the
  * longest margin.
  */
-export const DEFAULT_LEASE_MS = 630_000;
+export const DEFAULT_LEASE_MS = LONGEST_DEADLINE_MS + DEFAULT_LEASE_MARGIN_MS;
 /** Redis settlements waiting for Redis to be back, at most (past it, their leases lapse). */
 const MAX_PENDING_SETTLES = 10_000;
 
