@@ -425,6 +425,7 @@ export function createBudgetStore(
   // Lease ids: unique across replicas (a random token per process) and short.
   const token = randomBytes(6).toString('base64url');
   let leaseCount = 0;
+  const newLeaseId = () => `${token}${(leaseCount++).toString(36)}`;
 
   const windowOf = (budgetKey: string, spec: BudgetWindowSpec): LocalWindow => {
     const key = windowKeyOf(budgetKey, spec);
@@ -525,7 +526,7 @@ export function createBudgetStore(
   };
 
   const hold = (lease: Lease): string => {
-    const id = `${token}${(leaseCount++).toString(36)}`;
+    const id = newLeaseId();
     let mine = leases.get(lease.budgetKey);
     if (mine === undefined) {
       mine = new Map();
@@ -676,7 +677,7 @@ export function createBudgetStore(
       flushing(now);
       const keys = keysOf(link, budgetKey, windows);
       const args = windowArgs(windows);
-      args.push(usd, FIT_EPSILON_USD, `${token}${(leaseCount++).toString(36)}`, Math.ceil(leaseMs));
+      args.push(usd, FIT_EPSILON_USD, newLeaseId(), Math.ceil(leaseMs));
       for (const spec of windows) args.push(spec.limitUsd, spec.warnUsd);
       return link
         .run('budget_reserve', () => reserveScript(keys.length, ...keys, ...args), timeoutMs)
