@@ -584,13 +584,16 @@ export function createBudgetStore(
       onWarning,
     });
 
+  /** A settlement of a Redis lease waits for Redis (at most MAX_PENDING_SETTLES: past it, it lapses). */
+  const settleLater = (settle: PendingSettle) => {
+    if (pending.length < MAX_PENDING_SETTLES) pending.push(settle);
+  };
+
   /** Settles a Redis lease there; waits for Redis again when the script fails (it is idempotent). */
   const sendSettle = (settle: PendingSettle, onWarning?: (warning: BudgetWarning) => void) =>
     write('budget_adjust', settleScript, settle.budgetKey, settle.windows, [settle.member, settle.spentUsd], {
       warnedAt: 3,
-      onFailed: () => {
-        if (pending.length < MAX_PENDING_SETTLES) pending.push(settle);
-      },
+      onFailed: () => settleLater(settle),
       onWarning,
     });
 
@@ -615,6 +618,19 @@ export function createBudgetStore(
 
   const flushing = (now: number) => {
     if (owed.size > 0 || pending.length > 0) flush(now);
+  };
+
+  /**
+   * Books a move here, giving its warnings when this replica's figure decides (Redis not usable).
+   * Answers whether Redis is usable: then what waited for it has been pushed, and it is to hear of
+   * this move next.
+   */
+  const bookHere = (moved: Move, now: number, onWarning: ((warning: BudgetWarning) => void) | undefined) => {
+    const shared = link?.usable() === true;
+    const warnings = book(moved, now, !shared);
+    if (onWarning !== undefined) for (const warning of warnings) onWarning(warning);
+    if (shared) flushing(now);
+    return shared;
   };
 
   /** This replica's decision, on its own buckets, with a lease of its own. */
@@ -711,44 +727,32 @@ export function createBudgetStore(
       // Lapsed already (here, and in Redis for a Redis lease): counted at its estimate, once.
       if (lease === undefined) return;
       if (leases.get(budgetKey)?.size === 0) leases.delete(budgetKey);
-      const shared = link?.usable() === true;
-      const warnings = book(
+      const shared = bookHere(
         { budgetKey, windows, at: lease.at, reservedUsd: -lease.usd, spentUsd: spent },
         now,
-        !shared,
+        onWarning,
       );
-      if (onWarning !== undefined) for (const warning of warnings) onWarning(warning);
       if (link === undefined) return;
       if (lease.member === undefined) {
         // Reserved here only: Redis learns the spend.
         if (!shared) owe(budgetKey, windows, lease.at, spent);
-        else {
-          flushing(now);
-          if (spent > 0) sendSpend(budgetKey, windows, lease.at, spent, lease.at, onWarning);
-        }
+        else if (spent > 0) sendSpend(budgetKey, windows, lease.at, spent, lease.at, onWarning);
         return;
       }
       const settlement = { budgetKey, windows, member: lease.member, spentUsd: spent };
-      if (!shared) {
-        if (pending.length < MAX_PENDING_SETTLES) pending.push(settlement);
-        return;
-      }
-      flushing(now);
-      sendSettle(settlement, onWarning);
+      if (shared) sendSettle(settlement, onWarning);
+      else settleLater(settlement);
     },
 
     add(budgetKey, windows, usd, now, onWarning) {
       if (!(usd > 0) || !Number.isFinite(usd) || !Number.isFinite(now)) return;
       sweepLocally(budgetKey, now);
-      const shared = link?.usable() === true;
-      const warnings = book({ budgetKey, windows, at: now, reservedUsd: 0, spentUsd: usd }, now, !shared);
-      if (onWarning !== undefined) for (const warning of warnings) onWarning(warning);
+      const shared = bookHere({ budgetKey, windows, at: now, reservedUsd: 0, spentUsd: usd }, now, onWarning);
       if (link === undefined) return;
       if (!shared) {
         owe(budgetKey, windows, now, usd);
         return;
       }
-      flushing(now);
       // Spend without a reservation goes in Redis' current bucket (at 0).
       sendSpend(budgetKey, windows, 0, usd, now, onWarning);
     },
