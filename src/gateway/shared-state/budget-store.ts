@@ -102,18 +102,24 @@ local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)`;
  * The layout every budget script shares: KEYS[1] the lease set, KEYS[i + 1] the hash of window i;
  * ARGV[2i - 1] that window's span and ARGV[2i] its bucket, in ms; the script's own arguments after.
  *
- * `window_of(i)`: drops the fields of window i's buckets at or before `now - span` and answers the
- * sum of the others and their flat list. `warn_if(i, total, warn)`: answers true, and notes the time
- * in `w`, when `total` reached `warn` and no warning was given within the last span. `bump(key,
- * field, usd)`: adds, dropping a field left at float noise. `sweep()`: every expired lease (at most
- * ${SWEEP_PER_CALL}) moves from reservation to spend in its bucket of each window and leaves the set;
- * answers how many and their dollars.
+ * `bucket_of(i, at)`: the field suffix of `at`'s bucket in window i, nil once that bucket has left
+ * the window. `window_of(i)`: drops the fields of window i's buckets at or before `now - span` and
+ * answers the sum of the others and their flat list. `warn_if(i, total, warn)`: answers true, and
+ * notes the time in `w`, when `total` reached `warn` and no warning was given within the last span.
+ * `bump(key, field, usd)`: adds, dropping a field left at float noise. `sweep()`: every expired lease
+ * (at most ${SWEEP_PER_CALL}) moves from reservation to spend in its bucket of each window and leaves
+ * the set; answers how many and their dollars.
  */
 const HELPERS = `
 local windows = #KEYS - 1
 local function span_of(i) return tonumber(ARGV[2 * i - 1]) end
 local function step_of(i) return tonumber(ARGV[2 * i]) end
 local function ttl_of(i) return span_of(i) + 2 * step_of(i) end
+local function bucket_of(i, at)
+  local start = at - (at % step_of(i))
+  if start > now - span_of(i) then return string.format('%.0f', start) end
+  return nil
+end
 local function window_of(i)
   local key = KEYS[i + 1]
   local cutoff = now - span_of(i)
@@ -164,9 +170,8 @@ local function sweep()
     if at ~= nil and amount ~= nil then
       usd = usd + amount
       for i = 1, windows do
-        local start = at - (at % step_of(i))
-        if start > now - span_of(i) then
-          local bucket = string.format('%.0f', start)
+        local bucket = bucket_of(i, at)
+        if bucket ~= nil then
           bump(KEYS[i + 1], 'r' .. bucket, -amount)
           bump(KEYS[i + 1], 's' .. bucket, amount)
         end
@@ -239,10 +244,9 @@ local warned = {}
 if redis.call('ZREM', KEYS[1], member) == 0 then return {lapsed, tostring(lapsed_usd), 0, warned} end
 local at, amount = lease_of(member)
 for i = 1, windows do
-  local start = at - (at % step_of(i))
-  if start > now - span_of(i) then
+  local bucket = bucket_of(i, at)
+  if bucket ~= nil then
     redis.call('PEXPIRE', KEYS[i + 1], ttl_of(i))
-    local bucket = string.format('%.0f', start)
     bump(KEYS[i + 1], 'r' .. bucket, -amount)
     if spent ~= 0 then bump(KEYS[i + 1], 's' .. bucket, spent) end
     local total = window_of(i)
@@ -265,11 +269,11 @@ if at <= 0 then at = now end
 local spent = tonumber(ARGV[base + 2])
 local warned = {}
 for i = 1, windows do
-  local start = at - (at % step_of(i))
-  if start > now - span_of(i) then
+  local bucket = bucket_of(i, at)
+  if bucket ~= nil then
     -- First a write Redis never refuses for memory: the rest of the script then runs even when full.
     redis.call('PEXPIRE', KEYS[i + 1], ttl_of(i))
-    bump(KEYS[i + 1], 's' .. string.format('%.0f', start), spent)
+    bump(KEYS[i + 1], 's' .. bucket, spent)
     redis.call('PEXPIRE', KEYS[i + 1], ttl_of(i))
     local total = window_of(i)
     if spent > 0 and warn_if(i, total, tonumber(ARGV[base + 2 + i])) then
