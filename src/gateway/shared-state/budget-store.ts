@@ -667,25 +667,26 @@ export function createBudgetStore(
       return new Map([...window.buckets].map(([start, { s, r }]) => [start, { s, r }]));
     });
 
-  /** The lease of a settlement: by id, else (callers that kept none) one of the same time and amount. */
+  /**
+   * Takes the lease of a settlement out of this replica's: by id, else (callers that kept none) one
+   * of the same time and amount.
+   */
   const leaseOf = (budgetKey: string, at: number, usd: number, id: string | undefined) => {
     const mine = leases.get(budgetKey);
     if (mine === undefined) return undefined;
-    if (id !== undefined) {
-      const lease = mine.get(id);
-      if (lease !== undefined) mine.delete(id);
-      return lease;
-    }
-    let same: string | undefined;
-    for (const [key, lease] of mine) {
-      if (lease.usd !== usd) continue;
-      same ??= key;
-      if (lease.at !== at) continue;
-      same = key;
-      break;
-    }
-    const lease = same === undefined ? undefined : mine.get(same);
-    if (same !== undefined) mine.delete(same);
+    let key = id;
+    if (key === undefined)
+      for (const [candidate, lease] of mine) {
+        if (lease.usd !== usd) continue;
+        key ??= candidate;
+        if (lease.at !== at) continue;
+        key = candidate;
+        break;
+      }
+    const lease = key === undefined ? undefined : mine.get(key);
+    if (key === undefined || lease === undefined) return undefined;
+    mine.delete(key);
+    if (mine.size === 0) leases.delete(budgetKey);
     return lease;
   };
 
@@ -730,7 +731,6 @@ export function createBudgetStore(
       const lease = leaseOf(budgetKey, at, reserved, leaseId);
       // Lapsed already (here, and in Redis for a Redis lease): counted at its estimate, once.
       if (lease === undefined) return;
-      if (leases.get(budgetKey)?.size === 0) leases.delete(budgetKey);
       const shared = bookHere(
         { budgetKey, windows, at: lease.at, reservedUsd: -lease.usd, spentUsd: spent },
         now,
