@@ -21,7 +21,11 @@
 
 import { isPromise } from '../../shared/is-promise.js';
 import { roundUsd } from '../../shared/usd.js';
-import { FIT_EPSILON_USD } from '../shared-state/budget-store.js';
+import {
+  DEFAULT_LEASE_MARGIN_MS,
+  FIT_EPSILON_USD,
+  LONGEST_DEADLINE_MS,
+} from '../shared-state/budget-store.js';
 import type { BudgetBucket, BudgetRead, BudgetReserveResult, BudgetStore } from '../shared-state/types.js';
 import {
   type BudgetCaller,
@@ -34,8 +38,6 @@ import {
 export type { BudgetStore } from '../shared-state/types.js';
 
 const HOUR_MS = 3_600_000;
-/** The longest OPERATION_DEADLINE_MS: the lease of an operation without a deadline. */
-const LONGEST_DEADLINE_MS = 600_000;
 
 /** A reservation in the store, until its operation settles. */
 export interface BudgetHold {
@@ -202,7 +204,7 @@ export function windowStatus(
 export function createCostBudget(options: CostBudgetOptions): CostBudget {
   const { store, onWarning } = options;
   const now = options.now ?? Date.now;
-  const leaseMarginMs = options.leaseMarginMs ?? 30_000;
+  const leaseMarginMs = options.leaseMarginMs ?? DEFAULT_LEASE_MARGIN_MS;
   const policy = options.policy ?? budgetPolicy({ usdPerHour: options.usdPerHour });
   if (policy === undefined) throw new Error('createCostBudget: no budget (neither policy nor usdPerHour)');
 

@@ -81,11 +81,15 @@ const NOISE_USD = 1e-12;
 const FLUSH_PER_CALL = 64;
 /** Expired leases one script sweeps at most (the rest by the next one): each script stays short. */
 const SWEEP_PER_CALL = 64;
+/** The longest OPERATION_DEADLINE_MS: the lease of an operation without a deadline runs this long. */
+export const LONGEST_DEADLINE_MS = 600_000;
+/** The longest BUDGET_LEASE_MARGIN_MS, and its default. */
+export const DEFAULT_LEASE_MARGIN_MS = 30_000;
 /**
  * A reservation's lease when the caller gives none: the longest OPERATION_DEADLINE_MS plus the
  * longest margin.
  */
-export const DEFAULT_LEASE_MS = 630_000;
+export const DEFAULT_LEASE_MS = LONGEST_DEADLINE_MS + DEFAULT_LEASE_MARGIN_MS;
 /** Redis settlements waiting for Redis to be back, at most (past it, their leases lapse). */
 const MAX_PENDING_SETTLES = 10_000;
 
@@ -98,18 +102,24 @@ local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)`;
  * The layout every budget script shares: KEYS[1] the lease set, KEYS[i + 1] the hash of window i;
  * ARGV[2i - 1] that window's span and ARGV[2i] its bucket, in ms; the script's own arguments after.
  *
- * `window_of(i)`: drops the fields of window i's buckets at or before `now - span` and answers the
- * sum of the others and their flat list. `warn_if(i, total, warn)`: answers true, and notes the time
- * in `w`, when `total` reached `warn` and no warning was given within the last span. `bump(key,
- * field, usd)`: adds, dropping a field left at float noise. `sweep()`: every expired lease (at most
- * ${SWEEP_PER_CALL}) moves from reservation to spend in its bucket of each window and leaves the set;
- * answers how many and their dollars.
+ * `bucket_of(i, at)`: the field suffix of `at`'s bucket in window i, nil once that bucket has left
+ * the window. `window_of(i)`: drops the fields of window i's buckets at or before `now - span` and
+ * answers the sum of the others and their flat list. `warn_if(i, total, warn)`: answers true, and
+ * notes the time in `w`, when `total` reached `warn` and no warning was given within the last span.
+ * `bump(key, field, usd)`: adds, dropping a field left at float noise. `sweep()`: every expired lease
+ * (at most ${SWEEP_PER_CALL}) moves from reservation to spend in its bucket of each window and leaves
+ * the set; answers how many and their dollars.
  */
 const HELPERS = `
 local windows = #KEYS - 1
 local function span_of(i) return tonumber(ARGV[2 * i - 1]) end
 local function step_of(i) return tonumber(ARGV[2 * i]) end
 local function ttl_of(i) return span_of(i) + 2 * step_of(i) end
+local function bucket_of(i, at)
+  local start = at - (at % step_of(i))
+  if start > now - span_of(i) then return string.format('%.0f', start) end
+  return nil
+end
 local function window_of(i)
   local key = KEYS[i + 1]
   local cutoff = now - span_of(i)
@@ -160,9 +170,8 @@ local function sweep()
     if at ~= nil and amount ~= nil then
       usd = usd + amount
       for i = 1, windows do
-        local start = at - (at % step_of(i))
-        if start > now - span_of(i) then
-          local bucket = string.format('%.0f', start)
+        local bucket = bucket_of(i, at)
+        if bucket ~= nil then
           bump(KEYS[i + 1], 'r' .. bucket, -amount)
           bump(KEYS[i + 1], 's' .. bucket, amount)
         end
@@ -235,10 +244,9 @@ local warned = {}
 if redis.call('ZREM', KEYS[1], member) == 0 then return {lapsed, tostring(lapsed_usd), 0, warned} end
 local at, amount = lease_of(member)
 for i = 1, windows do
-  local start = at - (at % step_of(i))
-  if start > now - span_of(i) then
+  local bucket = bucket_of(i, at)
+  if bucket ~= nil then
     redis.call('PEXPIRE', KEYS[i + 1], ttl_of(i))
-    local bucket = string.format('%.0f', start)
     bump(KEYS[i + 1], 'r' .. bucket, -amount)
     if spent ~= 0 then bump(KEYS[i + 1], 's' .. bucket, spent) end
     local total = window_of(i)
@@ -261,11 +269,11 @@ if at <= 0 then at = now end
 local spent = tonumber(ARGV[base + 2])
 local warned = {}
 for i = 1, windows do
-  local start = at - (at % step_of(i))
-  if start > now - span_of(i) then
+  local bucket = bucket_of(i, at)
+  if bucket ~= nil then
     -- First a write Redis never refuses for memory: the rest of the script then runs even when full.
     redis.call('PEXPIRE', KEYS[i + 1], ttl_of(i))
-    bump(KEYS[i + 1], 's' .. string.format('%.0f', start), spent)
+    bump(KEYS[i + 1], 's' .. bucket, spent)
     redis.call('PEXPIRE', KEYS[i + 1], ttl_of(i))
     local total = window_of(i)
     if spent > 0 and warn_if(i, total, tonumber(ARGV[base + 2 + i])) then
@@ -421,6 +429,7 @@ export function createBudgetStore(
   // Lease ids: unique across replicas (a random token per process) and short.
   const token = randomBytes(6).toString('base64url');
   let leaseCount = 0;
+  const newLeaseId = () => `${token}${(leaseCount++).toString(36)}`;
 
   const windowOf = (budgetKey: string, spec: BudgetWindowSpec): LocalWindow => {
     const key = windowKeyOf(budgetKey, spec);
@@ -521,7 +530,7 @@ export function createBudgetStore(
   };
 
   const hold = (lease: Lease): string => {
-    const id = `${token}${(leaseCount++).toString(36)}`;
+    const id = newLeaseId();
     let mine = leases.get(lease.budgetKey);
     if (mine === undefined) {
       mine = new Map();
@@ -579,13 +588,16 @@ export function createBudgetStore(
       onWarning,
     });
 
+  /** A settlement of a Redis lease waits for Redis (at most MAX_PENDING_SETTLES: past it, it lapses). */
+  const settleLater = (settle: PendingSettle) => {
+    if (pending.length < MAX_PENDING_SETTLES) pending.push(settle);
+  };
+
   /** Settles a Redis lease there; waits for Redis again when the script fails (it is idempotent). */
   const sendSettle = (settle: PendingSettle, onWarning?: (warning: BudgetWarning) => void) =>
     write('budget_adjust', settleScript, settle.budgetKey, settle.windows, [settle.member, settle.spentUsd], {
       warnedAt: 3,
-      onFailed: () => {
-        if (pending.length < MAX_PENDING_SETTLES) pending.push(settle);
-      },
+      onFailed: () => settleLater(settle),
       onWarning,
     });
 
@@ -610,6 +622,19 @@ export function createBudgetStore(
 
   const flushing = (now: number) => {
     if (owed.size > 0 || pending.length > 0) flush(now);
+  };
+
+  /**
+   * Books a move here, giving its warnings when this replica's figure decides (Redis not usable).
+   * Answers whether Redis is usable: then what waited for it has been pushed, and it is to hear of
+   * this move next.
+   */
+  const bookHere = (moved: Move, now: number, onWarning: ((warning: BudgetWarning) => void) | undefined) => {
+    const shared = link?.usable() === true;
+    const warnings = book(moved, now, !shared);
+    if (onWarning !== undefined) for (const warning of warnings) onWarning(warning);
+    if (shared) flushing(now);
+    return shared;
   };
 
   /** This replica's decision, on its own buckets, with a lease of its own. */
@@ -642,25 +667,26 @@ export function createBudgetStore(
       return new Map([...window.buckets].map(([start, { s, r }]) => [start, { s, r }]));
     });
 
-  /** The lease of a settlement: by id, else (callers that kept none) one of the same time and amount. */
+  /**
+   * Takes the lease of a settlement out of this replica's: by id, else (callers that kept none) one
+   * of the same time and amount.
+   */
   const leaseOf = (budgetKey: string, at: number, usd: number, id: string | undefined) => {
     const mine = leases.get(budgetKey);
     if (mine === undefined) return undefined;
-    if (id !== undefined) {
-      const lease = mine.get(id);
-      if (lease !== undefined) mine.delete(id);
-      return lease;
-    }
-    let same: string | undefined;
-    for (const [key, lease] of mine) {
-      if (lease.usd !== usd) continue;
-      same ??= key;
-      if (lease.at !== at) continue;
-      same = key;
-      break;
-    }
-    const lease = same === undefined ? undefined : mine.get(same);
-    if (same !== undefined) mine.delete(same);
+    let key = id;
+    if (key === undefined)
+      for (const [candidate, lease] of mine) {
+        if (lease.usd !== usd) continue;
+        key ??= candidate;
+        if (lease.at !== at) continue;
+        key = candidate;
+        break;
+      }
+    const lease = key === undefined ? undefined : mine.get(key);
+    if (key === undefined || lease === undefined) return undefined;
+    mine.delete(key);
+    if (mine.size === 0) leases.delete(budgetKey);
     return lease;
   };
 
@@ -672,7 +698,7 @@ export function createBudgetStore(
       flushing(now);
       const keys = keysOf(link, budgetKey, windows);
       const args = windowArgs(windows);
-      args.push(usd, FIT_EPSILON_USD, `${token}${(leaseCount++).toString(36)}`, Math.ceil(leaseMs));
+      args.push(usd, FIT_EPSILON_USD, newLeaseId(), Math.ceil(leaseMs));
       for (const spec of windows) args.push(spec.limitUsd, spec.warnUsd);
       return link
         .run('budget_reserve', () => reserveScript(keys.length, ...keys, ...args), timeoutMs)
@@ -705,45 +731,32 @@ export function createBudgetStore(
       const lease = leaseOf(budgetKey, at, reserved, leaseId);
       // Lapsed already (here, and in Redis for a Redis lease): counted at its estimate, once.
       if (lease === undefined) return;
-      if (leases.get(budgetKey)?.size === 0) leases.delete(budgetKey);
-      const shared = link?.usable() === true;
-      const warnings = book(
+      const shared = bookHere(
         { budgetKey, windows, at: lease.at, reservedUsd: -lease.usd, spentUsd: spent },
         now,
-        !shared,
+        onWarning,
       );
-      if (onWarning !== undefined) for (const warning of warnings) onWarning(warning);
       if (link === undefined) return;
       if (lease.member === undefined) {
         // Reserved here only: Redis learns the spend.
         if (!shared) owe(budgetKey, windows, lease.at, spent);
-        else {
-          flushing(now);
-          if (spent > 0) sendSpend(budgetKey, windows, lease.at, spent, lease.at, onWarning);
-        }
+        else if (spent > 0) sendSpend(budgetKey, windows, lease.at, spent, lease.at, onWarning);
         return;
       }
       const settlement = { budgetKey, windows, member: lease.member, spentUsd: spent };
-      if (!shared) {
-        if (pending.length < MAX_PENDING_SETTLES) pending.push(settlement);
-        return;
-      }
-      flushing(now);
-      sendSettle(settlement, onWarning);
+      if (shared) sendSettle(settlement, onWarning);
+      else settleLater(settlement);
     },
 
     add(budgetKey, windows, usd, now, onWarning) {
       if (!(usd > 0) || !Number.isFinite(usd) || !Number.isFinite(now)) return;
       sweepLocally(budgetKey, now);
-      const shared = link?.usable() === true;
-      const warnings = book({ budgetKey, windows, at: now, reservedUsd: 0, spentUsd: usd }, now, !shared);
-      if (onWarning !== undefined) for (const warning of warnings) onWarning(warning);
+      const shared = bookHere({ budgetKey, windows, at: now, reservedUsd: 0, spentUsd: usd }, now, onWarning);
       if (link === undefined) return;
       if (!shared) {
         owe(budgetKey, windows, now, usd);
         return;
       }
-      flushing(now);
       // Spend without a reservation goes in Redis' current bucket (at 0).
       sendSpend(budgetKey, windows, 0, usd, now, onWarning);
     },

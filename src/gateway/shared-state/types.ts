@@ -4,6 +4,8 @@
  * learn which: every method has a memory answer, and Redis only ever adds sharing.
  */
 
+import type { RedisTopology } from '../../shared/redis-url.js';
+
 /** Where the state lives now. */
 export type SharedStateStatus = 'memory' | 'redis' | 'fallback';
 
@@ -57,9 +59,9 @@ export type BudgetRedisCheck =
 /** The kind of Redis each role uses, as the URLs name it (`/ready`); a role without Redis is absent. */
 export interface SharedStateTopology {
   /** REDIS_URL */
-  budgets?: 'single' | 'sentinel' | 'cluster';
+  budgets?: RedisTopology;
   /** REDIS_CACHE_URL (default REDIS_URL): response cache, APQ documents, flights. */
-  cache?: 'single' | 'sentinel' | 'cluster';
+  cache?: RedisTopology;
 }
 
 export interface SharedState {
