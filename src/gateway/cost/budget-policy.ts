@@ -213,8 +213,7 @@ export function budgetPolicy(options: BudgetPolicyOptions): BudgetPolicy | undef
         scopes.get(id) ??
         (tier === undefined ? undefined : scopes.get(`tier:${tier}`)) ??
         scopes.get('default');
-      const caller =
-        scope === undefined || scope.windows.length === 0 ? undefined : { id, scope };
+      const caller = scope === undefined || scope.windows.length === 0 ? undefined : { id, scope };
       known.set(apiKey, caller ?? 'none');
       return caller;
     },
