@@ -18,7 +18,9 @@ import { EventEmitter } from 'node:events';
 import { openSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { type AddressInfo, createServer } from 'node:net';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { GCProfiler } from 'node:v8';
 import { Pool } from 'undici';
 import { installSignalCleanup, startChild } from './bench-processes.js';
 
@@ -50,6 +52,8 @@ class FakeRequest extends EventEmitter {
   readonly method = 'POST';
   readonly url = '/graphql';
   readonly httpVersionMajor = 1;
+  /** identity.ts counts anonymous callers by address. */
+  readonly socket = { remoteAddress: '127.0.0.1' };
   constructor(
     readonly headers: Record<string, string>,
     private readonly body: Buffer,
@@ -248,15 +252,42 @@ async function main(): Promise<void> {
   // The first request of an Accept value goes to Yoga (it teaches the fast path the media type).
   await drive(WARMUP);
   const perRound: number[] = [];
+  const allocated: number[] = [];
+  const gcPauses: number[] = [];
+  const loopDelay = monitorEventLoopDelay({ resolution: 1 });
+  loopDelay.enable();
   for (let round = 0; round < ROUNDS; round++) {
+    const profiler = new GCProfiler();
+    profiler.start();
+    const heapBefore = process.memoryUsage().heapUsed;
     const before = process.cpuUsage();
     await drive(REQUESTS);
     const used = process.cpuUsage(before);
+    const heapAfter = process.memoryUsage().heapUsed;
+    const { statistics } = profiler.stop();
     perRound.push((used.user + used.system) / REQUESTS);
+    // Bytes allocated on the V8 heap: what each collection found in use minus what the previous one
+    // left (or the round's start), plus what the round's end holds beyond the last collection.
+    let bytes = 0;
+    let last = heapBefore;
+    let pauseUs = 0;
+    for (const gc of statistics) {
+      bytes += gc.beforeGC.heapStatistics.usedHeapSize - last;
+      last = gc.afterGC.heapStatistics.usedHeapSize;
+      pauseUs += gc.cost;
+    }
+    bytes += heapAfter - last;
+    allocated.push(bytes / REQUESTS);
+    gcPauses.push(statistics.length === 0 ? 0 : pauseUs / statistics.length / 1000);
   }
+  loopDelay.disable();
+  const median = (values: number[]) =>
+    [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
   const sorted = [...perRound].sort((a, b) => a - b);
   process.stdout.write(
-    `${WORKLOAD}: ${(sorted[Math.floor(sorted.length / 2)] as number).toFixed(1)} µs CPU per request, least ${(sorted[0] as number).toFixed(1)} (median of ${ROUNDS} rounds of ${REQUESTS}, ${CONCURRENCY} at once; rounds: ${perRound.map((v) => v.toFixed(1)).join(' ')})${served()}\n`,
+    `${WORKLOAD}: ${median(perRound).toFixed(1)} µs CPU per request, least ${(sorted[0] as number).toFixed(1)} (median of ${ROUNDS} rounds of ${REQUESTS}, ${CONCURRENCY} at once; rounds: ${perRound.map((v) => v.toFixed(1)).join(' ')})${served()}\n` +
+      `  allocated per request ${(median(allocated) / 1024).toFixed(1)} KB (rounds: ${allocated.map((v) => (v / 1024).toFixed(1)).join(' ')}); ` +
+      `mean GC pause ${median(gcPauses).toFixed(2)} ms; event-loop delay p50 ${(loopDelay.percentile(50) / 1e6).toFixed(2)} ms, p99 ${(loopDelay.percentile(99) / 1e6).toFixed(2)} ms, max ${(loopDelay.max / 1e6).toFixed(2)} ms\n`,
   );
   await close();
   await upstream.stop();
