@@ -38,6 +38,7 @@ import { httpStatusOf } from './http-status.js';
 import type { JsonMediaType } from './media-type.js';
 import { rateLimitHeaders } from './rate-limit-headers.js';
 import { withRequestErrorCodes } from './request-error-codes.js';
+import type { ResultSerializer } from './result-serializer.js';
 import type { DocumentRequest, Resolved, TrustedDocuments } from './trusted-documents.js';
 
 /** The message of every masked (unexpected) error. */
@@ -131,7 +132,16 @@ export interface RequestPipeline {
     operation: Operation,
     stream: AsyncIterable<IncrementalPart>,
   ): AsyncIterable<IncrementalPart>;
-  encode(result: ExecutionResult | readonly ExecutionResult[], mediaType: JsonMediaType): EncodedResult;
+  /**
+   * With `serializer` (a prepared operation's, result-serializer.ts), a plain data result is written
+   * by it: the same status, headers and bytes as Yoga's `processRegularResult`, which writes any
+   * other result.
+   */
+  encode(
+    result: ExecutionResult | readonly ExecutionResult[],
+    mediaType: JsonMediaType,
+    serializer?: ResultSerializer,
+  ): EncodedResult;
   /**
    * The header fields every answer to this caller carries beside the result: the IETF RateLimit
    * fields of its budget (rate-limit-headers.ts); undefined without a budget. A promise only when the
@@ -272,7 +282,11 @@ export function createRequestPipeline(options: RequestPipelineOptions): RequestP
       return finishedParts(operation, stream, masked, reporter, end);
     },
 
-    encode(result, mediaType) {
+    encode(result, mediaType, serializer) {
+      const body = serializer?.(result);
+      // A plain data result: Yoga's status (200 whatever the media type) and its one header field.
+      if (body !== undefined)
+        return { status: 200, headers: { 'Content-Type': `${mediaType}; charset=utf-8` }, body };
       const response = processRegularResult(
         result as ExecutionResult,
         PLAIN_FETCH,

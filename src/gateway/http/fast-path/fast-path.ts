@@ -28,6 +28,7 @@ import {
   type RequestPipeline,
   type RequestState,
 } from '../../request/pipeline.js';
+import type { ResultSerializer } from '../../request/result-serializer.js';
 import type { Resolved } from '../../request/trusted-documents.js';
 import { type GatewayYoga, GRAPHQL_ENDPOINT } from '../yoga.js';
 import type { PreparedOperation, PreparedOperations } from './prepared-operations.js';
@@ -184,10 +185,12 @@ export function createFastPath(options: FastPathOptions): FastPath {
     state: RequestState,
     result: ExecutionResult,
     mediaType: JsonMediaType,
+    serialize: ResultSerializer,
   ): void | Promise<void> => {
     const extra = pipeline.answerHeaders(state);
-    if (isPromise(extra)) return extra.then((added) => writeWith(res, state, result, mediaType, added));
-    return writeWith(res, state, result, mediaType, extra);
+    if (isPromise(extra))
+      return extra.then((added) => writeWith(res, state, result, mediaType, serialize, added));
+    return writeWith(res, state, result, mediaType, serialize, extra);
   };
 
   const writeWith = (
@@ -195,9 +198,10 @@ export function createFastPath(options: FastPathOptions): FastPath {
     state: RequestState,
     result: ExecutionResult,
     mediaType: JsonMediaType,
+    serialize: ResultSerializer,
     added: AnswerHeaders | undefined,
   ): void | Promise<void> => {
-    const encoded = pipeline.encode(result, mediaType);
+    const encoded = pipeline.encode(result, mediaType, serialize);
     if (res.destroyed || res.writableEnded) return;
     const headers: Record<string, string | number> = {};
     for (const [name, value] of Object.entries(encoded.headers)) headers[name.toLowerCase()] = value;
@@ -225,7 +229,7 @@ export function createFastPath(options: FastPathOptions): FastPath {
     register: { hash: string; text: string } | undefined,
   ): void | Promise<void> => {
     const answer = (result: ExecutionResult) =>
-      write(res, state, pipeline.finish(operation, result), mediaType);
+      write(res, state, pipeline.finish(operation, result), mediaType, ready.serialize);
     const execute = () => {
       const result = pipeline.execute(operation, ready.document, ready.operationName, params.variables);
       return isPromise(result) ? result.then(answer) : answer(result);
