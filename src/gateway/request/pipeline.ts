@@ -38,7 +38,7 @@ import { httpStatusOf } from './http-status.js';
 import type { JsonMediaType } from './media-type.js';
 import { rateLimitHeaders } from './rate-limit-headers.js';
 import { withRequestErrorCodes } from './request-error-codes.js';
-import type { ResultSerializer } from './result-serializer.js';
+import { isPlainDataResult, type ResultSerializer } from './result-serializer.js';
 import type { DocumentRequest, Resolved, TrustedDocuments } from './trusted-documents.js';
 
 /** The message of every masked (unexpected) error. */
@@ -283,7 +283,7 @@ export function createRequestPipeline(options: RequestPipelineOptions): RequestP
     },
 
     encode(result, mediaType, serializer) {
-      const body = serializer?.(result);
+      const body = serializer?.(result) ?? (isPlainDataResult(result) ? JSON.stringify(result) : undefined);
       // A plain data result: Yoga's status (200 whatever the media type) and its one header field.
       if (body !== undefined)
         return { status: 200, headers: { 'Content-Type': `${mediaType}; charset=utf-8` }, body };

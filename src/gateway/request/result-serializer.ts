@@ -235,21 +235,30 @@ export function compileDataSerializer(
 }
 
 /**
- * The body of a plain data result (`{ data, extensions? }`, in that order, data an object), written
- * with `writeData`; undefined for any other result.
+ * Whether `result` is a plain data result: `{ data, extensions? }` in that key order, data an object,
+ * no `extensions.http` (Yoga takes that internal extension out of the body). Yoga writes such a
+ * result with `JSON.stringify` as it is, with status 200.
  */
-export function serializeResult(result: unknown, writeData: (data: unknown) => string): string | undefined {
-  if (typeof result !== 'object' || result === null) return undefined;
+export function isPlainDataResult(result: unknown): result is { data: object; extensions?: object } {
+  if (typeof result !== 'object' || result === null) return false;
   let index = 0;
   for (const key in result) {
-    if (index === 0 ? key !== 'data' : index > 1 || key !== 'extensions') return undefined;
+    if (index === 0 ? key !== 'data' : index > 1 || key !== 'extensions') return false;
     index++;
   }
   const { data, extensions } = result as { data?: unknown; extensions?: unknown };
-  if (typeof data !== 'object' || data === null) return undefined;
+  if (typeof data !== 'object' || data === null) return false;
+  return (
+    extensions === undefined ||
+    (typeof extensions === 'object' && extensions !== null && !('http' in extensions))
+  );
+}
+
+/** The body of a plain data result, its data written with `writeData`; undefined for any other result. */
+export function serializeResult(result: unknown, writeData: (data: unknown) => string): string | undefined {
+  if (!isPlainDataResult(result)) return undefined;
+  const { data, extensions } = result;
   if (extensions === undefined) return `{"data":${writeData(data)}}`;
-  // Yoga takes its internal `http` extension out of the body: that result is the standard path's.
-  if (typeof extensions !== 'object' || extensions === null || 'http' in extensions) return undefined;
   return `{"data":${writeData(data)},"extensions":${JSON.stringify(extensions)}}`;
 }
 
