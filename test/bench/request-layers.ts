@@ -15,7 +15,6 @@ import { loadConfig } from '../../src/config.js';
 import { createDigitEngine } from '../../src/digits/digit-engine.js';
 import { createApp } from '../../src/gateway/app.js';
 import { planOperation } from '../../src/gateway/operation/operation-plan.js';
-import { compileDataSerializer, serializeResult } from '../../src/gateway/request/result-serializer.js';
 import { schema } from '../../src/gateway/schema/index.js';
 import type { PiResponse } from '../../src/gateway/upstream/types.js';
 import { createLogger } from '../../src/shared/logger.js';
@@ -105,9 +104,6 @@ async function main(): Promise<void> {
     const jitted = await compiled.query(undefined, context(), c.variables);
     if (JSON.stringify(jitted.data) !== JSON.stringify(interpreted.data) || interpreted.errors !== undefined)
       throw new Error(`${c.name}: graphql-jit and graphql-js disagree`);
-    const writeData = compileDataSerializer(schema, document, c.name);
-    if (writeData === undefined || serializeResult(interpreted, writeData) !== JSON.stringify(interpreted))
-      throw new Error(`${c.name}: the compiled serializer does not write what JSON.stringify writes`);
     // The fast path keys prepared operations by query text: a Map lookup stands for its LRU lookup.
     const byText = new Map([[text, document]]);
     const figures = {
@@ -132,15 +128,6 @@ async function main(): Promise<void> {
       ),
       'execute graphql-jit': await measure(() => compiled.query(undefined, context(), c.variables)),
       'JSON.stringify answer': await measure(() => JSON.stringify(interpreted)),
-      // The compiled serializer of a prepared operation (request/result-serializer.ts), same bytes.
-      'compiled serializer answer': await measure(() => serializeResult(interpreted, writeData)),
-      // Both, then flattened as a socket write does (Buffer.byteLength for content-length).
-      'JSON.stringify answer + byteLength': await measure(() =>
-        Buffer.byteLength(JSON.stringify(interpreted)),
-      ),
-      'compiled serializer answer + byteLength': await measure(() =>
-        Buffer.byteLength(serializeResult(interpreted, writeData) as string),
-      ),
     };
     for (const [layer, us] of Object.entries(figures)) rows.push([c.name, layer, us.toFixed(1)]);
   }

@@ -38,7 +38,6 @@ import { httpStatusOf } from './http-status.js';
 import type { JsonMediaType } from './media-type.js';
 import { rateLimitHeaders } from './rate-limit-headers.js';
 import { withRequestErrorCodes } from './request-error-codes.js';
-import { isPlainDataResult, type ResultSerializer } from './result-serializer.js';
 import type { DocumentRequest, Resolved, TrustedDocuments } from './trusted-documents.js';
 
 /** The message of every masked (unexpected) error. */
@@ -132,16 +131,7 @@ export interface RequestPipeline {
     operation: Operation,
     stream: AsyncIterable<IncrementalPart>,
   ): AsyncIterable<IncrementalPart>;
-  /**
-   * With `serializer` (a prepared operation's, result-serializer.ts), a plain data result is written
-   * by it: the same status, headers and bytes as Yoga's `processRegularResult`, which writes any
-   * other result.
-   */
-  encode(
-    result: ExecutionResult | readonly ExecutionResult[],
-    mediaType: JsonMediaType,
-    serializer?: ResultSerializer,
-  ): EncodedResult;
+  encode(result: ExecutionResult | readonly ExecutionResult[], mediaType: JsonMediaType): EncodedResult;
   /**
    * The header fields every answer to this caller carries beside the result: the IETF RateLimit
    * fields of its budget (rate-limit-headers.ts); undefined without a budget. A promise only when the
@@ -282,11 +272,7 @@ export function createRequestPipeline(options: RequestPipelineOptions): RequestP
       return finishedParts(operation, stream, masked, reporter, end);
     },
 
-    encode(result, mediaType, serializer) {
-      const body = serializer?.(result) ?? (isPlainDataResult(result) ? JSON.stringify(result) : undefined);
-      // A plain data result: Yoga's status (200 whatever the media type) and its one header field.
-      if (body !== undefined)
-        return { status: 200, headers: { 'Content-Type': `${mediaType}; charset=utf-8` }, body };
+    encode(result, mediaType) {
       const response = processRegularResult(
         result as ExecutionResult,
         PLAIN_FETCH,

@@ -28,7 +28,6 @@ import {
   type RequestPipeline,
   type RequestState,
 } from '../../request/pipeline.js';
-import type { ResultSerializer } from '../../request/result-serializer.js';
 import type { Resolved } from '../../request/trusted-documents.js';
 import { type GatewayYoga, GRAPHQL_ENDPOINT } from '../yoga.js';
 import type { PreparedOperation, PreparedOperations } from './prepared-operations.js';
@@ -185,12 +184,10 @@ export function createFastPath(options: FastPathOptions): FastPath {
     state: RequestState,
     result: ExecutionResult,
     mediaType: JsonMediaType,
-    serialize: ResultSerializer,
   ): void | Promise<void> => {
     const extra = pipeline.answerHeaders(state);
-    if (isPromise(extra))
-      return extra.then((added) => writeWith(res, state, result, mediaType, serialize, added));
-    return writeWith(res, state, result, mediaType, serialize, extra);
+    if (isPromise(extra)) return extra.then((added) => writeWith(res, state, result, mediaType, added));
+    return writeWith(res, state, result, mediaType, extra);
   };
 
   const writeWith = (
@@ -198,10 +195,9 @@ export function createFastPath(options: FastPathOptions): FastPath {
     state: RequestState,
     result: ExecutionResult,
     mediaType: JsonMediaType,
-    serialize: ResultSerializer,
     added: AnswerHeaders | undefined,
   ): void | Promise<void> => {
-    const encoded = pipeline.encode(result, mediaType, serialize);
+    const encoded = pipeline.encode(result, mediaType);
     if (res.destroyed || res.writableEnded) return;
     const headers: Record<string, string | number> = {};
     for (const [name, value] of Object.entries(encoded.headers)) headers[name.toLowerCase()] = value;
@@ -229,7 +225,7 @@ export function createFastPath(options: FastPathOptions): FastPath {
     register: { hash: string; text: string } | undefined,
   ): void | Promise<void> => {
     const answer = (result: ExecutionResult) =>
-      write(res, state, pipeline.finish(operation, result), mediaType, ready.serialize);
+      write(res, state, pipeline.finish(operation, result), mediaType);
     const execute = () => {
       const result = pipeline.execute(operation, ready.document, ready.operationName, params.variables);
       return isPromise(result) ? result.then(answer) : answer(result);

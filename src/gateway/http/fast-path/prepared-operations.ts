@@ -14,15 +14,12 @@ import { type DocumentNode, type GraphQLSchema, getOperationAST, parse } from 'g
 import { LRUCache } from 'lru-cache';
 import type { OperationPlan } from '../../operation/operation-plan.js';
 import { usesIncrementalDelivery } from '../../request/executor.js';
-import { createResultSerializer, type ResultSerializer } from '../../request/result-serializer.js';
 import { createDocumentShapes } from './document-shapes.js';
 
 export interface PreparedOperation {
   document: DocumentNode;
   operationName: string | undefined;
   plan: OperationPlan;
-  /** Its answers' serializer, compiled once the operation repeats (request/result-serializer.ts). */
-  serialize: ResultSerializer;
 }
 
 export type Verdict = PreparedOperation | 'yoga';
@@ -64,12 +61,7 @@ export function createPreparedOperations(options: PreparedOperationsOptions): Pr
     if (operation === null || operation === undefined || operation.operation !== 'query') return 'yoga';
     // Incremental delivery streams its parts: Yoga's lane (request/executor.ts).
     if (usesIncrementalDelivery(document) || !shapes.valid(query, document)) return 'yoga';
-    return {
-      document,
-      operationName,
-      plan: options.plan(document, operationName),
-      serialize: createResultSerializer({ schema: options.schema, document, operationName }),
-    };
+    return { document, operationName, plan: options.plan(document, operationName) };
   };
 
   return {
