@@ -48,7 +48,11 @@ export interface StallTraceOptions {
 interface Stall {
   start: number;
   end: number;
+  /** Of its time, how much the main thread was not running (descheduled: the machine's other work), ms. */
+  offCpu: number;
 }
+
+const OFF_CPU = 'main thread off CPU (descheduled)';
 
 interface Span {
   start: number;
@@ -217,11 +221,20 @@ export async function startStallTrace(options: StallTraceOptions = {}): Promise<
   // since the process' time origin on the same clock.
   const hrtimeOffsetMs = Number(process.hrtime.bigint()) / 1e6 - performance.now();
 
+  // The main thread's own CPU time at each tick: a stall it did not spend running was the machine's.
+  const threadCpuMs = () => {
+    const { user, system } = process.threadCpuUsage();
+    return (user + system) / 1000;
+  };
   let last = performance.now();
+  let lastCpu = threadCpuMs();
   const ticker = original.setInterval(() => {
     const now = performance.now();
-    if (now - last - TICK_MS >= threshold) stalls.push({ start: last, end: now });
+    const cpu = threadCpuMs();
+    if (now - last - TICK_MS >= threshold)
+      stalls.push({ start: last, end: now, offCpu: Math.max(0, now - last - TICK_MS - (cpu - lastCpu)) });
     last = now;
+    lastCpu = cpu;
   }, TICK_MS);
 
   return {
@@ -237,7 +250,7 @@ export async function startStallTrace(options: StallTraceOptions = {}): Promise<
           profile: {
             nodes: Array<{
               id: number;
-              callFrame: { functionName: string; url: string };
+              callFrame: { functionName: string; url: string; lineNumber: number };
               children?: number[];
             }>;
             startTime: number;
@@ -271,7 +284,7 @@ export async function startStallTrace(options: StallTraceOptions = {}): Promise<
 }
 
 type Profile = {
-  nodes: Array<{ id: number; callFrame: { functionName: string; url: string }; children?: number[] }>;
+  nodes: Array<{ id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }>;
   startTime: number;
   samples: number[];
   timeDeltas: number[];
@@ -303,7 +316,7 @@ function samplesOf(profile: Profile, hrtimeOffsetMs: number): Sample[] {
     known = {
       label: label ?? `node internals (${name || 'anonymous'})`,
       logging,
-      leaf: `${name || '(anonymous)'} ${shortPath(leaf?.callFrame.url ?? '')}`,
+      leaf: `${name || '(anonymous)'} ${shortPath(leaf?.callFrame.url ?? '')}:${(leaf?.callFrame.lineNumber ?? -1) + 1}`,
     };
     labelOf.set(id, known);
     return known;
@@ -343,6 +356,8 @@ function causesIn(start: number, end: number, data: Collected): Map<string, numb
   };
   for (const gc of data.gcs) add(gc.label, overlap(start, end, gc.start, gc.start + gc.duration));
   for (const cb of data.callbacks) add(cb.label, overlap(start, end, cb.start, cb.start + cb.duration));
+  for (const stall of data.stalls)
+    add(OFF_CPU, (stall.offCpu * overlap(start, end, stall.start, stall.end)) / (stall.end - stall.start));
   return causes;
 }
 
@@ -351,10 +366,12 @@ function report(data: Collected): string {
   const { stalls, seconds } = data;
   const lengths = stalls.map((s) => s.end - s.start - TICK_MS).sort((a, b) => a - b);
   const stalledMs = lengths.reduce((a, b) => a + b, 0);
+  const offCpuMs = stalls.reduce((a, s) => a + s.offCpu, 0);
   out.push(
     `stalls ≥ ${data.threshold} ms: ${stalls.length} in ${seconds.toFixed(1)} s (${(stalls.length / seconds).toFixed(1)}/s), ` +
       `${((stalledMs / 1000 / seconds) * 100).toFixed(1)} % of the time; length p50 ${ms(quantile(lengths, 0.5))} ms, ` +
-      `p90 ${ms(quantile(lengths, 0.9))}, p99 ${ms(quantile(lengths, 0.99))}, max ${ms(lengths.at(-1) ?? 0)}`,
+      `p90 ${ms(quantile(lengths, 0.9))}, p99 ${ms(quantile(lengths, 0.99))}, max ${ms(lengths.at(-1) ?? 0)}; ` +
+      `the main thread was off CPU for ${((offCpuMs / Math.max(stalledMs, 1e-9)) * 100).toFixed(0)} % of the stalled time`,
   );
   const buckets = [2, 3, 4, 6, 8, 12, 16, 24, Number.POSITIVE_INFINITY];
   const counts = buckets.map(() => 0);
@@ -480,7 +497,7 @@ function report(data: Collected): string {
     }
     out.push(
       `the p99 tail (${tail.length} requests ≥ ${ms(p99)} ms): mean excess over p50 ${ms(excess / tail.length)} ms; ` +
-        `mean time inside stalls ${ms(stalledWithin / tail.length)} ms; waited through, mean per tail request (share of the excess):`,
+        `mean time inside stalls ${ms(stalledWithin / tail.length)} ms; waited through, mean per tail request (share of the excess; causes overlap: a callback or a GC can be descheduled too):`,
     );
     for (const [label, t] of [...waited].sort((a, b) => b[1] - a[1]).slice(0, 8))
       out.push(
