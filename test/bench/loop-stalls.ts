@@ -70,6 +70,8 @@ interface Sample {
 }
 
 export interface StallTrace {
+  /** Starts recording (the ticker, the GC observer, the profiler); the hooks were installed before. */
+  begin(): Promise<void>;
   /** One request of the benchmark, from when it was handed over to when its answer was complete (performance.now ms). */
   request(start: number, end: number): void;
   /** Stops tracing and puts the timers back; the report as text. */
@@ -123,8 +125,12 @@ function shortPath(url: string): string {
 
 const LOGGING = /node_modules\/pino\/|shared\/log-sinks|shared\/logger|observability\/operation-report/;
 
-/** Starts the trace: a ticker, a GC observer, wrapped timers and fs.write, and optionally the CPU profiler. */
-export async function startStallTrace(options: StallTraceOptions = {}): Promise<StallTrace> {
+/**
+ * Wraps the timers and fs.write at once, so that timers scheduled before the measured part (an
+ * interval made during a warm-up, as the deadline sweep's) are timed too; `begin()` starts recording.
+ */
+export function prepareStallTrace(options: StallTraceOptions = {}): StallTrace {
+  let recording = false;
   const threshold = options.thresholdMs ?? 2;
   const stalls: Stall[] = [];
   const gcs: Span[] = [];
@@ -132,7 +138,7 @@ export async function startStallTrace(options: StallTraceOptions = {}): Promise<
   const callbackTotals = new Map<string, { count: number; ms: number }>();
   const writes: Array<{ time: number; bytes: number }> = [];
   const requests: Array<{ start: number; end: number }> = [];
-  const began = performance.now();
+  let began = 0;
 
   const observer = new PerformanceObserver((list) => {
     for (const entry of list.getEntries() as Array<PerformanceEntry & { detail?: { kind?: number } }>)
@@ -142,7 +148,6 @@ export async function startStallTrace(options: StallTraceOptions = {}): Promise<
         label: GC_KINDS[entry.detail?.kind ?? 0] ?? 'GC other',
       });
   });
-  observer.observe({ entryTypes: ['gc'] });
 
   // Timer and immediate callbacks, timed, named by where they were scheduled.
   const original = {
@@ -154,6 +159,7 @@ export async function startStallTrace(options: StallTraceOptions = {}): Promise<
   const timed = <A extends unknown[]>(kind: string, callback: (...args: A) => void) => {
     const label = labelOf(kind, callback);
     return function (this: unknown, ...args: A) {
+      if (!recording) return callback.apply(this, args);
       const start = performance.now();
       try {
         callback.apply(this, args);
@@ -204,44 +210,51 @@ export async function startStallTrace(options: StallTraceOptions = {}): Promise<
   ) as unknown as typeof setImmediate;
   // The fd log sink writes with fs.write (its import binding follows the CommonJS module once synced).
   fs.write = ((fd: number, buffer: unknown, ...rest: unknown[]) => {
-    writes.push({ time: performance.now(), bytes: (buffer as { length: number }).length });
+    if (recording) writes.push({ time: performance.now(), bytes: (buffer as { length: number }).length });
     return (original.write as (...args: unknown[]) => void)(fd, buffer, ...rest);
   }) as typeof fs.write;
   syncBuiltinESMExports();
 
   let session: Session | undefined;
-  if (options.profile === true) {
-    session = new Session();
-    session.connect();
-    await session.post('Profiler.enable');
-    await session.post('Profiler.setSamplingInterval', { interval: options.sampleIntervalUs ?? 250 });
-    await session.post('Profiler.start');
-  }
-  // The profiler's timestamps are µs of the monotonic clock, as process.hrtime; performance.now() is ms
-  // since the process' time origin on the same clock.
-  const hrtimeOffsetMs = Number(process.hrtime.bigint()) / 1e6 - performance.now();
-
+  let hrtimeOffsetMs = 0;
+  let ticker: NodeJS.Timeout | undefined;
   // The main thread's own CPU time at each tick: a stall it did not spend running was the machine's.
   const threadCpuMs = () => {
     const { user, system } = process.threadCpuUsage();
     return (user + system) / 1000;
   };
-  let last = performance.now();
-  let lastCpu = threadCpuMs();
-  const ticker = original.setInterval(() => {
-    const now = performance.now();
-    const cpu = threadCpuMs();
-    if (now - last - TICK_MS >= threshold)
-      stalls.push({ start: last, end: now, offCpu: Math.max(0, now - last - TICK_MS - (cpu - lastCpu)) });
-    last = now;
-    lastCpu = cpu;
-  }, TICK_MS);
 
   return {
+    async begin() {
+      observer.observe({ entryTypes: ['gc'] });
+      if (options.profile === true) {
+        session = new Session();
+        session.connect();
+        await session.post('Profiler.enable');
+        await session.post('Profiler.setSamplingInterval', { interval: options.sampleIntervalUs ?? 250 });
+        await session.post('Profiler.start');
+      }
+      // The profiler's timestamps are µs of the monotonic clock, as process.hrtime; performance.now()
+      // is ms since the process' time origin on the same clock.
+      hrtimeOffsetMs = Number(process.hrtime.bigint()) / 1e6 - performance.now();
+      let last = performance.now();
+      let lastCpu = threadCpuMs();
+      ticker = original.setInterval(() => {
+        const now = performance.now();
+        const cpu = threadCpuMs();
+        if (now - last - TICK_MS >= threshold)
+          stalls.push({ start: last, end: now, offCpu: Math.max(0, now - last - TICK_MS - (cpu - lastCpu)) });
+        last = now;
+        lastCpu = cpu;
+      }, TICK_MS);
+      began = performance.now();
+      recording = true;
+    },
     request(start, end) {
       requests.push({ start, end });
     },
     async stop() {
+      recording = false;
       clearInterval(ticker);
       const ended = performance.now();
       let samples: Sample[] = [];
@@ -284,7 +297,11 @@ export async function startStallTrace(options: StallTraceOptions = {}): Promise<
 }
 
 type Profile = {
-  nodes: Array<{ id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }>;
+  nodes: Array<{
+    id: number;
+    callFrame: { functionName: string; url: string; lineNumber: number };
+    children?: number[];
+  }>;
   startTime: number;
   samples: number[];
   timeDeltas: number[];

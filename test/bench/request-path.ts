@@ -27,7 +27,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { GCProfiler } from 'node:v8';
 import { Pool } from 'undici';
 import { installSignalCleanup, startChild } from './bench-processes.js';
-import { type StallTrace, startStallTrace } from './loop-stalls.js';
+import { prepareStallTrace, type StallTrace } from './loop-stalls.js';
 
 const argument = (name: string, fallback: string) => {
   const index = process.argv.indexOf(`--${name}`);
@@ -122,6 +122,14 @@ async function main(): Promise<void> {
       stdio: 'inherit',
     });
   }
+  // Before the gateway exists: the timers it schedules from its start are timed too.
+  const stallTrace = STALLS
+    ? prepareStallTrace({
+        thresholdMs: Number(argument('stall-ms', '2')),
+        profile: process.argv.includes('--cpu-profile'),
+        detail: argument('stall-detail', '') || undefined,
+      })
+    : undefined;
   const upstreamPort = await freePort();
   const upstream = await startChild({
     name: 'upstream',
@@ -267,12 +275,8 @@ async function main(): Promise<void> {
   const gcPauses: number[] = [];
   const loopDelay = monitorEventLoopDelay({ resolution: 1 });
   loopDelay.enable();
-  if (STALLS)
-    trace = await startStallTrace({
-      thresholdMs: Number(argument('stall-ms', '2')),
-      profile: process.argv.includes('--cpu-profile'),
-      detail: argument('stall-detail', '') || undefined,
-    });
+  await stallTrace?.begin();
+  trace = stallTrace;
   for (let round = 0; round < ROUNDS; round++) {
     const profiler = new GCProfiler();
     profiler.start();
