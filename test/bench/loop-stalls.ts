@@ -136,7 +136,7 @@ export function prepareStallTrace(options: StallTraceOptions = {}): StallTrace {
   const gcs: Span[] = [];
   const callbacks: Span[] = [];
   const callbackTotals = new Map<string, { count: number; ms: number }>();
-  const writes: Array<{ time: number; bytes: number }> = [];
+  const writes: Array<{ time: number; bytes: number; ms: number }> = [];
   const requests: Array<{ start: number; end: number }> = [];
   let began = 0;
 
@@ -149,7 +149,14 @@ export function prepareStallTrace(options: StallTraceOptions = {}): StallTrace {
       });
   });
 
-  // Timer and immediate callbacks, timed, named by where they were scheduled.
+  // The main thread's own CPU time at each tick: time it did not spend running was the machine's. getrusage's
+  // thread time lags by up to a scheduler tick (~4 ms), so one stall's figure is rough; sums are not.
+  const threadCpuMs = () => {
+    const { user, system } = process.threadCpuUsage();
+    return (user + system) / 1000;
+  };
+
+  // Timer and immediate callbacks, timed (wall and main-thread CPU), named by where they were scheduled.
   const original = {
     setTimeout: globalThis.setTimeout,
     setInterval: globalThis.setInterval,
@@ -210,19 +217,21 @@ export function prepareStallTrace(options: StallTraceOptions = {}): StallTrace {
   ) as unknown as typeof setImmediate;
   // The fd log sink writes with fs.write (its import binding follows the CommonJS module once synced).
   fs.write = ((fd: number, buffer: unknown, ...rest: unknown[]) => {
-    if (recording) writes.push({ time: performance.now(), bytes: (buffer as { length: number }).length });
-    return (original.write as (...args: unknown[]) => void)(fd, buffer, ...rest);
+    const call = () => (original.write as (...args: unknown[]) => void)(fd, buffer, ...rest);
+    if (!recording) return call();
+    const time = performance.now();
+    call();
+    writes.push({
+      time,
+      bytes: (buffer as { length: number }).length,
+      ms: performance.now() - time,
+    });
   }) as typeof fs.write;
   syncBuiltinESMExports();
 
   let session: Session | undefined;
   let hrtimeOffsetMs = 0;
   let ticker: NodeJS.Timeout | undefined;
-  // The main thread's own CPU time at each tick: a stall it did not spend running was the machine's.
-  const threadCpuMs = () => {
-    const { user, system } = process.threadCpuUsage();
-    return (user + system) / 1000;
-  };
 
   return {
     async begin() {
@@ -354,7 +363,7 @@ interface Collected {
   gcs: Span[];
   callbacks: Span[];
   callbackTotals: Map<string, { count: number; ms: number }>;
-  writes: Array<{ time: number; bytes: number }>;
+  writes: Array<{ time: number; bytes: number; ms: number }>;
   requests: Array<{ start: number; end: number }>;
   samples: Sample[];
   detail: string | undefined;
@@ -419,11 +428,22 @@ function report(data: Collected): string {
   const bytes = data.writes.reduce((a, w) => a + w.bytes, 0);
   out.push(
     `log sink writes (fs.write): ${data.writes.length} (${(data.writes.length / seconds).toFixed(0)}/s), ` +
-      `mean ${(bytes / Math.max(1, data.writes.length) / 1024).toFixed(1)} KB`,
+      `mean ${(bytes / Math.max(1, data.writes.length) / 1024).toFixed(1)} KB; the call itself (handing the write to the thread pool): ` +
+      `mean ${((data.writes.reduce((a, w) => a + w.ms, 0) / Math.max(1, data.writes.length)) * 1000).toFixed(1)} µs wall`,
   );
-  out.push('timer/immediate callbacks by site (count, total ms, mean µs), the 8 costliest:');
+  out.push('timer/immediate callbacks by site (count, total ms, mean µs, wall time), the 8 costliest:');
+  // A collection that falls inside a callback is counted in its time: shown apart.
+  const gcInside = new Map<string, number>();
+  for (const cb of data.callbacks)
+    for (const gc of data.gcs) {
+      const o = overlap(cb.start, cb.start + cb.duration, gc.start, gc.start + gc.duration);
+      if (o > 0) gcInside.set(cb.label, (gcInside.get(cb.label) ?? 0) + o);
+    }
   for (const [label, t] of [...data.callbackTotals].sort((a, b) => b[1].ms - a[1].ms).slice(0, 8))
-    out.push(`  ${label}: ${t.count}, ${ms(t.ms)} ms, ${((t.ms / t.count) * 1000).toFixed(1)} µs`);
+    out.push(
+      `  ${label}: ${t.count}, ${ms(t.ms)} ms, ${((t.ms / t.count) * 1000).toFixed(1)} µs;` +
+        `GC pauses inside ${ms(gcInside.get(label) ?? 0)} ms`,
+    );
 
   // Each stall named by its largest known cause (≥ a third of it), else "request work".
   const byCause = new Map<string, { count: number; ms: number; explained: number }>();
