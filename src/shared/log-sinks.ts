@@ -3,8 +3,9 @@
  * must never block or end a process. sonic-boom's exit-time `flushSync` retries a write that failed
  * with anything but EAGAIN forever, so a process whose standard output was closed (EPIPE) hung at
  * `process.exit` instead of exiting. The fd sink writes a pipe, a socket or a terminal asynchronously
- * (the main thread never waits for a slow reader; a file or /dev/null has none and is written at once), turns itself off at the first write error (EPIPE, EBADF, ...), and at exit tries
- * the queued lines once, synchronously, without retrying.
+ * (the main thread never waits for a slow reader; a file or /dev/null has none and is written at
+ * once), turns itself off at the first write error (EPIPE, EBADF, ...), and at exit tries the queued
+ * lines once, synchronously, without retrying.
  */
 import { fstatSync, write as fsWrite, writeSync } from 'node:fs';
 import { isatty } from 'node:tty';
