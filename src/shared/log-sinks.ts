@@ -2,11 +2,13 @@
  * Where log lines go. Why a destination of our own instead of pino's default (sonic-boom): logging
  * must never block or end a process. sonic-boom's exit-time `flushSync` retries a write that failed
  * with anything but EAGAIN forever, so a process whose standard output was closed (EPIPE) hung at
- * `process.exit` instead of exiting. The fd sink writes asynchronously (the main thread never waits
- * for a slow reader), turns itself off at the first write error (EPIPE, EBADF, ...), and at exit tries
- * the queued lines once, synchronously, without retrying.
+ * `process.exit` instead of exiting. The fd sink writes a pipe, a socket or a terminal asynchronously
+ * (the main thread never waits for a slow reader; a file or /dev/null has none and is written at
+ * once), turns itself off at the first write error (EPIPE, EBADF, ...), and at exit tries the queued
+ * lines once, synchronously, without retrying.
  */
-import { write as fsWrite, writeSync } from 'node:fs';
+import { fstatSync, write as fsWrite, writeSync } from 'node:fs';
+import { isatty } from 'node:tty';
 import type { DestinationStream } from 'pino';
 
 /** What the logger writes to besides a file descriptor (tests give a stream). */
@@ -38,7 +40,25 @@ class FdSink implements Sink {
   private broken = false;
   private idle: Array<() => void> = [];
 
-  constructor(private readonly fd: number) {}
+  /**
+   * Whether a write can never wait on a reader: a regular file or a character device that is not a
+   * terminal (/dev/null). Those are written synchronously, in the turn that gathered the lines: the
+   * hand-over of each write to the thread pool measured ~10 µs alone, and 0.35-0.7 ms of the main
+   * thread's time on a busy machine (docs/benchmarks/2026-11-27-round3.md, stall). A pipe, a socket or
+   * a terminal, whose reader may stall, keeps the asynchronous write.
+   */
+  private readonly neverWaits: boolean;
+
+  constructor(private readonly fd: number) {
+    let neverWaits = false;
+    try {
+      const stat = fstatSync(fd);
+      neverWaits = stat.isFile() || (stat.isCharacterDevice() && !isatty(fd));
+    } catch {
+      // An unusable descriptor: the first write says so (and turns the sink off).
+    }
+    this.neverWaits = neverWaits;
+  }
 
   write(chunk: string): boolean {
     if (this.broken) return true;
@@ -89,7 +109,19 @@ class FdSink implements Sink {
     const buffer = Buffer.from(this.queue.join(''));
     this.queue = [];
     this.queuedBytes = 0;
-    this.send(buffer);
+    if (this.neverWaits) this.sendNow(buffer);
+    else this.send(buffer);
+  }
+
+  /** One synchronous write (partial writes continue), then the next turn's lines. */
+  private sendNow(buffer: Buffer): void {
+    try {
+      let rest = buffer;
+      for (let i = 0; i < 64 && rest.length > 0; i++) rest = rest.subarray(writeSync(this.fd, rest));
+    } catch (error) {
+      this.breakDown(error as NodeJS.ErrnoException);
+    }
+    this.pump();
   }
 
   private send(buffer: Buffer): void {

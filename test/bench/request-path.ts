@@ -11,6 +11,10 @@
  * production: `npx tsx test/bench/request-path.ts [--build] [--requests n] [--rounds n]
  * [--concurrency n] [--warmup n] [--dist dir] [--log-level level] [--workload distinct|literal|pi|trusted|proxy]`. Log lines go to /dev/null, as in the
  * benchmark. Prints the median CPU µs per request over the rounds, and each round's.
+ *
+ * `--stalls [--stall-ms 2] [--cpu-profile [--stall-detail module]]`: also traces the event loop's stalls over the measured
+ * rounds and what filled them (loop-stalls.ts: GC, timers, log writes, CPU samples, the p99 tail). The
+ * trace costs CPU of its own: take CPU and allocation figures from runs without it.
  */
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -23,6 +27,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { GCProfiler } from 'node:v8';
 import { Pool } from 'undici';
 import { installSignalCleanup, startChild } from './bench-processes.js';
+import { prepareStallTrace, type StallTrace } from './loop-stalls.js';
 
 const argument = (name: string, fallback: string) => {
   const index = process.argv.indexOf(`--${name}`);
@@ -35,6 +40,7 @@ const WARMUP = Number(argument('warmup', '30000'));
 /** `--log-level warn`: without the per-operation log line (what it costs). */
 const LOG_LEVEL = argument('log-level', 'info');
 const WORKLOAD = argument('workload', 'distinct');
+const STALLS = process.argv.includes('--stalls');
 const ROOT = new URL('../../', import.meta.url);
 /** `--dist dir`: another build of the gateway (an A/B comparison of two versions). */
 const DIST = new URL(`${argument('dist', 'bench-results/dist').replace(/\/$/, '')}/`, ROOT);
@@ -116,6 +122,14 @@ async function main(): Promise<void> {
       stdio: 'inherit',
     });
   }
+  // Before the gateway exists: the timers it schedules from its start are timed too.
+  const stallTrace = STALLS
+    ? prepareStallTrace({
+        thresholdMs: Number(argument('stall-ms', '2')),
+        profile: process.argv.includes('--cpu-profile'),
+        detail: argument('stall-detail', '') || undefined,
+      })
+    : undefined;
   const upstreamPort = await freePort();
   const upstream = await startChild({
     name: 'upstream',
@@ -225,15 +239,20 @@ async function main(): Promise<void> {
     'content-type': 'application/json',
     accept: 'application/graphql-response+json',
   };
+  let trace: StallTrace | undefined;
   const one = (): Promise<void> =>
     new Promise((resolve, reject) => {
+      const started = trace === undefined ? 0 : performance.now();
       const body = Buffer.from(JSON.stringify(bodyOf(sent++)));
       const req = new FakeRequest({ ...headers, 'content-length': String(body.length) }, body);
       const res = new FakeResponse((status, text) => {
         const expected = WORKLOAD === 'proxy' ? '"is_null"' : WORKLOAD === 'pi' ? '"pi"' : '"isNull"';
         if (status !== 200 || !text.includes(expected))
           reject(new Error(`unexpected answer ${status}: ${text.slice(0, 300)}`));
-        else resolve();
+        else {
+          trace?.request(started, performance.now());
+          resolve();
+        }
       });
       if (!handle(req, res)) reject(new Error('the fast path did not take the request'));
       req.send();
@@ -256,6 +275,8 @@ async function main(): Promise<void> {
   const gcPauses: number[] = [];
   const loopDelay = monitorEventLoopDelay({ resolution: 1 });
   loopDelay.enable();
+  await stallTrace?.begin();
+  trace = stallTrace;
   for (let round = 0; round < ROUNDS; round++) {
     const profiler = new GCProfiler();
     profiler.start();
@@ -281,6 +302,7 @@ async function main(): Promise<void> {
     gcPauses.push(statistics.length === 0 ? 0 : pauseUs / statistics.length / 1000);
   }
   loopDelay.disable();
+  const stallReport = await trace?.stop();
   const median = (values: number[]) =>
     [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
   const sorted = [...perRound].sort((a, b) => a - b);
@@ -289,6 +311,7 @@ async function main(): Promise<void> {
       `  allocated per request ${(median(allocated) / 1024).toFixed(1)} KB (rounds: ${allocated.map((v) => (v / 1024).toFixed(1)).join(' ')}); ` +
       `mean GC pause ${median(gcPauses).toFixed(2)} ms; event-loop delay p50 ${(loopDelay.percentile(50) / 1e6).toFixed(2)} ms, p99 ${(loopDelay.percentile(99) / 1e6).toFixed(2)} ms, max ${(loopDelay.max / 1e6).toFixed(2)} ms\n`,
   );
+  if (stallReport !== undefined) process.stdout.write(stallReport);
   await close();
   await upstream.stop();
 }

@@ -3,6 +3,9 @@
  * terminal, the operation line's important fields first; JSON is one object per line; a destination
  * that fails turns logging off instead of throwing; the default format follows the terminal.
  */
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createLogger, flushLogger, type LogStream, logFormatFor } from '../../src/shared/logger.js';
@@ -195,6 +198,27 @@ describe('a destination that fails', () => {
     expect(() => logger.error({ err: new Error('x') }, 'third')).not.toThrow();
     await flushLogger(logger, 5000);
     expect(writes).toBe(1); // nothing more was attempted
+  });
+});
+
+describe('a file descriptor', () => {
+  it('gets every line, in order, when it is a regular file (written at once, without the thread pool)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'logger-fd-'));
+    try {
+      const file = openSync(join(dir, 'log'), 'w');
+      const logger = createLogger({ level: 'info', destination: file });
+      for (let i = 0; i < 500; i++) logger.info({ i }, 'line');
+      await new Promise((resolve) => setImmediate(resolve));
+      for (let i = 500; i < 1000; i++) logger.info({ i }, 'line');
+      await flushLogger(logger, 5000);
+      closeSync(file);
+      const lines = readFileSync(join(dir, 'log'), 'utf8').trimEnd().split('\n');
+      expect(lines.map((line) => (JSON.parse(line) as { i: number }).i)).toEqual(
+        Array.from({ length: 1000 }, (_, i) => i),
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

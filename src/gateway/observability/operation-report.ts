@@ -10,6 +10,7 @@
 import type { DocumentNode, ExecutionResult } from 'graphql';
 import { getOperationAST } from 'graphql';
 import type { Logger } from 'pino';
+import { fixedLineWriter } from '../../shared/logger.js';
 import { roundUsd } from '../../shared/usd.js';
 import type { CostAdmission, Operation } from '../operation/operation.js';
 import type { RequestFacts } from '../request/facts.js';
@@ -83,6 +84,8 @@ export function createOperationReporter(options: OperationReporterOptions): Oper
   // The line is built from fixed fields only (no headers, no keys), so the root logger's redaction,
   // whose wildcard paths cost more than the rest of the line, has nothing to find in it.
   const logger = options.logger.child({}, { redact: { paths: [] } });
+  // The same line built in one piece (strings, numbers, an array of codes), when the logger allows.
+  const writeLine = fixedLineWriter(logger, 'graphql operation');
 
   return {
     start(operation, facts) {
@@ -154,7 +157,8 @@ export function createOperationReporter(options: OperationReporterOptions): Oper
         if (codes !== undefined) line.errorCodes = codes;
         // Each call in full (status, duration, source, code) is for debugging.
         if (ledger.calls !== undefined && logger.isLevelEnabled('debug')) line.calls = ledger.calls;
-        logger[level](line, 'graphql operation');
+        if (writeLine === undefined || line.calls !== undefined || !writeLine(level, line))
+          logger[level](line, 'graphql operation');
       }
 
       const span = operation.span;
