@@ -19,10 +19,16 @@ import { context, trace } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import { type ErrorCode, UpstreamCallError } from '../errors.js';
 import type { ObservedAnswer } from '../models/scoreboard.js';
-import type { Operation } from '../operation/operation.js';
+import type { CallInFlight, Operation } from '../operation/operation.js';
 import type { ModelCall } from '../operation/operation-plan.js';
 import { redactApiKey } from '../redaction.js';
-import type { Dispatch, Interceptor, UpstreamAnswer, UpstreamRequest } from '../upstream/dispatch.js';
+import type {
+  AnswerHandler,
+  Dispatch,
+  Interceptor,
+  UpstreamAnswer,
+  UpstreamRequest,
+} from '../upstream/dispatch.js';
 import { type ExchangeEvent, observeAttempts } from '../upstream/interceptors/attempts.js';
 import { isGone } from '../upstream/status-mapping.js';
 import type { GatewayMetrics } from './metrics.js';
@@ -205,42 +211,60 @@ export function createUpstreamObserver(options: UpstreamObserverOptions): Upstre
     }
   };
 
+  /** One logical call on its way: the handler the layers below answer, once. */
+  class ObservedCall<T> implements AnswerHandler<T> {
+    readonly started = performance.now();
+    readonly inFlight: CallInFlight | undefined;
+    span: Span | undefined = undefined;
+
+    constructor(
+      private readonly request: UpstreamRequest<T>,
+      private readonly handler: AnswerHandler<T>,
+    ) {
+      this.inFlight = request.operation?.ledger.begin(request.pricing);
+    }
+
+    onAnswer(answer: UpstreamAnswer<T>): void {
+      const request = this.request;
+      if (this.inFlight !== undefined)
+        request.operation?.ledger.end(this.inFlight, answer.source === 'upstream');
+      settled(request as UpstreamRequest, this.started, this.span, answer as UpstreamAnswer, undefined);
+      this.handler.onAnswer(answer);
+    }
+
+    onError(error: unknown): void {
+      const request = this.request;
+      if (this.inFlight !== undefined) request.operation?.ledger.end(this.inFlight, false);
+      settled(request as UpstreamRequest, this.started, this.span, undefined, error);
+      this.handler.onError(error);
+    }
+  }
+
   const interceptor: Interceptor = (next: Dispatch) =>
-    async function observed<T>(request: UpstreamRequest<T>): Promise<UpstreamAnswer<T>> {
-      const started = performance.now();
-      const inFlight = request.operation?.ledger.begin(request.pricing);
-      let span: Span | undefined;
-      let answer: UpstreamAnswer<T>;
-      try {
-        if (tracer === undefined) {
-          answer = await next(request);
-        } else {
-          const parent = request.operation?.span;
-          span = tracer.startSpan(
-            `${request.upstream} ${request.form.endpoint}`,
-            {
-              kind: SpanKind.CLIENT,
-              attributes: {
-                'gateway.upstream': request.upstream,
-                'gateway.upstream.endpoint': request.form.endpoint,
-              },
-            },
-            parent === undefined ? context.active() : trace.setSpan(context.active(), parent),
-          );
-          // Own export: each attempt of this call carries the span's traceparent (transport.ts).
-          const traced =
-            traceHeaders === undefined ? request : { ...request, traceHeaders: traceHeaders(span) };
-          // In the span's context, a host's HTTP instrumentation nests under it and propagates the trace.
-          answer = await context.with(trace.setSpan(context.active(), span), () => next(traced));
-        }
-      } catch (error) {
-        if (inFlight !== undefined) request.operation?.ledger.end(inFlight, false);
-        settled(request, started, span, undefined, error);
-        throw error;
+    function observed<T>(request: UpstreamRequest<T>, handler: AnswerHandler<T>): void {
+      const call = new ObservedCall(request, handler);
+      if (tracer === undefined) {
+        next(request, call);
+        return;
       }
-      if (inFlight !== undefined) request.operation?.ledger.end(inFlight, answer.source === 'upstream');
-      settled(request, started, span, answer, undefined);
-      return answer;
+      const parent = request.operation?.span;
+      const span = tracer.startSpan(
+        `${request.upstream} ${request.form.endpoint}`,
+        {
+          kind: SpanKind.CLIENT,
+          attributes: {
+            'gateway.upstream': request.upstream,
+            'gateway.upstream.endpoint': request.form.endpoint,
+          },
+        },
+        parent === undefined ? context.active() : trace.setSpan(context.active(), parent),
+      );
+      call.span = span;
+      // Own export: each attempt of this call carries the span's traceparent (transport.ts).
+      const traced = traceHeaders === undefined ? request : { ...request, traceHeaders: traceHeaders(span) };
+      // In the span's context, a host's HTTP instrumentation nests under it and propagates the trace
+      // (the transport's undici dispatch runs inside it; so do retries, whose timers keep the context).
+      context.with(trace.setSpan(context.active(), span), () => next(traced, call));
     };
 
   return { onExchange, interceptor, attempts: observeAttempts(onExchange) };

@@ -17,7 +17,14 @@ import {
   IsolatedCircuitError,
 } from 'cockatiel';
 import { UpstreamCallError, type UpstreamName } from '../../errors.js';
-import type { Dispatch, Interceptor, UpstreamAnswer, UpstreamRequest } from '../dispatch.js';
+import {
+  type AnswerHandler,
+  type Dispatch,
+  dispatchPromise,
+  type Interceptor,
+  type UpstreamAnswer,
+  type UpstreamRequest,
+} from '../dispatch.js';
 import { errorFromFailure } from '../status-mapping.js';
 
 export type BreakerState = 'closed' | 'open' | 'half-open' | 'disabled';
@@ -82,43 +89,47 @@ export function createCircuitBreaker(options: CircuitBreakerOptions): CircuitBre
   const onChange = options.onStateChange;
   if (onChange !== undefined) breaker.onStateChange((state) => onChange(STATE_NAMES[state]));
 
-  const interceptor: Interceptor = (next: Dispatch) =>
-    async function breaking<T>(request: UpstreamRequest<T>): Promise<UpstreamAnswer<T>> {
-      // Failures that do not count against the upstream (a 418, a bad body) come back as values so
-      // that the breaker records a success (the upstream did answer), and are thrown below.
-      const run = async (): Promise<UpstreamAnswer<T> | UpstreamCallError | typeof PROBED> => {
-        if (probeNext) {
-          probeNext = false;
-          if (await options.probe().catch(() => false)) return PROBED;
-          throw errorFromFailure('circuit-open', upstream);
-        }
-        try {
-          return await next(request);
-        } catch (error) {
-          // A cancellation says nothing about the upstream: thrown as is, counted neither way.
-          if (
-            error instanceof UpstreamCallError &&
-            error.kind !== 'cancelled' &&
-            !countsAgainstUpstream(error)
-          )
-            return error;
-          throw error;
-        }
-      };
-      let result: UpstreamAnswer<T> | UpstreamCallError | typeof PROBED;
+  // cockatiel's policy runs a promise-returning task: this layer awaits the attempt below it.
+  const guarded = async <T>(next: Dispatch, request: UpstreamRequest<T>): Promise<UpstreamAnswer<T>> => {
+    // Failures that do not count against the upstream (a 418, a bad body) come back as values so
+    // that the breaker records a success (the upstream did answer), and are thrown below.
+    const run = async (): Promise<UpstreamAnswer<T> | UpstreamCallError | typeof PROBED> => {
+      if (probeNext) {
+        probeNext = false;
+        if (await options.probe().catch(() => false)) return PROBED;
+        throw errorFromFailure('circuit-open', upstream);
+      }
       try {
-        result =
-          breaker.state === CircuitState.Closed
-            ? await breaker.execute(run)
-            : await untilCancelled(breaker.execute(run), request);
-        if (result === PROBED) result = await breaker.execute(run);
+        return await dispatchPromise(next, request);
       } catch (error) {
-        if (error instanceof BrokenCircuitError || error instanceof IsolatedCircuitError)
-          throw errorFromFailure('circuit-open', upstream, { cause: error });
+        // A cancellation says nothing about the upstream: thrown as is, counted neither way.
+        if (error instanceof UpstreamCallError && error.kind !== 'cancelled' && !countsAgainstUpstream(error))
+          return error;
         throw error;
       }
-      if (result instanceof UpstreamCallError) throw result;
-      return result as UpstreamAnswer<T>;
+    };
+    let result: UpstreamAnswer<T> | UpstreamCallError | typeof PROBED;
+    try {
+      result =
+        breaker.state === CircuitState.Closed
+          ? await breaker.execute(run)
+          : await untilCancelled(breaker.execute(run), request);
+      if (result === PROBED) result = await breaker.execute(run);
+    } catch (error) {
+      if (error instanceof BrokenCircuitError || error instanceof IsolatedCircuitError)
+        throw errorFromFailure('circuit-open', upstream, { cause: error });
+      throw error;
+    }
+    if (result instanceof UpstreamCallError) throw result;
+    return result as UpstreamAnswer<T>;
+  };
+
+  const interceptor: Interceptor = (next: Dispatch) =>
+    function breaking<T>(request: UpstreamRequest<T>, handler: AnswerHandler<T>): void {
+      guarded(next, request).then(
+        (answer) => handler.onAnswer(answer),
+        (error: unknown) => handler.onError(error),
+      );
     };
 
   return { interceptor, state: () => STATE_NAMES[breaker.state] };
