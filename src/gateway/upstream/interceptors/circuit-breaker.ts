@@ -77,9 +77,11 @@ export function createCircuitBreaker(options: CircuitBreakerOptions): CircuitBre
   const threshold = options.threshold ?? 5;
   if (threshold <= 0) return { interceptor: (next) => next, state: () => 'disabled' };
 
+  // Ours, so that a call that ran while the circuit was closed can tell it its outcome (below).
+  const consecutive = new ConsecutiveBreaker(threshold);
   const breaker: CircuitBreakerPolicy = cockatielBreaker(handleWhen(countsAgainstUpstream), {
     halfOpenAfter: options.halfOpenAfterMs ?? 5000,
-    breaker: new ConsecutiveBreaker(threshold),
+    breaker: consecutive,
   });
   /** Set by the half-open event (emitted synchronously right before the test run): probe first. */
   let probeNext = false;
@@ -124,8 +126,58 @@ export function createCircuitBreaker(options: CircuitBreakerOptions): CircuitBre
     return result as UpstreamAnswer<T>;
   };
 
+  /**
+   * A call sent while the circuit was closed, without a promise: what cockatiel's policy does in
+   * its closed state (CircuitBreakerPolicy.execute: run the task, then `success()` on its breaker, or
+   * `failure()` and open at the threshold), with the success side done here, on the answer's way up.
+   * A failure that counts against the upstream goes through the policy itself (`execute` of a task
+   * that fails with it), which counts it and opens the circuit at the threshold, before the caller
+   * hears of it (so its retry sees the open circuit). Only if the circuit left the closed state while
+   * this call ran is the failure just counted: the policy would find it open already (its `open` is
+   * then a no-op) or, during another call's half-open probe, re-open it there, a race this layer does
+   * not reproduce.
+   */
+  class ClosedCall<T> implements AnswerHandler<T> {
+    constructor(private readonly handler: AnswerHandler<T>) {}
+
+    onAnswer(answer: UpstreamAnswer<T>): void {
+      consecutive.success();
+      this.handler.onAnswer(answer);
+    }
+
+    onError(error: unknown): void {
+      const handler = this.handler;
+      // A cancellation says nothing about the upstream: passed on as is, counted neither way.
+      if (error instanceof UpstreamCallError && error.kind === 'cancelled') {
+        handler.onError(error);
+        return;
+      }
+      // Failures that do not count against the upstream (a 418, a bad body): the upstream did answer.
+      if (!countsAgainstUpstream(error)) {
+        if (error instanceof UpstreamCallError) consecutive.success();
+        handler.onError(error);
+        return;
+      }
+      if (breaker.state !== CircuitState.Closed) {
+        consecutive.failure();
+        handler.onError(error);
+        return;
+      }
+      breaker
+        .execute(() => {
+          throw error;
+        })
+        .then(undefined, () => handler.onError(error));
+    }
+  }
+
   const interceptor: Interceptor = (next: Dispatch) =>
     function breaking<T>(request: UpstreamRequest<T>, handler: AnswerHandler<T>): void {
+      if (breaker.state === CircuitState.Closed && !probeNext) {
+        next(request, new ClosedCall(handler));
+        return;
+      }
+      // Open or half-open (rare): through cockatiel's policy, which may refuse, probe or make us wait.
       guarded(next, request).then(
         (answer) => handler.onAnswer(answer),
         (error: unknown) => handler.onError(error),
