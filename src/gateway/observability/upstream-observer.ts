@@ -216,6 +216,8 @@ export function createUpstreamObserver(options: UpstreamObserverOptions): Upstre
     readonly started = performance.now();
     readonly inFlight: CallInFlight | undefined;
     span: Span | undefined = undefined;
+    /** Set once the call is recorded: a layer's bug that answers twice is not recorded twice. */
+    private done = false;
 
     constructor(
       private readonly request: UpstreamRequest<T>,
@@ -225,26 +227,50 @@ export function createUpstreamObserver(options: UpstreamObserverOptions): Upstre
     }
 
     onAnswer(answer: UpstreamAnswer<T>): void {
+      if (this.done) return;
+      this.done = true;
       const request = this.request;
       if (this.inFlight !== undefined)
         request.operation?.ledger.end(this.inFlight, answer.source === 'upstream');
-      settled(request as UpstreamRequest, this.started, this.span, answer as UpstreamAnswer, undefined);
+      try {
+        settled(request as UpstreamRequest, this.started, this.span, answer as UpstreamAnswer, undefined);
+      } catch (error) {
+        // What a callback of the record threw fails the call, as a throw in an async layer did.
+        this.handler.onError(error);
+        return;
+      }
       this.handler.onAnswer(answer);
     }
 
     onError(error: unknown): void {
+      if (this.done) return;
+      this.done = true;
       const request = this.request;
       if (this.inFlight !== undefined) request.operation?.ledger.end(this.inFlight, false);
-      settled(request as UpstreamRequest, this.started, this.span, undefined, error);
+      try {
+        settled(request as UpstreamRequest, this.started, this.span, undefined, error);
+      } catch (thrown) {
+        this.handler.onError(thrown);
+        return;
+      }
       this.handler.onError(error);
     }
   }
+
+  /** A layer below that throws instead of calling back fails the call, as in an async layer. */
+  const send = <T>(next: Dispatch, request: UpstreamRequest<T>, call: ObservedCall<T>): void => {
+    try {
+      next(request, call);
+    } catch (error) {
+      call.onError(error);
+    }
+  };
 
   const interceptor: Interceptor = (next: Dispatch) =>
     function observed<T>(request: UpstreamRequest<T>, handler: AnswerHandler<T>): void {
       const call = new ObservedCall(request, handler);
       if (tracer === undefined) {
-        next(request, call);
+        send(next, request, call);
         return;
       }
       const parent = request.operation?.span;
@@ -264,7 +290,7 @@ export function createUpstreamObserver(options: UpstreamObserverOptions): Upstre
       const traced = traceHeaders === undefined ? request : { ...request, traceHeaders: traceHeaders(span) };
       // In the span's context, a host's HTTP instrumentation nests under it and propagates the trace
       // (the transport's undici dispatch runs inside it; so do retries, whose timers keep the context).
-      context.with(trace.setSpan(context.active(), span), () => next(traced, call));
+      context.with(trace.setSpan(context.active(), span), () => send(next, traced, call));
     };
 
   return { onExchange, interceptor, attempts: observeAttempts(onExchange) };

@@ -258,9 +258,15 @@ export function createApiVersions(options: ApiVersionsOptions): ApiVersions {
     }
 
     onAnswer(answer: UpstreamAnswer<T>): void {
-      observe(answer as UpstreamAnswer);
-      if (this.phase === 'other') moveTo(this.to, this.failure?.statusCode);
-      else if (this.phase === 'revisit') moveTo(this.to, undefined);
+      try {
+        observe(answer as UpstreamAnswer);
+        if (this.phase === 'other') moveTo(this.to, this.failure?.statusCode);
+        else if (this.phase === 'revisit') moveTo(this.to, undefined);
+      } catch (error) {
+        // A throwing metrics or log callback fails the call, as a throw in an async layer did.
+        this.handler.onError(error);
+        return;
+      }
       this.handler.onAnswer(answer);
     }
 

@@ -41,13 +41,19 @@ class CacheMiss<T> implements AnswerHandler<T> {
     // The decoded answer takes about as much heap as its body text (UTF-16: 2 bytes a character);
     // without a size the memory store counts 1 KiB, and a million-digit answer would slip past
     // its byte bound.
-    if (this.ttlMs > 0 && this.request.cacheable?.(answer.value))
-      this.store.set(
-        this.key,
-        { ...answer, deprecation: undefined },
-        this.ttlMs,
-        answer.bodyChars === undefined ? undefined : answer.bodyChars * 2,
-      );
+    try {
+      if (this.ttlMs > 0 && this.request.cacheable?.(answer.value))
+        this.store.set(
+          this.key,
+          { ...answer, deprecation: undefined },
+          this.ttlMs,
+          answer.bodyChars === undefined ? undefined : answer.bodyChars * 2,
+        );
+    } catch (error) {
+      // The store's or the request's throw fails the call, as a throw in an async layer did.
+      this.handler.onError(error);
+      return;
+    }
     this.handler.onAnswer(answer);
   }
 
