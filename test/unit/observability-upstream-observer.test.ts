@@ -364,6 +364,36 @@ describe('each logical call (the interceptor)', () => {
     expect(operation.ledger.touchedUpstream).toBe(true);
   });
 
+  it('records a call once, even if a layer below calls back twice (a bug), and a throw as a failure', async () => {
+    const { observer } = setup();
+    const operation = operationOf();
+    const twice: Dispatch = (request, handler) => {
+      const answer = {
+        value: 'answer' as never,
+        source: 'upstream' as const,
+        endpoint: request.form.endpoint,
+        statusCode: 200,
+        facts: { costUsd: null, sponsor: null, model: null },
+      };
+      handler.onAnswer(answer);
+      handler.onError(status(503));
+    };
+    expect((await observer.interceptor(twice)(requestOf(operation))).value).toBe('answer');
+    const bug = new TypeError('bug');
+    const throwing: Dispatch = () => {
+      throw bug;
+    };
+    expect(
+      await observer
+        .interceptor(throwing)(requestOf(operation))
+        .catch((e: unknown) => e),
+    ).toBe(bug);
+    expect(operation.ledger.calls).toEqual([
+      expect.objectContaining({ endpoint: 'check', status: 200, source: 'upstream' }),
+      expect.objectContaining({ endpoint: 'check', status: null, code: 'INTERNAL_SERVER_ERROR' }),
+    ]);
+  });
+
   it('records a failed call with its code and status, and rethrows the same error', async () => {
     const { observer } = setup();
     const operation = operationOf();

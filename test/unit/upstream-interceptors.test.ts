@@ -550,6 +550,54 @@ describe('circuit breaker', () => {
 
 // --- API versions (what the integration tests cannot reach: rediscovery, refusals) --------------
 
+// --- the handler interface ----------------------------------------------------------------------
+
+describe('layers on handlers', () => {
+  it('answer once through the whole stack when the layer below calls back before dispatch returns', async () => {
+    const answered: string[] = [];
+    const sync: Dispatch = (req, handler) =>
+      handler.onAnswer({
+        value: 'now' as never,
+        source: 'upstream',
+        endpoint: req.form.endpoint,
+        statusCode: 200,
+        facts: noFacts(),
+      });
+    const stack = compose(
+      sync,
+      createApiVersions({ upstream: 'pi-digits', setting: 'v1' }).interceptor,
+      retryLayer({ maxAttempts: 3 }),
+      createCircuitBreaker({ upstream: 'pi-digits', probe: async () => true, threshold: 3 }).interceptor,
+    );
+    stack(request(), {
+      onAnswer: (answer) => answered.push(answer.value),
+      onError: () => answered.push('error'),
+    });
+    expect(answered).toEqual(['now']);
+    expect((await promised(stack)(request())).value).toBe('now');
+  });
+
+  it('fail the call with what a callback of a layer threw on the way up, as an async layer did', async () => {
+    const boom = new Error('metrics exploded');
+    const versions = createApiVersions({
+      upstream: 'pi-digits',
+      setting: 'v1',
+      onDeprecated: () => {
+        throw boom;
+      },
+    });
+    const deprecated = fromPromised((async (req: UpstreamRequest) => ({
+      value: 'old',
+      source: 'upstream',
+      endpoint: req.form.endpoint,
+      statusCode: 200,
+      facts: noFacts(),
+      deprecation: { sunset: null },
+    })) as PromiseDispatch);
+    expect(await rejection(over(versions.interceptor)(deprecated)(request()))).toBe(boom);
+  });
+});
+
 describe('API versions', () => {
   const twoForms = (): UpstreamRequest<string> => {
     const v1 = form('idempotent');
