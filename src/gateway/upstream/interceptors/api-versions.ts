@@ -281,7 +281,8 @@ export function createApiVersions(options: ApiVersionsOptions): ApiVersions {
           if (!isGone(error)) break;
           this.phase = 'other';
           this.failure = error;
-          this.send(other(this.to), false);
+          // After the 404/410's own callback (undici's) has returned, as an awaited retry was.
+          queueMicrotask(() => this.send(other(this.to), false));
           return;
         case 'other': {
           const first = this.failure as UpstreamCallError;

@@ -110,7 +110,8 @@ class RetryingCall<T> implements AnswerHandler<T> {
     }
     this.attempt++;
     if (delay <= 0) {
-      this.send();
+      // Not from inside the failed attempt's callback (undici's, for an answered status): after it.
+      queueMicrotask(() => this.send());
       return;
     }
     pause(delay, this.request.operation, failure as UpstreamCallError).then(

@@ -91,7 +91,8 @@ export function singleFlight(options: SingleFlightOptions = {}): Interceptor {
       for (const waiter of waiters) {
         // Given up by the caller that made it (client gone): not this caller's failure.
         if (this.request.operation?.cancelled && !waiter.request.operation?.cancelled)
-          sharing(this.next, waiter.request, waiter.handler);
+          // After the failed call's own callback has returned, as an awaited retry was.
+          queueMicrotask(() => sharing(this.next, waiter.request, waiter.handler));
         else waiter.handler.onError(error);
       }
     }
