@@ -5,6 +5,7 @@
  * option the settings do not expose, so it is tested on the transport itself.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { dispatchPromise } from '../../src/gateway/upstream/dispatch.js';
 import { createTransport } from '../../src/gateway/upstream/transport.js';
 import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
 import {
@@ -134,12 +135,12 @@ describe('the response size cap (transport)', () => {
     try {
       const request = piTransportRequest(PI);
       up.route('GET', PI, { body: { ...piAnswer, digits: `3.${'1'.repeat(128 * 1024)}` } });
-      const error = await failureOf(transport.dispatch(request));
+      const error = await failureOf(dispatchPromise(transport.dispatch, request));
       expect(error.code).toBe('UPSTREAM_BAD_RESPONSE');
       expect(error.message).toContain('too large');
 
       up.route('GET', PI, { body: { ...piAnswer, digits: `3.${'1'.repeat(32 * 1024)}` } });
-      const answer = await transport.dispatch(request);
+      const answer = await dispatchPromise(transport.dispatch, request);
       expect(answer.value.digits.length).toBe(32 * 1024 + 2);
       expect(answer).toMatchObject({ source: 'upstream', endpoint: 'pi', statusCode: 200 });
     } finally {

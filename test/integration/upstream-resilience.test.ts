@@ -8,6 +8,7 @@
  * GraphQL client gets from the same faults in gateway-faults.test.ts and gateway-resilience.test.ts.
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { dispatchPromise } from '../../src/gateway/upstream/dispatch.js';
 import { observeAttempts } from '../../src/gateway/upstream/interceptors/attempts.js';
 import { createTransport } from '../../src/gateway/upstream/transport.js';
 import { refusedUrl, type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
@@ -171,7 +172,7 @@ describe('logs and per-attempt metrics', () => {
       throw new Error('metrics exploded');
     })(transport.dispatch);
     try {
-      const answer = await observed(piTransportRequest(PI));
+      const answer = await dispatchPromise(observed, piTransportRequest(PI));
       expect(answer.value.digits).toBe('3.141');
       expect(told).toBe(1);
     } finally {

@@ -7,7 +7,7 @@
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createSharedState } from '../../src/gateway/shared-state/index.js';
-import { compose } from '../../src/gateway/upstream/dispatch.js';
+import { compose, dispatchPromise } from '../../src/gateway/upstream/dispatch.js';
 import { responseCache } from '../../src/gateway/upstream/interceptors/response-cache.js';
 import { createTransport } from '../../src/gateway/upstream/transport.js';
 import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
@@ -181,7 +181,7 @@ describe('the response cache and its store’s byte bound', () => {
     try {
       const dispatch = compose(transport.dispatch, responseCache({ store: state.cache }));
       const call = (digits: number) =>
-        dispatch({
+        dispatchPromise(dispatch, {
           ...piTransportRequest(`${PI}?digits=${digits}`),
           shareKey: `pi\n${digits}`,
           cacheable: () => true,

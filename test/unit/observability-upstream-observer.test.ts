@@ -19,14 +19,17 @@ import {
   MAX_PLAUSIBLE_COST_USD,
 } from '../../src/gateway/observability/upstream-observer.js';
 import { Operation } from '../../src/gateway/operation/operation.js';
-import type {
-  AnswerFacts,
-  AnswerSource,
-  Dispatch,
-  EndpointName,
-  HttpForm,
-  UpstreamAnswer,
-  UpstreamRequest,
+import {
+  type AnswerFacts,
+  type AnswerSource,
+  type Dispatch,
+  type EndpointName,
+  fromPromised,
+  type HttpForm,
+  type PromiseDispatch,
+  promised,
+  type UpstreamAnswer,
+  type UpstreamRequest,
 } from '../../src/gateway/upstream/dispatch.js';
 import type { ExchangeEvent } from '../../src/gateway/upstream/interceptors/attempts.js';
 import { errorFromFailure, errorFromStatus } from '../../src/gateway/upstream/status-mapping.js';
@@ -61,13 +64,15 @@ function setup(options: { level?: string; tracer?: Tracer } = {}) {
   const { logger, lines, text } = capturedLogger(options.level ?? 'debug');
   const metrics = createGatewayMetrics({ defaultMetrics: false });
   const spent = vi.fn();
-  const observer = createUpstreamObserver({
+  const real = createUpstreamObserver({
     logger: logger as Logger,
     metrics,
     sponsorLog: createSponsorLog({ logger: logger as Logger, intervalMs: 60_000 }),
     tracer: options.tracer,
     onSpent: spent,
   });
+  // The outermost layer, called through the promise edge adapter.
+  const observer = { ...real, interceptor: (next: Dispatch) => promised(real.interceptor(next)) };
   const value = (name: string, labels: Record<string, string>) => metricValue(metrics.registry, name, labels);
   /** The attempts counted for the check of null-check with this status and outcome. */
   const attempts = (status: string, outcome: string) =>
@@ -94,19 +99,21 @@ function answering(
   source: AnswerSource = 'upstream',
   endpoint: EndpointName = 'check',
 ): Dispatch {
-  return (async (_request: UpstreamRequest<string>): Promise<UpstreamAnswer<string>> => ({
-    value: 'answer',
-    source,
-    endpoint,
-    statusCode: 200,
-    facts: { costUsd: null, sponsor: null, model: 'null-x-4o', ...facts },
-  })) as Dispatch;
+  return fromPromised(
+    (async (_request: UpstreamRequest<string>): Promise<UpstreamAnswer<string>> => ({
+      value: 'answer',
+      source,
+      endpoint,
+      statusCode: 200,
+      facts: { costUsd: null, sponsor: null, model: 'null-x-4o', ...facts },
+    })) as PromiseDispatch,
+  );
 }
 
 const failing = (error: unknown): Dispatch =>
-  (async () => {
+  fromPromised((async () => {
     throw error;
-  }) as Dispatch;
+  }) as PromiseDispatch);
 
 describe('each HTTP attempt (onExchange)', () => {
   it('records an answered attempt in the request metrics and on the operation, and logs nothing', async () => {
@@ -355,6 +362,36 @@ describe('each logical call (the interceptor)', () => {
       },
     ]);
     expect(operation.ledger.touchedUpstream).toBe(true);
+  });
+
+  it('records a call once, even if a layer below calls back twice (a bug), and a throw as a failure', async () => {
+    const { observer } = setup();
+    const operation = operationOf();
+    const twice: Dispatch = (request, handler) => {
+      const answer = {
+        value: 'answer' as never,
+        source: 'upstream' as const,
+        endpoint: request.form.endpoint,
+        statusCode: 200,
+        facts: { costUsd: null, sponsor: null, model: null },
+      };
+      handler.onAnswer(answer);
+      handler.onError(status(503));
+    };
+    expect((await observer.interceptor(twice)(requestOf(operation))).value).toBe('answer');
+    const bug = new TypeError('bug');
+    const throwing: Dispatch = () => {
+      throw bug;
+    };
+    expect(
+      await observer
+        .interceptor(throwing)(requestOf(operation))
+        .catch((e: unknown) => e),
+    ).toBe(bug);
+    expect(operation.ledger.calls).toEqual([
+      expect.objectContaining({ endpoint: 'check', status: 200, source: 'upstream' }),
+      expect.objectContaining({ endpoint: 'check', status: null, code: 'INTERNAL_SERVER_ERROR' }),
+    ]);
   });
 
   it('records a failed call with its code and status, and rethrows the same error', async () => {

@@ -10,8 +10,12 @@ import { Operation } from '../../src/gateway/operation/operation.js';
 import {
   compose,
   type Dispatch,
+  dispatchPromise,
+  fromPromised,
   type HttpForm,
   type Interceptor,
+  type PromiseDispatch,
+  promised,
   type RetryMode,
   type UpstreamAnswer,
   type UpstreamRequest,
@@ -22,7 +26,7 @@ import {
   countsAgainstUpstream,
   createCircuitBreaker,
 } from '../../src/gateway/upstream/interceptors/circuit-breaker.js';
-import { retry } from '../../src/gateway/upstream/interceptors/retry.js';
+import { type RetryOptions, retry as retryLayer } from '../../src/gateway/upstream/interceptors/retry.js';
 import { errorFromFailure, errorFromStatus } from '../../src/gateway/upstream/status-mapping.js';
 import { rejection } from '../support/rejections.js';
 import { sleep, until } from '../support/waits.js';
@@ -66,15 +70,23 @@ type Outcome = string | Error | (() => Promise<string>);
  */
 function scripted(outcomes: Outcome[]) {
   const seen: UpstreamRequest[] = [];
-  const dispatch = (async (req: UpstreamRequest<string>): Promise<UpstreamAnswer<string>> => {
+  const call = (async (req: UpstreamRequest<string>): Promise<UpstreamAnswer<string>> => {
     const outcome = outcomes[Math.min(seen.length, outcomes.length - 1)] as Outcome;
     seen.push(req);
     const value = typeof outcome === 'function' ? await outcome() : outcome;
     if (value instanceof Error) throw value;
     return { value, source: 'upstream', endpoint: req.form.endpoint, statusCode: 200, facts: noFacts() };
-  }) as Dispatch;
-  return { dispatch, seen, calls: () => seen.length };
+  }) as PromiseDispatch;
+  return { dispatch: fromPromised(call), call, seen, calls: () => seen.length };
 }
+
+/** A layer over `next`, called through the promise edge adapter: what each test awaits. */
+const over =
+  (interceptor: Interceptor) =>
+  (next: Dispatch): PromiseDispatch =>
+    promised(interceptor(next));
+
+const retry = (options?: RetryOptions) => over(retryLayer(options));
 
 /** No backoff wait at all (a 0 ms step): retry counts without timers. */
 const instant = { backoffBaseMs: 0, backoffCapMs: 0 };
@@ -92,18 +104,18 @@ describe('compose', () => {
     const layer =
       (name: string): Interceptor =>
       (next) =>
-        (async (req: UpstreamRequest) => {
+        fromPromised((async (req: UpstreamRequest) => {
           order.push(`${name} in`);
-          const answer = await next(req);
+          const answer = await dispatchPromise(next, req);
           order.push(`${name} out`);
           return answer;
-        }) as Dispatch;
-    const { dispatch } = scripted(['ok']);
-    const transport = (async (req: UpstreamRequest) => {
+        }) as PromiseDispatch);
+    const { call } = scripted(['ok']);
+    const transport = fromPromised((async (req: UpstreamRequest) => {
       order.push('transport');
-      return dispatch(req);
-    }) as Dispatch;
-    const answer = await compose(transport, layer('a'), layer('b'))(request());
+      return call(req);
+    }) as PromiseDispatch);
+    const answer = await promised(compose(transport, layer('a'), layer('b')))(request());
     expect(answer.value).toBe('ok');
     expect(order).toEqual(['a in', 'b in', 'transport', 'b out', 'a out']);
   });
@@ -351,7 +363,7 @@ describe('circuit breaker', () => {
   it('opens after `threshold` consecutive failures; open, it fails fast without calling next', async () => {
     const stub = scripted([status(503), failed('timeout'), failed('refused'), 'ok']);
     const breaker = createCircuitBreaker({ upstream: 'pi-digits', probe: probeNever, threshold: 3 });
-    const dispatch = breaker.interceptor(stub.dispatch);
+    const dispatch = over(breaker.interceptor)(stub.dispatch);
     expect(breaker.state()).toBe('closed');
     for (let i = 0; i < 3; i++) await rejection(dispatch(request()));
     expect(breaker.state()).toBe('open');
@@ -377,7 +389,7 @@ describe('circuit breaker', () => {
       status(404),
     ]);
     const breaker = createCircuitBreaker({ upstream: 'pi-digits', probe: probeNever, threshold: 3 });
-    const dispatch = breaker.interceptor(stub.dispatch);
+    const dispatch = over(breaker.interceptor)(stub.dispatch);
     for (let i = 0; i < 12; i++) await rejection(dispatch(request()));
     expect(breaker.state()).toBe('closed');
     expect(stub.calls()).toBe(12);
@@ -386,18 +398,20 @@ describe('circuit breaker', () => {
   it('passes every failure through unchanged, counted or not', async () => {
     const errors = [status(418), failed('bad-response'), status(503), new TypeError('bug')];
     const stub = scripted(errors);
-    const dispatch = createCircuitBreaker({
-      upstream: 'pi-digits',
-      probe: probeNever,
-      threshold: 10,
-    }).interceptor(stub.dispatch);
+    const dispatch = over(
+      createCircuitBreaker({
+        upstream: 'pi-digits',
+        probe: probeNever,
+        threshold: 10,
+      }).interceptor,
+    )(stub.dispatch);
     for (const error of errors) expect(await rejection(dispatch(request()))).toBe(error);
   });
 
   it('counts a cancellation neither way: it does not reset the count either', async () => {
     const stub = scripted([status(503), status(503), failed('cancelled'), status(503)]);
     const breaker = createCircuitBreaker({ upstream: 'pi-digits', probe: probeNever, threshold: 3 });
-    const dispatch = breaker.interceptor(stub.dispatch);
+    const dispatch = over(breaker.interceptor)(stub.dispatch);
     for (let i = 0; i < 3; i++) await rejection(dispatch(request()));
     expect(breaker.state()).toBe('closed');
     await rejection(dispatch(request()));
@@ -418,7 +432,7 @@ describe('circuit breaker', () => {
       halfOpenAfterMs: 30,
       onStateChange: (state) => states.push(state),
     });
-    const dispatch = breaker.interceptor(stub.dispatch);
+    const dispatch = over(breaker.interceptor)(stub.dispatch);
     await rejection(dispatch(request()));
     expect(breaker.state()).toBe('open');
     // Before the delay: no probe, no call.
@@ -446,7 +460,7 @@ describe('circuit breaker', () => {
       threshold: 1,
       halfOpenAfterMs: 30,
     });
-    const dispatch = breaker.interceptor(stub.dispatch);
+    const dispatch = over(breaker.interceptor)(stub.dispatch);
     await rejection(dispatch(request()));
     for (const next of [false, new Error('probe blew up')]) {
       answer = next;
@@ -474,7 +488,7 @@ describe('circuit breaker', () => {
       threshold: 1,
       halfOpenAfterMs: 30,
     });
-    const dispatch = breaker.interceptor(stub.dispatch);
+    const dispatch = over(breaker.interceptor)(stub.dispatch);
     await rejection(dispatch(request()));
     await sleep(60);
     const calls = [dispatch(request()), dispatch(request()), dispatch(request())];
@@ -501,12 +515,12 @@ describe('circuit breaker', () => {
     });
     // Like the transport, refuse a cancelled operation's call without network.
     const live: boolean[] = [];
-    const transportLike = (async (req: UpstreamRequest) => {
+    const transportLike = fromPromised((async (req: UpstreamRequest) => {
       live.push(req.operation?.cancelled !== true);
       if (req.operation?.cancelled) throw failed('cancelled');
-      return stub.dispatch(req);
-    }) as Dispatch;
-    const dispatch = breaker.interceptor(transportLike);
+      return stub.call(req);
+    }) as PromiseDispatch);
+    const dispatch = over(breaker.interceptor)(transportLike);
     await rejection(dispatch(request()));
     await sleep(60);
     const leader = dispatch(request());
@@ -529,12 +543,60 @@ describe('circuit breaker', () => {
     const breaker = createCircuitBreaker({ upstream: 'pi-digits', probe: probeNever, threshold: 0 });
     expect(breaker.interceptor(stub.dispatch)).toBe(stub.dispatch);
     expect(breaker.state()).toBe('disabled');
-    for (let i = 0; i < 10; i++) await rejection(breaker.interceptor(stub.dispatch)(request()));
+    for (let i = 0; i < 10; i++) await rejection(over(breaker.interceptor)(stub.dispatch)(request()));
     expect(stub.calls()).toBe(10);
   });
 });
 
 // --- API versions (what the integration tests cannot reach: rediscovery, refusals) --------------
+
+// --- the handler interface ----------------------------------------------------------------------
+
+describe('layers on handlers', () => {
+  it('answer once through the whole stack when the layer below calls back before dispatch returns', async () => {
+    const answered: string[] = [];
+    const sync: Dispatch = (req, handler) =>
+      handler.onAnswer({
+        value: 'now' as never,
+        source: 'upstream',
+        endpoint: req.form.endpoint,
+        statusCode: 200,
+        facts: noFacts(),
+      });
+    const stack = compose(
+      sync,
+      createApiVersions({ upstream: 'pi-digits', setting: 'v1' }).interceptor,
+      retryLayer({ maxAttempts: 3 }),
+      createCircuitBreaker({ upstream: 'pi-digits', probe: async () => true, threshold: 3 }).interceptor,
+    );
+    stack(request(), {
+      onAnswer: (answer) => answered.push(answer.value),
+      onError: () => answered.push('error'),
+    });
+    expect(answered).toEqual(['now']);
+    expect((await promised(stack)(request())).value).toBe('now');
+  });
+
+  it('fail the call with what a callback of a layer threw on the way up, as an async layer did', async () => {
+    const boom = new Error('metrics exploded');
+    const versions = createApiVersions({
+      upstream: 'pi-digits',
+      setting: 'v1',
+      onDeprecated: () => {
+        throw boom;
+      },
+    });
+    const deprecated = fromPromised((async (req: UpstreamRequest) => ({
+      value: 'old',
+      source: 'upstream',
+      endpoint: req.form.endpoint,
+      statusCode: 200,
+      facts: noFacts(),
+      deprecation: { sunset: null },
+    })) as PromiseDispatch);
+    expect(await rejection(over(versions.interceptor)(deprecated)(request()))).toBe(boom);
+  });
+});
 
 describe('API versions', () => {
   const twoForms = (): UpstreamRequest<string> => {
@@ -561,7 +623,7 @@ describe('API versions', () => {
       },
     });
     const stub = scripted(['ok']);
-    const dispatch = versions.interceptor(stub.dispatch);
+    const dispatch = over(versions.interceptor)(stub.dispatch);
     expect(versions.state().apiVersion).toBe('v1');
     expect(await until(() => versions.state().apiVersion === 'v2', 100, 10)).toBe(true);
     expect(discoveries).toBe(2);
@@ -594,7 +656,7 @@ describe('API versions', () => {
     });
     const stub = scripted(['ok']);
     const single = request();
-    expect((await versions.interceptor(stub.dispatch)(single)).value).toBe('ok');
+    expect((await over(versions.interceptor)(stub.dispatch)(single)).value).toBe('ok');
     expect(stub.seen[0]).toBe(single);
   });
 
@@ -605,7 +667,7 @@ describe('API versions', () => {
       refuse: (version) => (version === 'v2' ? failed('refused-by-gateway') : undefined),
     });
     const stub = scripted(['ok']);
-    expect(await rejection(versions.interceptor(stub.dispatch)(twoForms()))).toMatchObject({
+    expect(await rejection(over(versions.interceptor)(stub.dispatch)(twoForms()))).toMatchObject({
       code: 'WAIVER_REQUIRED',
       kind: 'refused-by-gateway',
     });

@@ -12,22 +12,38 @@ import { Operation } from '../../src/gateway/operation/operation.js';
 import { createSharedState } from '../../src/gateway/shared-state/index.js';
 import {
   compose,
-  type Dispatch,
+  fromPromised,
   type HttpForm,
+  type Interceptor,
+  type PromiseDispatch,
+  promised,
   type UpstreamAnswer,
   type UpstreamRequest,
 } from '../../src/gateway/upstream/dispatch.js';
-import { type AnswerStore, responseCache } from '../../src/gateway/upstream/interceptors/response-cache.js';
+import {
+  type AnswerStore,
+  type ResponseCacheOptions,
+  responseCache as responseCacheLayer,
+} from '../../src/gateway/upstream/interceptors/response-cache.js';
 import {
   type FlightCoordinator,
+  type SingleFlightOptions,
   sharingKey,
-  singleFlight,
+  singleFlight as singleFlightLayer,
 } from '../../src/gateway/upstream/interceptors/single-flight.js';
 import { nullCheckShareKey } from '../../src/gateway/upstream/null-check-client.js';
 import { piShareKey } from '../../src/gateway/upstream/pi-digits-client.js';
 import { errorFromFailure, errorFromStatus } from '../../src/gateway/upstream/status-mapping.js';
 import { rejection } from '../support/rejections.js';
 import { gate } from '../support/waits.js';
+
+/** A layer over a stub upstream (a promise function), called through the promise edge adapter. */
+const over =
+  (interceptor: Interceptor) =>
+  (next: PromiseDispatch): PromiseDispatch =>
+    promised(interceptor(fromPromised(next)));
+const singleFlight = (options?: SingleFlightOptions) => over(singleFlightLayer(options));
+const responseCache = (options: ResponseCacheOptions) => over(responseCacheLayer(options));
 
 // --- stubs ---------------------------------------------------------------------------------------
 
@@ -85,7 +101,7 @@ function stubUpstream(options: { gate?: Promise<void>; answer?: (n: number) => D
     await options.gate;
     if (req.operation?.cancelled) throw errorFromFailure('cancelled', 'pi-digits');
     return answerOf(req, options.answer?.(n) ?? { digits: '3.14', kind: 'boolean' });
-  }) as Dispatch;
+  }) as PromiseDispatch;
   return { dispatch, seen, calls: () => seen.length };
 }
 
@@ -224,7 +240,7 @@ describe('single flight', () => {
       await g.opened;
       if (fail) throw failure;
       return answerOf(req, { digits: '3.14', kind: 'boolean' });
-    }) as Dispatch);
+    }) as PromiseDispatch);
     const pending = [dispatch(request(operationOf())), dispatch(request(operationOf()))];
     g.open();
     // Joins while the call is still in flight (it settles a few microtasks later).
@@ -319,7 +335,7 @@ describe('single flight', () => {
       const ok = (async (req: UpstreamRequest<Digits>) => ({
         ...answerOf(req, { digits: '3.14', kind: 'boolean' }),
         deprecation: { sunset: 'Thu, 01 Jan 2026 00:00:00 GMT' },
-      })) as Dispatch;
+      })) as PromiseDispatch;
       const key = sharingKey(request(operationOf('k'))) as string;
       const answer = await singleFlight({ coordinator: coord })(ok)(request(operationOf('k')));
       expect(answer.deprecation).toBeDefined();
@@ -328,7 +344,7 @@ describe('single flight', () => {
 
       const failing = (async () => {
         throw errorFromFailure('timeout', 'pi-digits');
-      }) as Dispatch;
+      }) as PromiseDispatch;
       await rejection(singleFlight({ coordinator: coord })(failing)(request(operationOf('k'))));
       expect(settled[1]).toEqual([key, undefined]);
     });
@@ -429,7 +445,7 @@ describe('response cache', () => {
       calls++;
       if (fail) throw errorFromFailure('timeout', 'pi-digits');
       return answerOf(req, { digits: '3.14', kind: 'boolean' });
-    }) as Dispatch);
+    }) as PromiseDispatch);
     await rejection(dispatch(request(operationOf())));
     expect(state.cache.size).toBe(0);
     fail = false;
@@ -461,7 +477,7 @@ describe('response cache', () => {
     const dispatch = responseCache({ store: state.cache })((async (req: UpstreamRequest<Digits>) => ({
       ...answerOf(req, { digits: '3.14', kind: 'boolean' }),
       deprecation: { sunset: null },
-    })) as Dispatch);
+    })) as PromiseDispatch);
     expect((await dispatch(request(operationOf()))).deprecation).toEqual({ sunset: null });
     const hit = await dispatch(request(operationOf()));
     expect(hit.source).toBe('cache');
@@ -487,10 +503,12 @@ describe('response cache', () => {
     const state = createSharedState({ logger: silent });
     const g = gate();
     const upstream = stubUpstream({ gate: g.opened });
-    const dispatch = compose(
-      upstream.dispatch,
-      responseCache({ store: state.cache, ttlMs: 0 }),
-      singleFlight(),
+    const dispatch = promised(
+      compose(
+        fromPromised(upstream.dispatch),
+        responseCacheLayer({ store: state.cache, ttlMs: 0 }),
+        singleFlightLayer(),
+      ),
     );
     const pending = [dispatch(request(operationOf())), dispatch(request(operationOf()))];
     g.open();
@@ -504,7 +522,13 @@ describe('response cache', () => {
     const state = createSharedState({ logger: silent });
     const g = gate();
     const upstream = stubUpstream({ gate: g.opened });
-    const dispatch = compose(upstream.dispatch, responseCache({ store: state.cache }), singleFlight());
+    const dispatch = promised(
+      compose(
+        fromPromised(upstream.dispatch),
+        responseCacheLayer({ store: state.cache }),
+        singleFlightLayer(),
+      ),
+    );
     const pending = [dispatch(request(operationOf())), dispatch(request(operationOf()))];
     g.open();
     expect((await Promise.all(pending)).map((a) => a.source)).toEqual(['upstream', 'shared']);

@@ -19,10 +19,16 @@ import { context, trace } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import { type ErrorCode, UpstreamCallError } from '../errors.js';
 import type { ObservedAnswer } from '../models/scoreboard.js';
-import type { Operation } from '../operation/operation.js';
+import type { CallInFlight, Operation } from '../operation/operation.js';
 import type { ModelCall } from '../operation/operation-plan.js';
 import { redactApiKey } from '../redaction.js';
-import type { Dispatch, Interceptor, UpstreamAnswer, UpstreamRequest } from '../upstream/dispatch.js';
+import type {
+  AnswerHandler,
+  Dispatch,
+  Interceptor,
+  UpstreamAnswer,
+  UpstreamRequest,
+} from '../upstream/dispatch.js';
 import { type ExchangeEvent, observeAttempts } from '../upstream/interceptors/attempts.js';
 import { isGone } from '../upstream/status-mapping.js';
 import type { GatewayMetrics } from './metrics.js';
@@ -205,42 +211,86 @@ export function createUpstreamObserver(options: UpstreamObserverOptions): Upstre
     }
   };
 
-  const interceptor: Interceptor = (next: Dispatch) =>
-    async function observed<T>(request: UpstreamRequest<T>): Promise<UpstreamAnswer<T>> {
-      const started = performance.now();
-      const inFlight = request.operation?.ledger.begin(request.pricing);
-      let span: Span | undefined;
-      let answer: UpstreamAnswer<T>;
+  /** One logical call on its way: the handler the layers below answer, once. */
+  class ObservedCall<T> implements AnswerHandler<T> {
+    readonly started = performance.now();
+    readonly inFlight: CallInFlight | undefined;
+    span: Span | undefined = undefined;
+    /** Set once the call is recorded: a layer's bug that answers twice is not recorded twice. */
+    private done = false;
+
+    constructor(
+      private readonly request: UpstreamRequest<T>,
+      private readonly handler: AnswerHandler<T>,
+    ) {
+      this.inFlight = request.operation?.ledger.begin(request.pricing);
+    }
+
+    onAnswer(answer: UpstreamAnswer<T>): void {
+      if (this.done) return;
+      this.done = true;
+      const request = this.request;
+      if (this.inFlight !== undefined)
+        request.operation?.ledger.end(this.inFlight, answer.source === 'upstream');
       try {
-        if (tracer === undefined) {
-          answer = await next(request);
-        } else {
-          const parent = request.operation?.span;
-          span = tracer.startSpan(
-            `${request.upstream} ${request.form.endpoint}`,
-            {
-              kind: SpanKind.CLIENT,
-              attributes: {
-                'gateway.upstream': request.upstream,
-                'gateway.upstream.endpoint': request.form.endpoint,
-              },
-            },
-            parent === undefined ? context.active() : trace.setSpan(context.active(), parent),
-          );
-          // Own export: each attempt of this call carries the span's traceparent (transport.ts).
-          const traced =
-            traceHeaders === undefined ? request : { ...request, traceHeaders: traceHeaders(span) };
-          // In the span's context, a host's HTTP instrumentation nests under it and propagates the trace.
-          answer = await context.with(trace.setSpan(context.active(), span), () => next(traced));
-        }
+        settled(request as UpstreamRequest, this.started, this.span, answer as UpstreamAnswer, undefined);
       } catch (error) {
-        if (inFlight !== undefined) request.operation?.ledger.end(inFlight, false);
-        settled(request, started, span, undefined, error);
-        throw error;
+        // What a callback of the record threw fails the call, as a throw in an async layer did.
+        this.handler.onError(error);
+        return;
       }
-      if (inFlight !== undefined) request.operation?.ledger.end(inFlight, answer.source === 'upstream');
-      settled(request, started, span, answer, undefined);
-      return answer;
+      this.handler.onAnswer(answer);
+    }
+
+    onError(error: unknown): void {
+      if (this.done) return;
+      this.done = true;
+      const request = this.request;
+      if (this.inFlight !== undefined) request.operation?.ledger.end(this.inFlight, false);
+      try {
+        settled(request as UpstreamRequest, this.started, this.span, undefined, error);
+      } catch (thrown) {
+        this.handler.onError(thrown);
+        return;
+      }
+      this.handler.onError(error);
+    }
+  }
+
+  /** A layer below that throws instead of calling back fails the call, as in an async layer. */
+  const send = <T>(next: Dispatch, request: UpstreamRequest<T>, call: ObservedCall<T>): void => {
+    try {
+      next(request, call);
+    } catch (error) {
+      call.onError(error);
+    }
+  };
+
+  const interceptor: Interceptor = (next: Dispatch) =>
+    function observed<T>(request: UpstreamRequest<T>, handler: AnswerHandler<T>): void {
+      const call = new ObservedCall(request, handler);
+      if (tracer === undefined) {
+        send(next, request, call);
+        return;
+      }
+      const parent = request.operation?.span;
+      const span = tracer.startSpan(
+        `${request.upstream} ${request.form.endpoint}`,
+        {
+          kind: SpanKind.CLIENT,
+          attributes: {
+            'gateway.upstream': request.upstream,
+            'gateway.upstream.endpoint': request.form.endpoint,
+          },
+        },
+        parent === undefined ? context.active() : trace.setSpan(context.active(), parent),
+      );
+      call.span = span;
+      // Own export: each attempt of this call carries the span's traceparent (transport.ts).
+      const traced = traceHeaders === undefined ? request : { ...request, traceHeaders: traceHeaders(span) };
+      // In the span's context, a host's HTTP instrumentation nests under it and propagates the trace
+      // (the transport's undici dispatch runs inside it; so do retries, whose timers keep the context).
+      context.with(trace.setSpan(context.active(), span), () => send(next, traced, call));
     };
 
   return { onExchange, interceptor, attempts: observeAttempts(onExchange) };

@@ -1,8 +1,18 @@
 /**
- * The one interface every upstream layer implements: `Dispatch`, a function from a logical upstream
- * request to its answer. The transport is a Dispatch; retry, circuit breaker, API versions, single
- * flight, response cache and observation are interceptors `(next) => Dispatch` stacked on it, in the
- * style of undici's own interceptors. No layer knows another; each sees only `next`.
+ * The one interface every upstream layer implements: `Dispatch`, which takes a logical upstream
+ * request and a handler, and later calls the handler back once, with the answer or the failure, as
+ * undici's own `dispatch(options, handler)` does. The transport is a Dispatch; retry, circuit breaker,
+ * API versions, single flight, response cache and observation are interceptors `(next) => Dispatch`
+ * stacked on it, in the style of undici's interceptors (lib/interceptor/*, lib/handler/*). No layer
+ * knows another; each sees only `next` and the handler it was given.
+ *
+ * Why handlers and not `(request) => Promise<answer>`: an async layer costs a promise, a closure and
+ * an async frame per layer per call (seven layers on every model call); a layer with nothing to do on
+ * the way back passes its caller's handler down as is, and one that has (observe, time, count) makes
+ * one small handler object. Layers that wait on a rare path (retry's backoff, single flight across
+ * replicas, the Redis cache's read, the breaker's half-open probe) use promises there only. Callers
+ * that need a promise (the clients' `callModel` for the DataLoader, health probes, tests) go through
+ * `dispatchPromise`, the one edge adapter.
  */
 import type { UpstreamName } from '../errors.js';
 import type { Operation } from '../operation/operation.js';
@@ -118,7 +128,18 @@ export interface UpstreamAnswer<T = unknown> {
   bodyChars?: number | undefined;
 }
 
-export type Dispatch = <T>(request: UpstreamRequest<T>) => Promise<UpstreamAnswer<T>>;
+/**
+ * Where a Dispatch reports the outcome of one request: exactly one of the two methods, exactly once,
+ * possibly before `dispatch` returns (a cache hit, a refusal without network). A handler's own throw
+ * is a bug of the layer above and is not caught for it.
+ */
+export interface AnswerHandler<T = unknown> {
+  onAnswer(answer: UpstreamAnswer<T>): void;
+  /** Every layer fails with an `UpstreamCallError`; anything else is a bug, passed up as is. */
+  onError(error: unknown): void;
+}
+
+export type Dispatch = <T>(request: UpstreamRequest<T>, handler: AnswerHandler<T>) => void;
 export type Interceptor = (next: Dispatch) => Dispatch;
 
 /** `transport` wrapped by `interceptors`, the first one outermost. */
@@ -126,6 +147,63 @@ export function compose(transport: Dispatch, ...interceptors: Interceptor[]): Di
   let dispatch = transport;
   for (let i = interceptors.length - 1; i >= 0; i--) dispatch = (interceptors[i] as Interceptor)(dispatch);
   return dispatch;
+}
+
+/** A dispatch seen as a promise (the edge adapter's shape). */
+export type PromiseDispatch = <T>(request: UpstreamRequest<T>) => Promise<UpstreamAnswer<T>>;
+
+/** The handler of an edge call: settles the caller's promise. */
+class Settle<T> implements AnswerHandler<T> {
+  constructor(
+    private readonly resolve: (answer: UpstreamAnswer<T>) => void,
+    private readonly reject: (error: unknown) => void,
+  ) {}
+  onAnswer(answer: UpstreamAnswer<T>): void {
+    this.resolve(answer);
+  }
+  onError(error: unknown): void {
+    this.reject(error);
+  }
+}
+
+/** One call through `dispatch`, as a promise: the edge where callers (loaders, probes, tests) await. */
+export function dispatchPromise<T>(
+  dispatch: Dispatch,
+  request: UpstreamRequest<T>,
+): Promise<UpstreamAnswer<T>> {
+  return new Promise<UpstreamAnswer<T>>((resolve, reject) => {
+    try {
+      dispatch(request, new Settle(resolve, reject));
+    } catch (error) {
+      // A layer's bug must still settle the caller.
+      reject(error);
+    }
+  });
+}
+
+/** `dispatch` as a promise-returning function (callers that hold a dispatch and await each call). */
+export function promised(dispatch: Dispatch): PromiseDispatch {
+  return (request) => dispatchPromise(dispatch, request);
+}
+
+/**
+ * A promise-returning function as a Dispatch (a stub upstream in tests, or a layer whose work is
+ * all asynchronous): its outcome is reported to the handler.
+ */
+export function fromPromised(call: PromiseDispatch): Dispatch {
+  return function settling<T>(request: UpstreamRequest<T>, handler: AnswerHandler<T>): void {
+    let pending: Promise<UpstreamAnswer<T>>;
+    try {
+      pending = call(request);
+    } catch (error) {
+      handler.onError(error);
+      return;
+    }
+    pending.then(
+      (answer) => handler.onAnswer(answer),
+      (error: unknown) => handler.onError(error),
+    );
+  };
 }
 
 /** A model call (check, pi, inference) as a client makes it. */
@@ -146,17 +224,39 @@ export interface ModelCallRequest<T> {
  * The answer's value of one model call, sent in its v1 form: the API-versions layer picks the form
  * that serves it. A call without a share key is neither shared nor cached.
  */
-export async function callModel<T>(dispatch: Dispatch, call: ModelCallRequest<T>): Promise<T> {
+export function callModel<T>(dispatch: Dispatch, call: ModelCallRequest<T>): Promise<T> {
   const { forms, shareKey, pricing } = call;
-  const answer = await dispatch({
-    upstream: pricing.upstream,
-    forms,
-    form: forms.v1,
-    shareKey,
-    cacheable: shareKey === undefined ? undefined : call.cacheable,
-    operation: call.operation,
-    pricing,
-    truth: call.truth,
+  return new Promise<T>((resolve, reject) => {
+    try {
+      dispatch(
+        {
+          upstream: pricing.upstream,
+          forms,
+          form: forms.v1,
+          shareKey,
+          cacheable: shareKey === undefined ? undefined : call.cacheable,
+          operation: call.operation,
+          pricing,
+          truth: call.truth,
+        },
+        new SettleValue(resolve, reject),
+      );
+    } catch (error) {
+      reject(error);
+    }
   });
-  return answer.value;
+}
+
+/** The handler of a model call: settles the loader's promise with the answer's value. */
+class SettleValue<T> implements AnswerHandler<T> {
+  constructor(
+    private readonly resolve: (value: T) => void,
+    private readonly reject: (error: unknown) => void,
+  ) {}
+  onAnswer(answer: UpstreamAnswer<T>): void {
+    this.resolve(answer.value);
+  }
+  onError(error: unknown): void {
+    this.reject(error);
+  }
 }

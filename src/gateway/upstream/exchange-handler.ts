@@ -1,6 +1,7 @@
 /**
  * One HTTP exchange through undici's `Dispatcher.dispatch`, with a handler that collects the body
- * as Buffers and resolves once with the status, the headers and the body text.
+ * as Buffers and tells its `ExchangeSink` once: the status, the headers and the body text, or the
+ * failure. The transport's attempt is the sink: no promise between undici and the layers above.
  *
  * Why not `Pool.request` + `body.text()`: `request` wraps every answer in a Readable stream (its
  * state, events and the async read of `text()`), which a gateway that reads every body whole and at
@@ -17,18 +18,11 @@ import type { AttemptSignal } from './attempt-signal.js';
 
 export type ResponseHeaders = Record<string, string | string[] | undefined>;
 
-export interface Exchanged {
-  statusCode: number;
-  headers: ResponseHeaders;
-  text: string;
-}
-
-/** An exchange that failed; `statusCode` is set when the status line had arrived (the body broke off). */
-export class ExchangeFailure {
-  constructor(
-    readonly error: unknown,
-    readonly statusCode: number | undefined,
-  ) {}
+/** Told the outcome of one exchange, once (the transport's attempt). */
+export interface ExchangeSink {
+  exchanged(statusCode: number, headers: ResponseHeaders, text: string): void;
+  /** `statusCode` is set when the status line had arrived (the body broke off). */
+  failed(error: unknown, statusCode: number | undefined): void;
 }
 
 type Controller = Parameters<NonNullable<Dispatcher.DispatchHandler['onRequestStart']>>[0];
@@ -41,8 +35,7 @@ class BodyCollector implements Dispatcher.DispatchHandler {
 
   constructor(
     private readonly signal: AttemptSignal,
-    private readonly resolve: (value: Exchanged) => void,
-    private readonly reject: (failure: ExchangeFailure) => void,
+    private readonly sink: ExchangeSink,
   ) {}
 
   private readonly abort = () => this.controller?.abort(this.signal.reason as Error);
@@ -70,31 +63,26 @@ class BodyCollector implements Dispatcher.DispatchHandler {
     this.signal.removeListener('abort', this.abort);
     const chunks = this.chunks;
     const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
-    this.resolve({
-      statusCode: this.statusCode as number,
-      headers: this.headers,
-      text: body.toString('utf8'),
-    });
+    this.sink.exchanged(this.statusCode as number, this.headers, body.toString('utf8'));
   }
 
   onResponseError(_controller: Controller, error: Error): void {
     this.signal.removeListener('abort', this.abort);
-    this.reject(new ExchangeFailure(error, this.statusCode));
+    this.sink.failed(error, this.statusCode);
   }
 }
 
-/** Sends `options` through `dispatcher`; rejects only with `ExchangeFailure`. */
+/** Sends `options` through `dispatcher`; `sink` hears the outcome once. */
 export function exchangeOnce(
   dispatcher: Dispatcher,
   options: Dispatcher.DispatchOptions,
   signal: AttemptSignal,
-): Promise<Exchanged> {
-  return new Promise<Exchanged>((resolve, reject) => {
-    try {
-      dispatcher.dispatch(options, new BodyCollector(signal, resolve, reject));
-    } catch (error) {
-      // Invalid options (a header value with control characters) throw synchronously.
-      reject(new ExchangeFailure(error, undefined));
-    }
-  });
+  sink: ExchangeSink,
+): void {
+  try {
+    dispatcher.dispatch(options, new BodyCollector(signal, sink));
+  } catch (error) {
+    // Invalid options (a header value with control characters) throw synchronously.
+    sink.failed(error, undefined);
+  }
 }

@@ -10,7 +10,7 @@
  */
 import { UpstreamCallError, type UpstreamName } from '../errors.js';
 import type { Operation } from '../operation/operation.js';
-import type { Dispatch, HttpForm } from './dispatch.js';
+import { type Dispatch, dispatchPromise, type HttpForm } from './dispatch.js';
 import type { HealthProbe } from './types.js';
 
 /** What the gateway knows of the upstream besides the probe: breaker and API version. */
@@ -54,7 +54,7 @@ export function createHealthProbe<Body>(
   return async (operation) => {
     const start = performance.now();
     try {
-      const answer = await options.dispatch({
+      const answer = await dispatchPromise(options.dispatch, {
         upstream: options.upstream,
         forms: { v1: form },
         form,

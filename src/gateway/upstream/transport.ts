@@ -15,6 +15,9 @@
  * aborted when the operation is cancelled (the client went away). The abort handle is an
  * `AttemptSignal`, the EventEmitter shape undici accepts, not an AbortController.
  *
+ * The attempt itself is the sink of undici's dispatch handler (exchange-handler.ts) and calls the
+ * layers' handler back from there: no promise between the socket and the layers above.
+ *
  * Attempts are observed by the layer above it (interceptors/attempts.ts), not by a callback here.
  */
 import { Pool } from 'undici';
@@ -22,8 +25,8 @@ import { UpstreamCallError, type UpstreamName } from '../errors.js';
 import { redactApiKey } from '../redaction.js';
 import { AttemptSignal } from './attempt-signal.js';
 import { unwatchDeadline, watchDeadline } from './deadline-sweep.js';
-import type { Dispatch, UpstreamAnswer, UpstreamRequest } from './dispatch.js';
-import { type ExchangeFailure, exchangeOnce, type ResponseHeaders } from './exchange-handler.js';
+import type { AnswerHandler, Dispatch, UpstreamRequest } from './dispatch.js';
+import { type ExchangeSink, exchangeOnce, type ResponseHeaders } from './exchange-handler.js';
 import { ResponseShapeError } from './response-schemas.js';
 import { errorFromFailure, errorFromStatus } from './status-mapping.js';
 
@@ -128,13 +131,19 @@ export function createTransport(options: TransportOptions): Transport {
     return errorFromFailure('connection', upstream, { cause: error });
   };
 
-  /** One attempt; throws only `UpstreamCallError`. Observed by interceptors/attempts.ts, whatever the outcome. */
-  async function attemptOnce<T>(request: UpstreamRequest<T>): Promise<UpstreamAnswer<T>> {
+  /** One attempt; fails only with `UpstreamCallError`. Observed by interceptors/attempts.ts, whatever the outcome. */
+  function attemptOnce<T>(request: UpstreamRequest<T>, handler: AnswerHandler<T>): void {
     const { form, operation } = request;
-    if (operation?.cancelled) throw errorFromFailure('cancelled', upstream, { cause: operation.reason });
+    if (operation?.cancelled) {
+      handler.onError(errorFromFailure('cancelled', upstream, { cause: operation.reason }));
+      return;
+    }
     const now = Date.now();
     const deadline = operation === undefined ? Number.POSITIVE_INFINITY : operation.deadline;
-    if (deadline <= now) throw errorFromFailure('timeout', upstream, { detail: 'deadline' });
+    if (deadline <= now) {
+      handler.onError(errorFromFailure('timeout', upstream, { detail: 'deadline' }));
+      return;
+    }
 
     // One object is the abort handle undici watches, the entry of the deadline sweep and the
     // operation's cancellation listener: no closure, no timer, no AbortController per attempt.
@@ -156,75 +165,98 @@ export function createTransport(options: TransportOptions): Transport {
     const traceHeaders = request.traceHeaders;
     if (traceHeaders !== undefined) Object.assign(headers, traceHeaders);
 
-    let statusCode: number | undefined;
-    let responseHeaders: ResponseHeaders = {};
-    let text: string | undefined;
-    try {
-      const response = await exchangeOnce(
-        pool,
-        {
-          origin: url.origin,
-          method: form.method,
-          path: basePath + form.path,
-          headers,
-          body: form.body ?? null,
-        },
-        signal,
-      );
-      statusCode = response.statusCode;
-      responseHeaders = response.headers;
-      text = response.text;
-    } catch (caught) {
-      const failure = caught as ExchangeFailure;
-      statusCode = failure.statusCode;
-      // A non-2xx answer whose body broke off still has a meaningful status, unless we gave up
-      // waiting (timeout, cancellation), which classify reports as such.
-      if (statusCode === undefined || (statusCode >= 200 && statusCode < 300) || signal.aborted)
-        throw classify(failure.error, signal, statusCode);
-    } finally {
-      unwatchDeadline(signal);
-      operation?.detach(signal);
+    exchangeOnce(
+      pool,
+      {
+        origin: url.origin,
+        method: form.method,
+        path: basePath + form.path,
+        headers,
+        body: form.body ?? null,
+      },
+      signal,
+      new Attempt(request, handler, signal),
+    );
+  }
+
+  /** One attempt in flight: hears the exchange's outcome and tells the layers' handler. */
+  class Attempt<T> implements ExchangeSink {
+    constructor(
+      private readonly request: UpstreamRequest<T>,
+      private readonly handler: AnswerHandler<T>,
+      private readonly signal: AttemptSignal,
+    ) {}
+
+    private done(): void {
+      unwatchDeadline(this.signal);
+      this.request.operation?.detach(this.signal);
     }
 
-    const apiKey = operation?.apiKey;
-    if (statusCode < 200 || statusCode >= 300) {
-      throw errorFromStatus({
-        upstream,
+    failed(error: unknown, statusCode: number | undefined): void {
+      this.done();
+      // A non-2xx answer whose body broke off still has a meaningful status, unless we gave up
+      // waiting (timeout, cancellation), which classify reports as such.
+      if (statusCode === undefined || (statusCode >= 200 && statusCode < 300) || this.signal.aborted) {
+        this.handler.onError(classify(error, this.signal, statusCode));
+        return;
+      }
+      this.answered(statusCode, {}, undefined);
+    }
+
+    exchanged(statusCode: number, headers: ResponseHeaders, text: string): void {
+      this.done();
+      this.answered(statusCode, headers, text);
+    }
+
+    private answered(statusCode: number, responseHeaders: ResponseHeaders, text: string | undefined): void {
+      const { request, handler } = this;
+      const form = request.form;
+      const apiKey = request.operation?.apiKey;
+      if (statusCode < 200 || statusCode >= 300) {
+        handler.onError(
+          errorFromStatus({
+            upstream,
+            endpoint: form.endpoint,
+            statusCode,
+            text: redactApiKey(text, apiKey),
+            retryAfter: responseHeaders['retry-after'],
+            ...form.hints,
+          }),
+        );
+        return;
+      }
+      let value: T;
+      try {
+        value = form.decode(JSON.parse(text as string));
+      } catch (error) {
+        const detail =
+          error instanceof ResponseShapeError
+            ? error.detail
+            : error instanceof SyntaxError
+              ? 'not JSON'
+              : 'invalid body';
+        handler.onError(
+          errorFromFailure('bad-response', upstream, {
+            statusCode,
+            body: redactApiKey(text, apiKey),
+            cause: error,
+            detail,
+          }),
+        );
+        return;
+      }
+      const deprecation = header(responseHeaders, 'deprecation');
+      handler.onAnswer({
+        value,
+        source: 'upstream',
         endpoint: form.endpoint,
         statusCode,
-        text: redactApiKey(text, apiKey),
-        retryAfter: responseHeaders['retry-after'],
-        ...form.hints,
+        facts: form.facts(value),
+        deprecation:
+          deprecation === undefined ? undefined : { sunset: header(responseHeaders, 'sunset') ?? null },
+        bodyChars: (text as string).length,
       });
     }
-    let value: T;
-    try {
-      value = form.decode(JSON.parse(text as string));
-    } catch (error) {
-      const detail =
-        error instanceof ResponseShapeError
-          ? error.detail
-          : error instanceof SyntaxError
-            ? 'not JSON'
-            : 'invalid body';
-      throw errorFromFailure('bad-response', upstream, {
-        statusCode,
-        body: redactApiKey(text, apiKey),
-        cause: error,
-        detail,
-      });
-    }
-    const deprecation = header(responseHeaders, 'deprecation');
-    return {
-      value,
-      source: 'upstream',
-      endpoint: form.endpoint,
-      statusCode,
-      facts: form.facts(value),
-      deprecation:
-        deprecation === undefined ? undefined : { sunset: header(responseHeaders, 'sunset') ?? null },
-      bodyChars: (text as string).length,
-    };
   }
 
   return {

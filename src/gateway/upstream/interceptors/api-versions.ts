@@ -15,14 +15,16 @@
  */
 import type { Logger } from 'pino';
 import type { UpstreamCallError, UpstreamName } from '../../errors.js';
-import type {
-  ApiVersion,
-  Dispatch,
-  EndpointName,
-  HttpForm,
-  Interceptor,
-  UpstreamAnswer,
-  UpstreamRequest,
+import {
+  type AnswerHandler,
+  type ApiVersion,
+  type Dispatch,
+  dispatchPromise,
+  type EndpointName,
+  type HttpForm,
+  type Interceptor,
+  type UpstreamAnswer,
+  type UpstreamRequest,
 } from '../dispatch.js';
 import { isGone } from '../status-mapping.js';
 
@@ -102,7 +104,7 @@ export function openApiDiscovery(
     facts: () => ({ costUsd: null, sponsor: null, model: null }),
   };
   return (dispatch) =>
-    dispatch({
+    dispatchPromise(dispatch, {
       upstream: options.upstream,
       forms: { v1: form },
       form,
@@ -136,7 +138,7 @@ export function createApiVersions(options: ApiVersionsOptions): ApiVersions {
   const deprecatedEndpoints = new Map<EndpointName, string | null>();
   let lastEndpoint: EndpointName | undefined;
 
-  const observe = <T>(answer: UpstreamAnswer<T>): UpstreamAnswer<T> => {
+  const observe = (answer: UpstreamAnswer): void => {
     lastEndpoint = answer.endpoint;
     const deprecation = answer.deprecation;
     if (deprecation !== undefined) {
@@ -149,23 +151,6 @@ export function createApiVersions(options: ApiVersionsOptions): ApiVersions {
         );
       }
     }
-    return answer;
-  };
-
-  const send = <T>(
-    next: Dispatch,
-    request: UpstreamRequest<T>,
-    to: ApiVersion,
-    mayBeGone = false,
-  ): Promise<UpstreamAnswer<T>> => {
-    const refusal = refuse?.(to);
-    if (refusal !== undefined) return Promise.reject(refusal);
-    const form = to === 'v2' ? request.forms.v2 : request.forms.v1;
-    const sent =
-      form === request.form && !mayBeGone
-        ? request
-        : { ...request, form: form ?? request.forms.v1, mayBeGone };
-    return next(sent).then(observe);
   };
 
   const moveTo = (to: ApiVersion, because: number | undefined) => {
@@ -207,44 +192,112 @@ export function createApiVersions(options: ApiVersionsOptions): ApiVersions {
       discover();
     }
 
-    return async function versioned<T>(request: UpstreamRequest<T>): Promise<UpstreamAnswer<T>> {
-      if (request.forms.v2 === undefined) return next(request).then(observe);
+    return function versioned<T>(request: UpstreamRequest<T>, handler: AnswerHandler<T>): void {
+      const call = new VersionedCall(next, request, handler);
+      if (request.forms.v2 === undefined) {
+        next(request, call);
+        return;
+      }
       const current = version;
-      if (setting !== 'auto') return send(next, request, current);
+      if (setting !== 'auto') {
+        call.send(current, false);
+        return;
+      }
       const refusal = refuse?.(current);
       if (refusal !== undefined) {
         // The gateway may not call this version; once in a while, see whether the other is back.
         const now = Date.now();
-        if (now - revisitedAt < REVISIT_MS) throw refusal;
+        if (now - revisitedAt < REVISIT_MS) {
+          handler.onError(refusal);
+          return;
+        }
         revisitedAt = now;
-        try {
-          const answer = await send(next, request, other(current), true);
-          moveTo(other(current), undefined);
-          return answer;
-        } catch (error) {
-          if (isGone(error)) throw refusal;
-          throw error;
-        }
+        call.phase = 'revisit';
+        call.failure = refusal;
+        call.send(other(current), true);
+        return;
       }
-      try {
-        // Marked so that a 404/410 (the switch below) is not also logged as an upstream failure.
-        return await send(next, request, current, true);
-      } catch (error) {
-        if (!isGone(error)) throw error;
-        const alternative = other(current);
-        try {
-          const answer = await send(next, request, alternative);
-          moveTo(alternative, error.statusCode);
-          return answer;
-        } catch (second) {
-          if (isGone(second)) throw error; // neither version is there: no retirement, nothing learnt
-          // The other version exists (it answered something else, or the gateway refused to call it).
-          moveTo(alternative, error.statusCode);
-          throw second;
-        }
-      }
+      // Marked so that a 404/410 (the switch below) is not also logged as an upstream failure.
+      call.phase = 'current';
+      call.send(current, true);
     };
   };
+
+  /**
+   * One call through this layer, the handler of each of its sends: `plain` (one version, no
+   * switching), `current` (the current version, which may answer 404/410), `other` (the other version
+   * after such an answer, `failure`), `revisit` (the other version while the current one is refused
+   * with `failure`).
+   */
+  class VersionedCall<T> implements AnswerHandler<T> {
+    phase: 'plain' | 'current' | 'other' | 'revisit' = 'plain';
+    /** The version of the last send. */
+    to: ApiVersion = 'v1';
+    failure: UpstreamCallError | undefined = undefined;
+
+    constructor(
+      private readonly next: Dispatch,
+      private readonly request: UpstreamRequest<T>,
+      private readonly handler: AnswerHandler<T>,
+    ) {}
+
+    send(to: ApiVersion, mayBeGone: boolean): void {
+      this.to = to;
+      const refusal = refuse?.(to);
+      if (refusal !== undefined) {
+        this.onError(refusal);
+        return;
+      }
+      const request = this.request;
+      const form = to === 'v2' ? request.forms.v2 : request.forms.v1;
+      const sent =
+        form === request.form && !mayBeGone
+          ? request
+          : { ...request, form: form ?? request.forms.v1, mayBeGone };
+      this.next(sent, this);
+    }
+
+    onAnswer(answer: UpstreamAnswer<T>): void {
+      try {
+        observe(answer as UpstreamAnswer);
+        if (this.phase === 'other') moveTo(this.to, this.failure?.statusCode);
+        else if (this.phase === 'revisit') moveTo(this.to, undefined);
+      } catch (error) {
+        // A throwing metrics or log callback fails the call, as a throw in an async layer did.
+        this.handler.onError(error);
+        return;
+      }
+      this.handler.onAnswer(answer);
+    }
+
+    onError(error: unknown): void {
+      switch (this.phase) {
+        case 'plain':
+          break;
+        case 'revisit':
+          if (isGone(error)) error = this.failure;
+          break;
+        case 'current':
+          if (!isGone(error)) break;
+          this.phase = 'other';
+          this.failure = error;
+          // After the 404/410's own callback (undici's) has returned, as an awaited retry was.
+          queueMicrotask(() => this.send(other(this.to), false));
+          return;
+        case 'other': {
+          const first = this.failure as UpstreamCallError;
+          if (isGone(error)) {
+            error = first; // neither version is there: no retirement, nothing learnt
+            break;
+          }
+          // The other version exists (it answered something else, or the gateway refused to call it).
+          moveTo(this.to, first.statusCode);
+          break;
+        }
+      }
+      this.handler.onError(error);
+    }
+  }
 
   return {
     interceptor,

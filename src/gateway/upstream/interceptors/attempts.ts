@@ -6,7 +6,14 @@
  * ignored: observing must not turn an answer into a failure.
  */
 import type { UpstreamCallError, UpstreamName } from '../../errors.js';
-import type { Dispatch, EndpointName, Interceptor, UpstreamAnswer, UpstreamRequest } from '../dispatch.js';
+import type {
+  AnswerHandler,
+  Dispatch,
+  EndpointName,
+  Interceptor,
+  UpstreamAnswer,
+  UpstreamRequest,
+} from '../dispatch.js';
 
 /** One finished HTTP attempt. */
 export interface ExchangeEvent {
@@ -22,42 +29,49 @@ export interface ExchangeEvent {
   error?: UpstreamCallError | undefined;
 }
 
+/** One attempt on its way: times it and reports it, then passes the outcome up unchanged. */
+class ObservedAttempt<T> implements AnswerHandler<T> {
+  private readonly start = performance.now();
+
+  constructor(
+    private readonly request: UpstreamRequest<T>,
+    private readonly handler: AnswerHandler<T>,
+    private readonly onAttempt: (event: ExchangeEvent) => void,
+  ) {}
+
+  private report(answer: UpstreamAnswer<T> | undefined, error: UpstreamCallError | undefined): void {
+    const request = this.request as UpstreamRequest;
+    try {
+      this.onAttempt({
+        upstream: request.upstream,
+        endpoint: request.form.endpoint,
+        // Every failure after the status line arrived carries its status (status-mapping.ts).
+        statusCode: answer?.statusCode ?? error?.statusCode ?? null,
+        durationMs: performance.now() - this.start,
+        attempt: request.attempt ?? 1,
+        request,
+        error,
+      });
+    } catch {
+      // A metrics callback must not turn an answer into a failure.
+    }
+  }
+
+  onAnswer(answer: UpstreamAnswer<T>): void {
+    this.report(answer, undefined);
+    this.handler.onAnswer(answer);
+  }
+
+  onError(error: unknown): void {
+    // The transport fails only with UpstreamCallError.
+    this.report(undefined, error as UpstreamCallError);
+    this.handler.onError(error);
+  }
+}
+
 export function observeAttempts(onAttempt: (event: ExchangeEvent) => void): Interceptor {
-  return (next: Dispatch) => {
-    const report = (
-      request: UpstreamRequest,
-      start: number,
-      answer: UpstreamAnswer | undefined,
-      error: UpstreamCallError | undefined,
-    ) => {
-      try {
-        onAttempt({
-          upstream: request.upstream,
-          endpoint: request.form.endpoint,
-          // Every failure after the status line arrived carries its status (status-mapping.ts).
-          statusCode: answer?.statusCode ?? error?.statusCode ?? null,
-          durationMs: performance.now() - start,
-          attempt: request.attempt ?? 1,
-          request,
-          error,
-        });
-      } catch {
-        // A metrics callback must not turn an answer into a failure.
-      }
+  return (next: Dispatch) =>
+    function attempt<T>(request: UpstreamRequest<T>, handler: AnswerHandler<T>): void {
+      next(request, new ObservedAttempt(request, handler, onAttempt));
     };
-    return function attempt<T>(request: UpstreamRequest<T>): Promise<UpstreamAnswer<T>> {
-      const start = performance.now();
-      return next(request).then(
-        (answer) => {
-          report(request as UpstreamRequest, start, answer as UpstreamAnswer, undefined);
-          return answer;
-        },
-        (error: unknown) => {
-          // The transport throws only UpstreamCallError.
-          report(request as UpstreamRequest, start, undefined, error as UpstreamCallError);
-          throw error;
-        },
-      );
-    };
-  };
 }

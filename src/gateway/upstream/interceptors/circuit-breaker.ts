@@ -17,7 +17,14 @@ import {
   IsolatedCircuitError,
 } from 'cockatiel';
 import { UpstreamCallError, type UpstreamName } from '../../errors.js';
-import type { Dispatch, Interceptor, UpstreamAnswer, UpstreamRequest } from '../dispatch.js';
+import {
+  type AnswerHandler,
+  type Dispatch,
+  dispatchPromise,
+  type Interceptor,
+  type UpstreamAnswer,
+  type UpstreamRequest,
+} from '../dispatch.js';
 import { errorFromFailure } from '../status-mapping.js';
 
 export type BreakerState = 'closed' | 'open' | 'half-open' | 'disabled';
@@ -70,9 +77,11 @@ export function createCircuitBreaker(options: CircuitBreakerOptions): CircuitBre
   const threshold = options.threshold ?? 5;
   if (threshold <= 0) return { interceptor: (next) => next, state: () => 'disabled' };
 
+  // Ours, so that a call that ran while the circuit was closed can tell it its outcome (below).
+  const consecutive = new ConsecutiveBreaker(threshold);
   const breaker: CircuitBreakerPolicy = cockatielBreaker(handleWhen(countsAgainstUpstream), {
     halfOpenAfter: options.halfOpenAfterMs ?? 5000,
-    breaker: new ConsecutiveBreaker(threshold),
+    breaker: consecutive,
   });
   /** Set by the half-open event (emitted synchronously right before the test run): probe first. */
   let probeNext = false;
@@ -82,43 +91,97 @@ export function createCircuitBreaker(options: CircuitBreakerOptions): CircuitBre
   const onChange = options.onStateChange;
   if (onChange !== undefined) breaker.onStateChange((state) => onChange(STATE_NAMES[state]));
 
-  const interceptor: Interceptor = (next: Dispatch) =>
-    async function breaking<T>(request: UpstreamRequest<T>): Promise<UpstreamAnswer<T>> {
-      // Failures that do not count against the upstream (a 418, a bad body) come back as values so
-      // that the breaker records a success (the upstream did answer), and are thrown below.
-      const run = async (): Promise<UpstreamAnswer<T> | UpstreamCallError | typeof PROBED> => {
-        if (probeNext) {
-          probeNext = false;
-          if (await options.probe().catch(() => false)) return PROBED;
-          throw errorFromFailure('circuit-open', upstream);
-        }
-        try {
-          return await next(request);
-        } catch (error) {
-          // A cancellation says nothing about the upstream: thrown as is, counted neither way.
-          if (
-            error instanceof UpstreamCallError &&
-            error.kind !== 'cancelled' &&
-            !countsAgainstUpstream(error)
-          )
-            return error;
-          throw error;
-        }
-      };
-      let result: UpstreamAnswer<T> | UpstreamCallError | typeof PROBED;
+  // cockatiel's policy runs a promise-returning task: this layer awaits the attempt below it.
+  const guarded = async <T>(next: Dispatch, request: UpstreamRequest<T>): Promise<UpstreamAnswer<T>> => {
+    // Failures that do not count against the upstream (a 418, a bad body) come back as values so
+    // that the breaker records a success (the upstream did answer), and are thrown below.
+    const run = async (): Promise<UpstreamAnswer<T> | UpstreamCallError | typeof PROBED> => {
+      if (probeNext) {
+        probeNext = false;
+        if (await options.probe().catch(() => false)) return PROBED;
+        throw errorFromFailure('circuit-open', upstream);
+      }
       try {
-        result =
-          breaker.state === CircuitState.Closed
-            ? await breaker.execute(run)
-            : await untilCancelled(breaker.execute(run), request);
-        if (result === PROBED) result = await breaker.execute(run);
+        return await dispatchPromise(next, request);
       } catch (error) {
-        if (error instanceof BrokenCircuitError || error instanceof IsolatedCircuitError)
-          throw errorFromFailure('circuit-open', upstream, { cause: error });
+        // A cancellation says nothing about the upstream: thrown as is, counted neither way.
+        if (error instanceof UpstreamCallError && error.kind !== 'cancelled' && !countsAgainstUpstream(error))
+          return error;
         throw error;
       }
-      if (result instanceof UpstreamCallError) throw result;
-      return result as UpstreamAnswer<T>;
+    };
+    let result: UpstreamAnswer<T> | UpstreamCallError | typeof PROBED;
+    try {
+      result =
+        breaker.state === CircuitState.Closed
+          ? await breaker.execute(run)
+          : await untilCancelled(breaker.execute(run), request);
+      if (result === PROBED) result = await breaker.execute(run);
+    } catch (error) {
+      if (error instanceof BrokenCircuitError || error instanceof IsolatedCircuitError)
+        throw errorFromFailure('circuit-open', upstream, { cause: error });
+      throw error;
+    }
+    if (result instanceof UpstreamCallError) throw result;
+    return result as UpstreamAnswer<T>;
+  };
+
+  /**
+   * A call sent while the circuit was closed, without a promise: what cockatiel's policy does in
+   * its closed state (CircuitBreakerPolicy.execute: run the task, then `success()` on its breaker, or
+   * `failure()` and open at the threshold), with the success side done here, on the answer's way up.
+   * A failure that counts against the upstream goes through the policy itself (`execute` of a task
+   * that fails with it), which counts it and opens the circuit at the threshold, before the caller
+   * hears of it (so its retry sees the open circuit). Only if the circuit left the closed state while
+   * this call ran is the failure just counted: the policy would find it open already (its `open` is
+   * then a no-op) or, during another call's half-open probe, re-open it there, a race this layer does
+   * not reproduce.
+   */
+  class ClosedCall<T> implements AnswerHandler<T> {
+    constructor(private readonly handler: AnswerHandler<T>) {}
+
+    onAnswer(answer: UpstreamAnswer<T>): void {
+      consecutive.success();
+      this.handler.onAnswer(answer);
+    }
+
+    onError(error: unknown): void {
+      const handler = this.handler;
+      // A cancellation says nothing about the upstream: passed on as is, counted neither way.
+      if (error instanceof UpstreamCallError && error.kind === 'cancelled') {
+        handler.onError(error);
+        return;
+      }
+      // Failures that do not count against the upstream (a 418, a bad body): the upstream did answer.
+      if (!countsAgainstUpstream(error)) {
+        if (error instanceof UpstreamCallError) consecutive.success();
+        handler.onError(error);
+        return;
+      }
+      if (breaker.state !== CircuitState.Closed) {
+        consecutive.failure();
+        handler.onError(error);
+        return;
+      }
+      breaker
+        .execute(() => {
+          throw error;
+        })
+        .then(undefined, () => handler.onError(error));
+    }
+  }
+
+  const interceptor: Interceptor = (next: Dispatch) =>
+    function breaking<T>(request: UpstreamRequest<T>, handler: AnswerHandler<T>): void {
+      if (breaker.state === CircuitState.Closed && !probeNext) {
+        next(request, new ClosedCall(handler));
+        return;
+      }
+      // Open or half-open (rare): through cockatiel's policy, which may refuse, probe or make us wait.
+      guarded(next, request).then(
+        (answer) => handler.onAnswer(answer),
+        (error: unknown) => handler.onError(error),
+      );
     };
 
   return { interceptor, state: () => STATE_NAMES[breaker.state] };

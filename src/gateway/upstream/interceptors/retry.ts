@@ -15,7 +15,14 @@
 import { ExponentialBackoff, fullJitterGenerator, type IBackoff } from 'cockatiel';
 import { UpstreamCallError } from '../../errors.js';
 import type { Operation } from '../../operation/operation.js';
-import type { Interceptor, RetryMode } from '../dispatch.js';
+import type {
+  AnswerHandler,
+  Dispatch,
+  Interceptor,
+  RetryMode,
+  UpstreamAnswer,
+  UpstreamRequest,
+} from '../dispatch.js';
 import { errorFromFailure } from '../status-mapping.js';
 
 export interface RetryOptions {
@@ -64,39 +71,88 @@ function pause(ms: number, operation: Operation | undefined, failure: UpstreamCa
   });
 }
 
+interface RetryPolicy {
+  maxAttempts: number;
+  maxRateLimitWaitMs: number;
+  backoffPolicy: ExponentialBackoff<unknown>;
+}
+
+/**
+ * One call's attempts: the handler of each. An answer goes up at once; a failure is retried (after
+ * the backoff's pause, the one promise of this layer, on the failure path only) or goes up.
+ */
+class RetryingCall<T> implements AnswerHandler<T> {
+  private attempt = 1;
+  private serverErrorRetried = false;
+  private backoff: IBackoff<unknown> | undefined = undefined;
+
+  constructor(
+    private readonly next: Dispatch,
+    private readonly request: UpstreamRequest<T>,
+    private readonly handler: AnswerHandler<T>,
+    readonly policy: RetryPolicy,
+  ) {}
+
+  send(): void {
+    const attempt = this.attempt;
+    this.next(attempt === 1 ? this.request : { ...this.request, attempt }, this);
+  }
+
+  onAnswer(answer: UpstreamAnswer<T>): void {
+    this.handler.onAnswer(answer);
+  }
+
+  onError(failure: unknown): void {
+    const delay = this.delayBeforeRetry(failure);
+    if (delay === undefined) {
+      this.handler.onError(failure);
+      return;
+    }
+    this.attempt++;
+    if (delay <= 0) {
+      // Not from inside the failed attempt's callback (undici's, for an answered status): after it.
+      queueMicrotask(() => this.send());
+      return;
+    }
+    pause(delay, this.request.operation, failure as UpstreamCallError).then(
+      () => this.send(),
+      (cancelled: unknown) => this.handler.onError(cancelled),
+    );
+  }
+
+  /** How long to wait before the next attempt; undefined: `failure` is final. */
+  private delayBeforeRetry(failure: unknown): number | undefined {
+    const { request, policy, attempt } = this;
+    const operation = request.operation;
+    if (attempt >= policy.maxAttempts || !(failure instanceof UpstreamCallError) || operation?.cancelled)
+      return undefined;
+    if (!retryable(request.form.retry, failure, this.serverErrorRetried)) return undefined;
+    if (failure.statusCode === 500) this.serverErrorRetried = true;
+    const left = (operation?.deadline ?? Number.POSITIVE_INFINITY) - Date.now();
+    if (failure.statusCode === 429 && failure.retryAfterSeconds !== undefined) {
+      const delay = failure.retryAfterSeconds * 1000;
+      if (delay >= Math.min(left, operation === undefined ? policy.maxRateLimitWaitMs : left))
+        return undefined;
+      return delay;
+    }
+    this.backoff = this.backoff === undefined ? policy.backoffPolicy.next() : this.backoff.next(undefined);
+    const delay = this.backoff.duration;
+    return delay >= left ? undefined : delay;
+  }
+}
+
 export function retry(options: RetryOptions = {}): Interceptor {
-  const maxAttempts = Math.max(1, options.maxAttempts ?? 3);
-  const maxRateLimitWaitMs = options.maxRateLimitWaitMs ?? 5000;
-  const backoffPolicy = new ExponentialBackoff({
-    generator: fullJitterGenerator,
-    initialDelay: options.backoffBaseMs ?? 50,
-    maxDelay: options.backoffCapMs ?? 1000,
-  });
+  const policy: RetryPolicy = {
+    maxAttempts: Math.max(1, options.maxAttempts ?? 3),
+    maxRateLimitWaitMs: options.maxRateLimitWaitMs ?? 5000,
+    backoffPolicy: new ExponentialBackoff({
+      generator: fullJitterGenerator,
+      initialDelay: options.backoffBaseMs ?? 50,
+      maxDelay: options.backoffCapMs ?? 1000,
+    }),
+  };
   return (next) =>
-    async function retrying(request) {
-      let serverErrorRetried = false;
-      let backoff: IBackoff<unknown> | undefined;
-      for (let attempt = 1; ; attempt++) {
-        try {
-          return await next(attempt === 1 ? request : { ...request, attempt });
-        } catch (failure) {
-          const operation = request.operation;
-          if (attempt >= maxAttempts || !(failure instanceof UpstreamCallError) || operation?.cancelled)
-            throw failure;
-          if (!retryable(request.form.retry, failure, serverErrorRetried)) throw failure;
-          if (failure.statusCode === 500) serverErrorRetried = true;
-          const left = (operation?.deadline ?? Number.POSITIVE_INFINITY) - Date.now();
-          let delay: number;
-          if (failure.statusCode === 429 && failure.retryAfterSeconds !== undefined) {
-            delay = failure.retryAfterSeconds * 1000;
-            if (delay >= Math.min(left, operation === undefined ? maxRateLimitWaitMs : left)) throw failure;
-          } else {
-            backoff = backoff === undefined ? backoffPolicy.next() : backoff.next(undefined);
-            delay = backoff.duration;
-            if (delay >= left) throw failure;
-          }
-          if (delay > 0) await pause(delay, operation, failure);
-        }
-      }
+    function retrying<T>(request: UpstreamRequest<T>, handler: AnswerHandler<T>): void {
+      new RetryingCall(next, request, handler, policy).send();
     };
 }

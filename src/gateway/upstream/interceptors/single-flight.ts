@@ -13,7 +13,14 @@
  * `source: 'shared'`: it costs them nothing.
  */
 import { callerIdOf } from '../../identity.js';
-import type { Dispatch, Interceptor, UpstreamAnswer, UpstreamRequest } from '../dispatch.js';
+import {
+  type AnswerHandler,
+  type Dispatch,
+  dispatchPromise,
+  type Interceptor,
+  type UpstreamAnswer,
+  type UpstreamRequest,
+} from '../dispatch.js';
 
 /** Coordination of one call across replicas (src/gateway/shared-state). */
 export interface FlightCoordinator {
@@ -38,64 +45,115 @@ export function sharingKey(request: UpstreamRequest): string | undefined {
   return `${request.upstream}\n${callerIdOf(request.operation?.apiKey)}\n${shareKey}`;
 }
 
-interface InFlight {
-  promise: Promise<UpstreamAnswer<unknown>>;
-  request: UpstreamRequest;
-}
-
 const shared = <T>(answer: UpstreamAnswer<T>): UpstreamAnswer<T> => ({ ...answer, source: 'shared' });
+
+/** A caller waiting for another caller's call. */
+interface Waiter {
+  request: UpstreamRequest;
+  handler: AnswerHandler;
+}
 
 export function singleFlight(options: SingleFlightOptions = {}): Interceptor {
   const { coordinator, onShared } = options;
   const lockTtlMs = options.lockTtlMs ?? 5000;
-  const inFlight = new Map<string, InFlight>();
+  const inFlight = new Map<string, Flight<unknown>>();
 
-  return (next: Dispatch) => {
-    /** This process leads: the call itself, published to other replicas when coordinated. */
-    const lead = async <T>(key: string, request: UpstreamRequest<T>): Promise<UpstreamAnswer<T>> => {
-      if (coordinator === undefined) return next(request);
-      if ((await coordinator.claim(key, lockTtlMs)) === 'follow') {
-        const published = (await coordinator.await(key, lockTtlMs, request.operation)) as
-          | UpstreamAnswer<T>
-          | undefined;
-        if (published !== undefined) {
-          onShared?.(request, 'replicas');
-          return shared(published);
-        }
-        // The other replica's call failed, expired or Redis went away: call ourselves.
-        return next(request);
-      }
-      try {
-        const answer = await next(request);
-        coordinator.settle(key, { ...answer, deprecation: undefined }, lockTtlMs);
-        return answer;
-      } catch (error) {
-        coordinator.settle(key, undefined, lockTtlMs);
-        throw error;
-      }
-    };
+  /**
+   * One call in flight, made for its first caller (whose handler hears first, as its own call) and
+   * shared with the callers that came while it ran.
+   */
+  class Flight<T> implements AnswerHandler<T> {
+    waiters: Waiter[] | undefined = undefined;
 
-    return function sharing<T>(request: UpstreamRequest<T>): Promise<UpstreamAnswer<T>> {
-      const key = sharingKey(request);
-      if (key === undefined) return next(request);
-      const running = inFlight.get(key);
-      if (running !== undefined) {
-        return running.promise.then(
-          (answer) => {
-            onShared?.(request, 'process');
-            return shared(answer as UpstreamAnswer<T>);
-          },
-          (error: unknown) => {
-            // Given up by the caller that made it (client gone): not this caller's failure.
-            if (running.request.operation?.cancelled && !request.operation?.cancelled)
-              return sharing(request);
-            throw error;
-          },
-        );
+    constructor(
+      private readonly next: Dispatch,
+      readonly key: string,
+      readonly request: UpstreamRequest<T>,
+      private readonly handler: AnswerHandler<T>,
+    ) {}
+
+    onAnswer(answer: UpstreamAnswer<T>): void {
+      inFlight.delete(this.key);
+      this.handler.onAnswer(answer);
+      const waiters = this.waiters;
+      if (waiters === undefined) return;
+      for (const waiter of waiters) {
+        onShared?.(waiter.request, 'process');
+        waiter.handler.onAnswer(shared(answer));
       }
-      const promise = lead(key, request).finally(() => inFlight.delete(key));
-      inFlight.set(key, { promise: promise as Promise<UpstreamAnswer<unknown>>, request });
-      return promise;
-    };
+    }
+
+    onError(error: unknown): void {
+      inFlight.delete(this.key);
+      this.handler.onError(error);
+      const waiters = this.waiters;
+      if (waiters === undefined) return;
+      for (const waiter of waiters) {
+        // Given up by the caller that made it (client gone): not this caller's failure.
+        if (this.request.operation?.cancelled && !waiter.request.operation?.cancelled)
+          // After the failed call's own callback has returned, as an awaited retry was.
+          queueMicrotask(() => sharing(this.next, waiter.request, waiter.handler));
+        else waiter.handler.onError(error);
+      }
+    }
+  }
+
+  /** Across replicas (Redis): claim the call, or wait for the replica that has it. */
+  const leadAcrossReplicas = async <T>(
+    next: Dispatch,
+    key: string,
+    request: UpstreamRequest<T>,
+  ): Promise<UpstreamAnswer<T>> => {
+    const claimer = coordinator as FlightCoordinator;
+    if ((await claimer.claim(key, lockTtlMs)) === 'follow') {
+      const published = (await claimer.await(key, lockTtlMs, request.operation)) as
+        | UpstreamAnswer<T>
+        | undefined;
+      if (published !== undefined) {
+        onShared?.(request, 'replicas');
+        return shared(published);
+      }
+      // The other replica's call failed, expired or Redis went away: call ourselves.
+      return dispatchPromise(next, request);
+    }
+    try {
+      const answer = await dispatchPromise(next, request);
+      claimer.settle(key, { ...answer, deprecation: undefined }, lockTtlMs);
+      return answer;
+    } catch (error) {
+      claimer.settle(key, undefined, lockTtlMs);
+      throw error;
+    }
   };
+
+  function sharing<T>(next: Dispatch, request: UpstreamRequest<T>, handler: AnswerHandler<T>): void {
+    const key = sharingKey(request);
+    if (key === undefined) {
+      next(request, handler);
+      return;
+    }
+    const running = inFlight.get(key);
+    if (running !== undefined) {
+      const waiter: Waiter = { request: request as UpstreamRequest, handler: handler as AnswerHandler };
+      if (running.waiters === undefined) running.waiters = [waiter];
+      else running.waiters.push(waiter);
+      return;
+    }
+    // In the map before the call starts: the call may answer before `next` returns.
+    const flight = new Flight(next, key, request, handler);
+    inFlight.set(key, flight as Flight<unknown>);
+    if (coordinator === undefined) {
+      next(request, flight);
+      return;
+    }
+    leadAcrossReplicas(next, key, request).then(
+      (answer) => flight.onAnswer(answer),
+      (error: unknown) => flight.onError(error),
+    );
+  }
+
+  return (next: Dispatch) =>
+    function singleFlighted<T>(request: UpstreamRequest<T>, handler: AnswerHandler<T>): void {
+      sharing(next, request, handler);
+    };
 }
