@@ -402,6 +402,8 @@ export function createCostControl(options: CostControlOptions): CostControl {
       // Only a document that may ask for minAccuracy is looked at for routing: the rest pay nothing.
       const routed = plan.routable === true ? routeFields(plan, variables) : undefined;
       const first = attempt(operation, plan, variables, routed?.down);
+      // Admitted at once, nothing routed (the common operation): nothing left to decide or count.
+      if (first === undefined && routed === undefined) return undefined;
       const admitted = (refusal: GraphQLError | undefined) => {
         const admission = operation.admission;
         if (refusal === undefined && routed !== undefined && admission instanceof Admission) {
