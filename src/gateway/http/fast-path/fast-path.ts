@@ -138,6 +138,8 @@ class FastRequest {
   /** The body read so far: one chunk (the common case), or several, joined at its end. */
   body: Buffer | Buffer[] | undefined = undefined;
   size = 0;
+  /** Until the body's end or error: whichever comes first decides, as a promise's first settlement would. */
+  reading = true;
   /** Set at the response's first `close`. */
   closed = false;
   /** The request's variables, once its body is read. */
@@ -168,6 +170,8 @@ function onBodyChunk(this: IncomingMessage, chunk: Buffer): void {
 
 function onBodyEnd(this: IncomingMessage): void {
   const request = (this as Carrier)[RECORD] as FastRequest;
+  if (!request.reading) return;
+  request.reading = false;
   const { body, size } = request;
   request.body = undefined;
   // Shorter than its Content-Length: nobody to answer.
@@ -181,7 +185,10 @@ function onBodyEnd(this: IncomingMessage): void {
 
 /** The client went away mid-body: nobody to answer. */
 function onBodyError(this: IncomingMessage): void {
-  ((this as Carrier)[RECORD] as FastRequest).res.destroy();
+  const request = (this as Carrier)[RECORD] as FastRequest;
+  if (!request.reading) return;
+  request.reading = false;
+  request.res.destroy();
 }
 
 function onResponseClose(this: ServerResponse): void {
