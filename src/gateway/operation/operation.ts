@@ -2,8 +2,9 @@
  * One GraphQL operation, split by owner:
  * - its request facts (API key, request id, cost cap, deadline, batch): read-only, given at creation;
  * - its cancellation (the client went away, the gateway shuts down): `cancel`, and what watches it;
- * - its call ledger (`ledger`): what its upstream calls did, written only through the ledger's
- *   methods, by the upstream layers (observer, response cache);
+ * - its call ledger (`ledger`, the operation itself: one record per operation, not two): what its
+ *   upstream calls did, written only through the ledger's methods, by the upstream layers (observer,
+ *   response cache);
  * - its cost admission (`admission`): owned by cost control (cost/cost-control.ts), which alone makes
  *   and settles it, once;
  * - its report (type, name, whether it ran, its span): written by the pipeline's steps.

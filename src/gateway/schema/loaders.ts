@@ -1,7 +1,8 @@
 /**
  * Per-operation loaders (DataLoader): identical upstream calls within one operation reach the
  * upstream once. One DataLoader per call kind, made at the kind's first call: an operation that
- * selects only `health`, or fails validation, makes none.
+ * selects only `health`, or fails validation, makes none. The loaders of an operation are one object
+ * (no closure per kind and operation), and a batch of one call (the common one) skips Promise.all.
  *
  * The upstreams have no batch endpoint: a batch of keys is as many calls, started together, their
  * answers (or failures) returned in key order, as DataLoader asks. DataLoader's per-operation cache
