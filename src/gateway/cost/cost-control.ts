@@ -127,7 +127,6 @@ class Admission implements CostAdmission {
   fallbacks: readonly Fallback[] | undefined = undefined;
   /** The fields whose model routing chose (models/router.ts). */
   routing: readonly RoutedField[] | undefined = undefined;
-  readonly #overrides: ReadonlyMap<string, string> | undefined;
 
   constructor(
     private readonly estimator: Estimator,
@@ -135,12 +134,10 @@ class Admission implements CostAdmission {
     private readonly variables: Record<string, unknown> | undefined,
     private readonly down: StepDown | undefined,
     private readonly budget: CostBudget | undefined,
-  ) {
-    this.#overrides = down?.overrides;
-  }
+  ) {}
 
   modelFor(key: string): string | undefined {
-    return this.#overrides?.get(key);
+    return this.down?.overrides.get(key);
   }
 
   estimate(): CostEstimate {
