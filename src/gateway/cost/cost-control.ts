@@ -99,10 +99,26 @@ interface StepDown {
   readonly overrides: ReadonlyMap<string, string>;
 }
 
+/** The model calls of a plan for one text of its priced variables, and the last estimate made of them. */
+interface PricedCalls {
+  readonly calls: readonly ModelCall[];
+  last: CostEstimate | undefined;
+}
+
 /** Per plan, the model calls of each distinct text of its priced variables (the arguments are read once). */
 const MAX_ARGUMENT_SETS = 64;
 
-/** An operation's admission: its estimate (made once) and its reservation until it settles. */
+/** How an admission's estimate is made: from the plan and variables, with a step's models if any. */
+type Estimator = (
+  plan: OperationPlan,
+  variables: Record<string, unknown> | undefined,
+  down: StepDown | undefined,
+) => CostEstimate;
+
+/**
+ * An operation's admission: its estimate (made once, when first asked) and its reservation until it
+ * settles. What the estimate is made from is kept as fields, not in a closure per admission.
+ */
 class Admission implements CostAdmission {
   #estimate: CostEstimate | undefined = undefined;
   #hold: BudgetHold | undefined = undefined;
@@ -113,17 +129,19 @@ class Admission implements CostAdmission {
   routing: readonly RoutedField[] | undefined = undefined;
 
   constructor(
-    private readonly make: () => CostEstimate,
+    private readonly estimator: Estimator,
+    private readonly plan: OperationPlan,
+    private readonly variables: Record<string, unknown> | undefined,
+    private readonly down: StepDown | undefined,
     private readonly budget: CostBudget | undefined,
-    private readonly overrides: ReadonlyMap<string, string> | undefined = undefined,
   ) {}
 
   modelFor(key: string): string | undefined {
-    return this.overrides?.get(key);
+    return this.down?.overrides.get(key);
   }
 
   estimate(): CostEstimate {
-    this.#estimate ??= this.make();
+    this.#estimate ??= this.estimator(this.plan, this.variables, this.down);
     return this.#estimate;
   }
 
@@ -155,9 +173,9 @@ class Admission implements CostAdmission {
 
 export function createCostControl(options: CostControlOptions): CostControl {
   const { model, budget, onRefusal, onEstimate, onAbandoned, router, onRouted } = options;
-  const callsByPlan = new WeakMap<OperationPlan, Map<string, ModelCall[]>>();
+  const callsByPlan = new WeakMap<OperationPlan, Map<string, PricedCalls>>();
 
-  const callsOf = (plan: OperationPlan, variables: Record<string, unknown> | undefined): ModelCall[] => {
+  const callsOf = (plan: OperationPlan, variables: Record<string, unknown> | undefined): PricedCalls => {
     let perVariables = callsByPlan.get(plan);
     if (perVariables === undefined) {
       perVariables = new Map();
@@ -171,33 +189,54 @@ export function createCostControl(options: CostControlOptions): CostControl {
       for (const name of priced) key += `${JSON.stringify(variables[name]) ?? '-'}\n`;
     let calls = perVariables.get(key);
     if (calls === undefined) {
-      calls = modelCalls(plan, variables);
+      calls = { calls: modelCalls(plan, variables), last: undefined };
       if (perVariables.size >= MAX_ARGUMENT_SETS) perVariables.clear();
       perVariables.set(key, calls);
     }
     return calls;
   };
 
-  const estimateOf = (
-    plan: OperationPlan,
-    variables: Record<string, unknown> | undefined,
-    down?: StepDown,
-  ): CostEstimate => {
-    const priced: Array<readonly [UpstreamName, string, number]> = [];
+  /** An estimate of `calls` at the cost model's prices now. */
+  const priceOf = (calls: readonly ModelCall[]): CostEstimate => {
+    const priced: Array<readonly [UpstreamName, string, number]> = new Array(calls.length);
     let usd = 0;
-    const calls =
-      down === undefined
-        ? callsOf(plan, variables)
-        : down.fields.flatMap(({ key, calls: of }) => {
-            const model = down.overrides.get(key);
-            return model === undefined ? of : of.map((call) => ({ ...call, model }));
-          });
-    for (const call of calls) {
+    for (let i = 0; i < calls.length; i++) {
+      const call = calls[i] as ModelCall;
       const expected = model.expected(call);
       usd += expected;
-      priced.push([call.upstream, call.model, expected]);
+      priced[i] = [call.upstream, call.model, expected];
     }
     return { usd: roundUsd(usd), calls: priced };
+  };
+
+  /**
+   * The estimate of a plan's calls for these priced variables: the last one made for them when the
+   * cost model still prices every call as it did then (an estimate is read-only data), else a new one.
+   */
+  const estimateOfCalls = (entry: PricedCalls): CostEstimate => {
+    const last = entry.last;
+    if (last !== undefined) {
+      const { calls } = entry;
+      let same = true;
+      for (let i = 0; i < calls.length && same; i++)
+        same =
+          model.expected(calls[i] as ModelCall) ===
+          (last.calls[i] as readonly [UpstreamName, string, number])[2];
+      if (same) return last;
+    }
+    const estimate = priceOf(entry.calls);
+    entry.last = estimate;
+    return estimate;
+  };
+
+  const estimateOf: Estimator = (plan, variables, down) => {
+    if (down === undefined) return estimateOfCalls(callsOf(plan, variables));
+    return priceOf(
+      down.fields.flatMap(({ key, calls: of }) => {
+        const model = down.overrides.get(key);
+        return model === undefined ? of : of.map((call) => ({ ...call, model }));
+      }),
+    );
   };
 
   const overBudget = (
@@ -255,7 +294,7 @@ export function createCostControl(options: CostControlOptions): CostControl {
     variables: Record<string, unknown> | undefined,
     down?: StepDown,
   ): GraphQLError | undefined | Promise<GraphQLError | undefined> => {
-    const admission = new Admission(() => estimateOf(plan, variables, down), budget, down?.overrides);
+    const admission = new Admission(estimateOf, plan, variables, down, budget);
     operation.admit(admission);
     const cap = operation.maxCostUsd;
     if (cap === undefined && budget === undefined) return undefined;
@@ -360,6 +399,8 @@ export function createCostControl(options: CostControlOptions): CostControl {
       // Only a document that may ask for minAccuracy is looked at for routing: the rest pay nothing.
       const routed = plan.routable === true ? routeFields(plan, variables) : undefined;
       const first = attempt(operation, plan, variables, routed?.down);
+      // Admitted at once, nothing routed (the common operation): nothing left to decide or count.
+      if (first === undefined && routed === undefined) return undefined;
       const admitted = (refusal: GraphQLError | undefined) => {
         const admission = operation.admission;
         if (refusal === undefined && routed !== undefined && admission instanceof Admission) {

@@ -24,23 +24,32 @@ export interface CostModel {
 }
 
 export function createCostModel(): CostModel {
-  /** Per kind and model: the mean of observed cost ÷ table price. */
-  const ratios = new Map<string, number>();
-  const keyOf = (call: ModelCall) => `${call.kind}\n${call.model}`;
+  /**
+   * Per kind, per model: the mean of observed cost ÷ table price. Two levels rather than one key
+   * string: every estimate and every answer looks a mean up, and a key string would be made each time.
+   */
+  const ratios = new Map<string, Map<string, number>>();
+  let tracked = 0;
   return {
     expected(call) {
-      return listPrice(call) * (ratios.get(keyOf(call)) ?? 1);
+      return listPrice(call) * (ratios.get(call.kind)?.get(call.model) ?? 1);
     },
     observe(call, usd) {
       const price = listPrice(call);
       if (!Number.isFinite(usd) || usd < 0 || price <= 0) return;
       const ratio = usd / price;
-      const key = keyOf(call);
-      const mean = ratios.get(key);
+      let byModel = ratios.get(call.kind);
+      const mean = byModel?.get(call.model);
       if (mean === undefined) {
-        if (ratios.size < MAX_MODELS) ratios.set(key, ratio);
+        if (tracked >= MAX_MODELS) return;
+        if (byModel === undefined) {
+          byModel = new Map();
+          ratios.set(call.kind, byModel);
+        }
+        byModel.set(call.model, ratio);
+        tracked++;
       } else {
-        ratios.set(key, mean + MEAN_WEIGHT * (ratio - mean));
+        (byModel as Map<string, number>).set(call.model, mean + MEAN_WEIGHT * (ratio - mean));
       }
     },
   };

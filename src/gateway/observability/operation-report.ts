@@ -119,21 +119,26 @@ export function createOperationReporter(options: OperationReporterOptions): Oper
       metrics.recordOperation(operation.name, operation.type, outcome, durationMs);
       const costUsd = roundUsd(ledger.costUsd);
 
-      const extensions: OperationExtensions = {};
-      if (ledger.sponsors !== undefined) extensions.sponsoredBy = [...ledger.sponsors];
-      if (responseCache && ledger.cacheHits + ledger.cacheMisses > 0)
+      // The extensions, made only when there is something to show (most operations: `cost`).
+      let extensions: OperationExtensions | undefined;
+      if (ledger.sponsors !== undefined) extensions = { sponsoredBy: [...ledger.sponsors] };
+      if (responseCache && ledger.cacheHits + ledger.cacheMisses > 0) {
+        extensions ??= {};
         extensions.cache = { hits: ledger.cacheHits, misses: ledger.cacheMisses };
+      }
       if (ledger.touchedUpstream) {
-        extensions.cost = {
+        const cost: NonNullable<OperationExtensions['cost']> = {
           gpuCostUsd: costUsd,
           upstreamCalls: ledger.upstreamCalls,
           cacheHits: ledger.cacheHits,
         };
-        if (estimate !== undefined) extensions.cost.estimatedCostUsd = estimate.usd;
+        if (estimate !== undefined) cost.estimatedCostUsd = estimate.usd;
         const fallbacks = operation.admission?.fallbacks;
-        if (fallbacks !== undefined && fallbacks.length > 0) extensions.cost.fallbacks = fallbacks;
+        if (fallbacks !== undefined && fallbacks.length > 0) cost.fallbacks = fallbacks;
         const routing = operation.admission?.routing;
-        if (routing !== undefined && routing.length > 0) extensions.cost.routing = routing;
+        if (routing !== undefined && routing.length > 0) cost.routing = routing;
+        extensions ??= {};
+        extensions.cost = cost;
       }
 
       const level = outcome === 'error' ? 'warn' : 'info';
@@ -168,9 +173,14 @@ export function createOperationReporter(options: OperationReporterOptions): Oper
           span.setStatus({ code: SpanStatusCode.ERROR, message: outcome });
         span.end();
       }
-      if (ledger.sponsors === undefined && extensions.cache === undefined && extensions.cost === undefined)
-        return result;
-      return { ...result, extensions: { ...result.extensions, ...extensions } };
+      if (extensions === undefined) return result;
+      return {
+        ...result,
+        extensions:
+          result.extensions === undefined
+            ? (extensions as Record<string, unknown>)
+            : { ...result.extensions, ...extensions },
+      };
     },
   };
 }

@@ -2,8 +2,9 @@
  * One GraphQL operation, split by owner:
  * - its request facts (API key, request id, cost cap, deadline, batch): read-only, given at creation;
  * - its cancellation (the client went away, the gateway shuts down): `cancel`, and what watches it;
- * - its call ledger (`ledger`): what its upstream calls did, written only through the ledger's
- *   methods, by the upstream layers (observer, response cache);
+ * - its call ledger (`ledger`, the operation itself: one record per operation, not two): what its
+ *   upstream calls did, written only through the ledger's methods, by the upstream layers (observer,
+ *   response cache);
  * - its cost admission (`admission`): owned by cost control (cost/cost-control.ts), which alone makes
  *   and settles it, once;
  * - its report (type, name, whether it ran, its span): written by the pipeline's steps.
@@ -104,7 +105,8 @@ export interface CallInFlight {
  * flight. The upstream layers write it through these methods; the report and cost control read it.
  */
 export class CallLedger {
-  #inFlight: Set<CallInFlight> | undefined = undefined;
+  /** A handful at most (an operation's distinct calls): an array costs less than a Set. */
+  #inFlight: CallInFlight[] | undefined = undefined;
   #abandoned: CallInFlight[] | undefined = undefined;
   #calls: UpstreamCallRecord[] | undefined = undefined;
   #sponsors: string[] | undefined = undefined;
@@ -145,14 +147,18 @@ export class CallLedger {
   /** A logical call starts (the observer, outermost layer). */
   begin(pricing: ModelCall | undefined): CallInFlight {
     const call: CallInFlight = { pricing, abandoned: false };
-    this.#inFlight ??= new Set();
-    this.#inFlight.add(call);
+    if (this.#inFlight === undefined) this.#inFlight = [call];
+    else this.#inFlight.push(call);
     return call;
   }
 
   /** The call ended; `answered`: the upstream answered it (so it is billed as reported, not estimated). */
   end(call: CallInFlight, answered: boolean): void {
-    this.#inFlight?.delete(call);
+    const inFlight = this.#inFlight;
+    if (inFlight !== undefined) {
+      const index = inFlight.indexOf(call);
+      if (index !== -1) inFlight.splice(index, 1);
+    }
     if (answered) call.abandoned = false;
   }
 
@@ -216,7 +222,11 @@ export interface OperationInit {
   fallback?: boolean | undefined;
 }
 
-export class Operation implements Cancellation {
+/**
+ * One operation's record. It is its own call ledger (`ledger` is the operation itself): one object per
+ * operation rather than two, its ledger's writers and readers unchanged.
+ */
+export class Operation extends CallLedger implements Cancellation {
   readonly apiKey: string | undefined;
   readonly requestId: string;
   /** `performance.now()` at creation. */
@@ -228,7 +238,6 @@ export class Operation implements Cancellation {
   readonly headerRefusal: GraphQLError | undefined;
   readonly address: string | undefined;
   readonly fallback: boolean;
-  readonly ledger = new CallLedger();
 
   #admission: CostAdmission | undefined = undefined;
 
@@ -245,11 +254,12 @@ export class Operation implements Cancellation {
   #reason: unknown = undefined;
   /**
    * What the cancellation aborts: upstream attempts (objects, not closures: one per attempt) and the
-   * listeners of `onCancel`, wrapped alike.
+   * listeners of `onCancel`, wrapped alike; in the order they came.
    */
-  #watchers: Set<Abortable> | undefined = undefined;
+  #watchers: Abortable[] | undefined = undefined;
 
   constructor(init: OperationInit) {
+    super();
     this.apiKey = init.apiKey;
     this.requestId = init.requestId;
     this.deadline = init.deadlineMs > 0 ? Date.now() + init.deadlineMs : Number.POSITIVE_INFINITY;
@@ -259,6 +269,11 @@ export class Operation implements Cancellation {
     this.headerRefusal = init.headerRefusal;
     this.address = init.address;
     this.fallback = init.fallback ?? false;
+  }
+
+  /** What its upstream calls did: the operation's own ledger. */
+  get ledger(): CallLedger {
+    return this;
   }
 
   /** Cost control's admission, once admitted (cost/cost-control.ts). */
@@ -283,7 +298,7 @@ export class Operation implements Cancellation {
     if (this.#cancelled) return;
     this.#cancelled = true;
     this.#reason = reason;
-    this.ledger.abandon();
+    this.abandon();
     const watchers = this.#watchers;
     this.#watchers = undefined;
     if (watchers !== undefined) for (const watcher of watchers) watcher.abort(reason);
@@ -295,12 +310,18 @@ export class Operation implements Cancellation {
       attempt.abort(this.reason);
       return;
     }
-    this.#watchers ??= new Set();
-    this.#watchers.add(attempt);
+    // A few at a time (an attempt's signal, a retry's and a breaker's listener): an array costs less
+    // than a Set, and is searched as fast.
+    const watchers = this.#watchers;
+    if (watchers === undefined) this.#watchers = [attempt];
+    else if (!watchers.includes(attempt)) watchers.push(attempt);
   }
 
   detach(attempt: Abortable): void {
-    this.#watchers?.delete(attempt);
+    const watchers = this.#watchers;
+    if (watchers === undefined) return;
+    const index = watchers.indexOf(attempt);
+    if (index !== -1) watchers.splice(index, 1);
   }
 
   onCancel(listener: (reason: unknown) => void): () => void {

@@ -66,8 +66,8 @@ export interface RequestState {
   readonly facts: RequestFacts;
   /** Set when the request carries an array of operations (BATCH_LIMIT), before any is opened. */
   batch: OperationBatch | undefined;
-  /** The request's operations, in the order they were opened. */
-  readonly operations: Operation[];
+  /** The request's operations, in the order they were opened (written by `open` alone). */
+  operations: readonly Operation[];
   /**
    * The document of a single-operation request, once resolved: a request the fast path read and then
    * hands to Yoga's lane is not resolved (nor counted) twice.
@@ -143,6 +143,9 @@ export interface RequestPipeline {
   end(state: RequestState): void;
 }
 
+/** A request's operations before the first is opened: shared, never written. */
+const NO_OPERATIONS: readonly Operation[] = Object.freeze([]);
+
 /** The answer `processRegularResult` builds, as plain data (it only ever calls `new Response(body, init)`). */
 class PlainResponse {
   constructor(
@@ -202,7 +205,7 @@ export function createRequestPipeline(options: RequestPipelineOptions): RequestP
       return {
         facts,
         batch: undefined,
-        operations: [],
+        operations: NO_OPERATIONS,
         resolved: undefined,
         streaming: false,
         ended: false,
@@ -222,7 +225,10 @@ export function createRequestPipeline(options: RequestPipelineOptions): RequestP
         fallback: facts.fallback ?? options.fallbackByDefault ?? false,
         batch: state.batch,
       });
-      state.operations.push(operation);
+      // One operation (the common request) is an array of one, not an empty array grown by a push.
+      const opened = state.operations;
+      if (opened.length === 0) state.operations = [operation];
+      else (opened as Operation[]).push(operation);
       reporter.start(operation, facts);
       return operation;
     },

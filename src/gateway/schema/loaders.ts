@@ -1,7 +1,8 @@
 /**
  * Per-operation loaders (DataLoader): identical upstream calls within one operation reach the
  * upstream once. One DataLoader per call kind, made at the kind's first call: an operation that
- * selects only `health`, or fails validation, makes none.
+ * selects only `health`, or fails validation, makes none. The loaders of an operation are one object
+ * (no closure per kind and operation), and a batch of one call (the common one) skips Promise.all.
  *
  * The upstreams have no batch endpoint: a batch of keys is as many calls, started together, their
  * answers (or failures) returned in key order, as DataLoader asks. DataLoader's per-operation cache
@@ -30,11 +31,11 @@ export type HealthPair = [HealthProbe<NullHealthBody>, HealthProbe<PiHealthBody>
 /** Told of each upstream call a loader saved. */
 export type OnDedup = (upstream: UpstreamName) => void;
 
-/** What a loader calls, for one operation. */
+/** What a loader calls, for one operation: the operation's loaders themselves. */
 interface CallContext {
-  clients: UpstreamClients;
-  operation: Operation;
-  onDedup: OnDedup;
+  readonly clients: UpstreamClients;
+  readonly operation: Operation;
+  readonly onDedup: OnDedup;
 }
 
 /** One kind of upstream call: which upstream, how a request is keyed, and the call. */
@@ -45,15 +46,18 @@ interface CallKind<Request, Answer> {
   call(context: CallContext, request: Request): Promise<Answer>;
 }
 
-/** A DataLoader cache map that reports its hits. */
+/** A DataLoader cache map that reports its hits (the upstream it counts for is a field: no closure). */
 class CountingMap<V> extends Map<string, V> {
-  constructor(private readonly onHit: () => void) {
+  constructor(
+    private readonly onHit: OnDedup,
+    private readonly upstream: UpstreamName,
+  ) {
     super();
   }
 
   override get(key: string): V | undefined {
     const value = super.get(key);
-    if (value !== undefined) this.onHit();
+    if (value !== undefined) this.onHit(this.upstream);
     return value;
   }
 }
@@ -63,33 +67,26 @@ export interface Loader<Request, Answer> {
   load(request: Request): Promise<Answer>;
 }
 
-/** The calls of one kind within one operation, made when first needed. */
+/** An Error in DataLoader's result array is that key's rejection. */
+const asError = (error: unknown): Error => (error instanceof Error ? error : new Error(String(error)));
+const one = <Answer>(answer: Answer): Answer[] => [answer];
+const oneFailed = (error: unknown): Error[] => [asError(error)];
+
+/** The DataLoader of one kind of call within one operation. */
 function loaderOf<Request, Answer>(
   kind: CallKind<Request, Answer>,
   context: CallContext,
-): Loader<Request, Answer> {
-  let loader: DataLoader<Request, Answer, string> | undefined;
-  return {
-    load(request) {
-      loader ??= new DataLoader<Request, Answer, string>(
-        (requests) =>
-          Promise.all(
-            requests.map((r) =>
-              kind.call(context, r).then(
-                (answer) => answer,
-                // An Error in the result array is that key's rejection.
-                (error: unknown) => (error instanceof Error ? error : new Error(String(error))),
-              ),
-            ),
-          ),
-        {
-          cacheKeyFn: kind.key,
-          cacheMap: new CountingMap<Promise<Answer>>(() => context.onDedup(kind.upstream)),
-        },
+): DataLoader<Request, Answer, string> {
+  return new DataLoader<Request, Answer, string>(
+    (requests) => {
+      // The common batch is one call: its answer as an array of one, without Promise.all.
+      if (requests.length === 1) return kind.call(context, requests[0] as Request).then(one, oneFailed);
+      return Promise.all(
+        requests.map((r) => kind.call(context, r).then((answer): Answer | Error => answer, asError)),
       );
-      return loader.load(request);
     },
-  };
+    { cacheKeyFn: kind.key, cacheMap: new CountingMap<Promise<Answer>>(context.onDedup, kind.upstream) },
+  );
 }
 
 const NULL_CHECK: CallKind<NullCheckRequest, NullCheckResponse> = {
@@ -119,15 +116,48 @@ export interface Loaders {
   health(): Promise<HealthPair>;
 }
 
+/**
+ * The loaders of one operation: one object, its DataLoaders made at their kind's first call (an
+ * operation that selects only `health`, or fails validation, makes none), and the context their
+ * calls read.
+ */
+class OperationLoaders implements Loaders, CallContext {
+  #nullCheck: DataLoader<NullCheckRequest, NullCheckResponse, string> | undefined = undefined;
+  #pi: DataLoader<PiRequest, PiResponse, string> | undefined = undefined;
+  #inference: DataLoader<InferenceRequest, InferenceResponse, string> | undefined = undefined;
+  #health: Promise<HealthPair> | undefined = undefined;
+
+  constructor(
+    readonly clients: UpstreamClients,
+    readonly operation: Operation,
+    readonly onDedup: OnDedup,
+  ) {}
+
+  get nullCheck(): Loader<NullCheckRequest, NullCheckResponse> {
+    this.#nullCheck ??= loaderOf(NULL_CHECK, this);
+    return this.#nullCheck;
+  }
+
+  get pi(): Loader<PiRequest, PiResponse> {
+    this.#pi ??= loaderOf(PI, this);
+    return this.#pi;
+  }
+
+  get inference(): Loader<InferenceRequest, InferenceResponse> {
+    this.#inference ??= loaderOf(INFERENCE, this);
+    return this.#inference;
+  }
+
+  health(): Promise<HealthPair> {
+    this.#health ??= Promise.all([
+      this.clients.health.nullCheck(this.operation),
+      this.clients.health.piDigits(this.operation),
+    ]);
+    return this.#health;
+  }
+}
+
 /** The loaders of one operation over `clients`. */
 export function createLoaders(clients: UpstreamClients, operation: Operation, onDedup: OnDedup): Loaders {
-  const context: CallContext = { clients, operation, onDedup };
-  let health: Promise<HealthPair> | undefined;
-  return {
-    nullCheck: loaderOf(NULL_CHECK, context),
-    pi: loaderOf(PI, context),
-    inference: loaderOf(INFERENCE, context),
-    health: () =>
-      (health ??= Promise.all([clients.health.nullCheck(operation), clients.health.piDigits(operation)])),
-  };
+  return new OperationLoaders(clients, operation, onDedup);
 }

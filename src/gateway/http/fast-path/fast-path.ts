@@ -53,12 +53,13 @@ export interface FastPath {
   readonly served: { fast: number; handedOver: number };
 }
 
+/** The body's parameters: the parsed object itself, once checked (`null` and absent alike). */
 interface Params {
-  query: unknown;
-  documentId: unknown;
-  extensions: unknown;
-  variables: Record<string, unknown> | undefined;
-  operationName: string | undefined;
+  query?: unknown;
+  documentId?: unknown;
+  extensions?: unknown;
+  variables?: Record<string, unknown> | null;
+  operationName?: string | null;
 }
 
 const isPlainObject = (value: unknown): value is Record<string, unknown> =>
@@ -87,29 +88,7 @@ function paramsOf(body: Buffer): Params | undefined {
   if (variables != null && !isPlainObject(variables)) return undefined;
   if (operationName != null && typeof operationName !== 'string') return undefined;
   if (extensions != null && !isPlainObject(extensions)) return undefined;
-  return {
-    query: json.query,
-    documentId: json.documentId,
-    extensions,
-    variables: variables == null ? undefined : variables,
-    operationName: operationName == null ? undefined : operationName,
-  };
-}
-
-function readBody(req: IncomingMessage, length: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (chunk: Buffer) => {
-      chunks.push(chunk);
-      size += chunk.length;
-    });
-    req.once('end', () => {
-      if (size !== length) reject(new Error('body shorter than Content-Length'));
-      else resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
-    });
-    req.once('error', reject);
-  });
+  return json as Params;
 }
 
 /** Writes a Fetch Response (Yoga's answer to a handed-over request) to node's response. */
@@ -129,6 +108,95 @@ async function sendFetchResponse(response: Response, res: ServerResponse): Promi
     if (!res.write(chunk)) await new Promise((resolve) => res.once('drain', resolve));
   }
   res.end();
+}
+
+/** Writes an answer's head and body, unless the client went away meanwhile. */
+function send(
+  res: ServerResponse,
+  status: number,
+  headers: Record<string, string | number>,
+  delivered: Delivered,
+): void {
+  if (res.destroyed || res.writableEnded) return;
+  if (delivered.vary) headers.vary = 'Accept-Encoding';
+  if (delivered.encoding !== undefined) headers['content-encoding'] = delivered.encoding;
+  headers['content-length'] = delivered.length;
+  res.writeHead(status, headers);
+  res.end(delivered.body);
+}
+
+/** Where a request's record is kept on node's request and response, for their listeners. */
+const RECORD = Symbol('fast-path request');
+type Carrier = { [RECORD]?: FastRequest };
+
+/**
+ * One request on the fast path, from its headers to its answer: the state every step shares, on one
+ * object, read by node's listeners through `RECORD` (module functions: no closure per listener and
+ * request, no `once` wrapper, no promise for the body).
+ */
+class FastRequest {
+  /** The body read so far: one chunk (the common case), or several, joined at its end. */
+  body: Buffer | Buffer[] | undefined = undefined;
+  size = 0;
+  /** Until the body's end or error: whichever comes first decides, as a promise's first settlement would. */
+  reading = true;
+  /** Set at the response's first `close`. */
+  closed = false;
+  /** The request's variables, once its body is read. */
+  variables: Record<string, unknown> | undefined = undefined;
+  /** Its operation, once opened. */
+  operation: Operation | undefined = undefined;
+
+  constructor(
+    readonly req: IncomingMessage,
+    readonly res: ServerResponse,
+    readonly state: RequestState,
+    readonly mediaType: JsonMediaType,
+    /** Content-Length. */
+    readonly length: number,
+    readonly pipeline: RequestPipeline,
+    readonly received: (request: FastRequest, body: Buffer) => void,
+  ) {}
+}
+
+function onBodyChunk(this: IncomingMessage, chunk: Buffer): void {
+  const request = (this as Carrier)[RECORD] as FastRequest;
+  const body = request.body;
+  if (body === undefined) request.body = chunk;
+  else if (Array.isArray(body)) body.push(chunk);
+  else request.body = [body, chunk];
+  request.size += chunk.length;
+}
+
+function onBodyEnd(this: IncomingMessage): void {
+  const request = (this as Carrier)[RECORD] as FastRequest;
+  if (!request.reading) return;
+  request.reading = false;
+  const { body, size } = request;
+  request.body = undefined;
+  // Shorter than its Content-Length: nobody to answer.
+  if (size !== request.length) {
+    request.res.destroy();
+    return;
+  }
+  const whole = body === undefined ? Buffer.alloc(0) : Array.isArray(body) ? Buffer.concat(body, size) : body;
+  request.received(request, whole);
+}
+
+/** The client went away mid-body: nobody to answer. */
+function onBodyError(this: IncomingMessage): void {
+  const request = (this as Carrier)[RECORD] as FastRequest;
+  if (!request.reading) return;
+  request.reading = false;
+  request.res.destroy();
+}
+
+function onResponseClose(this: ServerResponse): void {
+  const request = (this as Carrier)[RECORD] as FastRequest;
+  if (request.closed) return;
+  request.closed = true;
+  if (!this.writableFinished) request.pipeline.cancel(request.state, new Error('client went away'));
+  request.pipeline.end(request.state);
 }
 
 export function createFastPath(options: FastPathOptions): FastPath {
@@ -179,89 +247,76 @@ export function createFastPath(options: FastPathOptions): FastPath {
   };
 
   /** Writes the answer; small ones (the common case) at once: no zlib, no copy (compression.ts `deliver`). */
-  const write = (
-    res: ServerResponse,
-    state: RequestState,
-    result: ExecutionResult,
-    mediaType: JsonMediaType,
-  ): void | Promise<void> => {
-    const extra = pipeline.answerHeaders(state);
-    if (isPromise(extra)) return extra.then((added) => writeWith(res, state, result, mediaType, added));
-    return writeWith(res, state, result, mediaType, extra);
+  const write = (request: FastRequest, result: ExecutionResult): void | Promise<void> => {
+    const extra = pipeline.answerHeaders(request.state);
+    if (isPromise(extra)) return extra.then((added) => writeWith(request, result, added));
+    return writeWith(request, result, extra);
   };
 
   const writeWith = (
-    res: ServerResponse,
-    state: RequestState,
+    request: FastRequest,
     result: ExecutionResult,
-    mediaType: JsonMediaType,
     added: AnswerHeaders | undefined,
   ): void | Promise<void> => {
-    const encoded = pipeline.encode(result, mediaType);
+    const { res, state } = request;
+    const encoded = pipeline.encode(result, request.mediaType);
     if (res.destroyed || res.writableEnded) return;
     const headers: Record<string, string | number> = {};
-    for (const [name, value] of Object.entries(encoded.headers)) headers[name.toLowerCase()] = value;
+    const given = encoded.headers;
+    for (const name in given) headers[name.toLowerCase()] = given[name] as string;
     if (added !== undefined) Object.assign(headers, added);
     headers['x-request-id'] = state.facts.requestId;
-    const send = (delivered: Delivered) => {
-      if (res.destroyed || res.writableEnded) return;
-      if (delivered.vary) headers.vary = 'Accept-Encoding';
-      if (delivered.encoding !== undefined) headers['content-encoding'] = delivered.encoding;
-      headers['content-length'] = delivered.length;
-      res.writeHead(encoded.status, headers);
-      res.end(delivered.body);
-    };
     const delivered = compression.deliver(encoded.body, state.facts.acceptEncoding);
-    return isPromise(delivered) ? delivered.then(send) : send(delivered);
+    if (!isPromise(delivered)) return send(res, encoded.status, headers, delivered);
+    return delivered.then((later) => send(res, encoded.status, headers, later));
+  };
+
+  /** The operation's result: finished (codes, masking, the report) and written. */
+  const answer = (request: FastRequest, result: ExecutionResult): void | Promise<void> =>
+    write(request, pipeline.finish(request.operation as Operation, result));
+
+  const execute = (request: FastRequest, ready: PreparedOperation): void | Promise<void> => {
+    const operation = request.operation as Operation;
+    const result = pipeline.execute(operation, ready.document, ready.operationName, request.variables);
+    return isPromise(result) ? result.then((done) => answer(request, done)) : answer(request, result);
   };
 
   const run = (
-    res: ServerResponse,
-    state: RequestState,
-    operation: Operation,
+    request: FastRequest,
     ready: PreparedOperation,
-    params: Params,
-    mediaType: JsonMediaType,
     register: { hash: string; text: string } | undefined,
   ): void | Promise<void> => {
-    const answer = (result: ExecutionResult) =>
-      write(res, state, pipeline.finish(operation, result), mediaType);
-    const execute = () => {
-      const result = pipeline.execute(operation, ready.document, ready.operationName, params.variables);
-      return isPromise(result) ? result.then(answer) : answer(result);
-    };
     const refusal = pipeline.admit(
-      operation,
+      request.operation as Operation,
       ready.document,
       ready.operationName,
-      params.variables,
+      request.variables,
       register,
     );
-    if (refusal === undefined) return execute();
-    if (!isPromise(refusal)) return answer(refusal);
-    return refusal.then((refused) => (refused === undefined ? execute() : answer(refused)));
+    if (refusal === undefined) return execute(request, ready);
+    if (!isPromise(refusal)) return answer(request, refusal);
+    return refusal.then((refused) =>
+      refused === undefined ? execute(request, ready) : answer(request, refused),
+    );
   };
 
-  const serve = (
-    req: IncomingMessage,
-    res: ServerResponse,
-    body: Buffer,
-    state: RequestState,
-    mediaType: JsonMediaType,
-  ): void | Promise<void> => {
+  const serve = (request: FastRequest, body: Buffer): void | Promise<void> => {
+    const { req, res, state } = request;
     const params = paramsOf(body);
     if (params === undefined) return handOver(req, res, body, state);
     const resolved: Resolved | Promise<Resolved> = pipeline.resolve(state, params);
     // A lookup that waits for Redis, or a refusal: Yoga's lane answers with the same resolution.
     if (isPromise(resolved) || resolved instanceof Error || resolved.query === '')
       return handOver(req, res, body, state);
-    const ready = prepared.get(resolved.query, params.operationName);
+    const operationName = params.operationName ?? undefined;
+    const ready = prepared.get(resolved.query, operationName);
     if (ready === 'yoga') return handOver(req, res, body, state);
     served.fast++;
-    const operation = pipeline.open(state, params.operationName);
+    request.variables = params.variables ?? undefined;
+    request.operation = pipeline.open(state, operationName);
     const register =
       resolved.register === undefined ? undefined : { hash: resolved.register, text: resolved.query };
-    return run(res, state, operation, ready, params, mediaType, register);
+    return run(request, ready, register);
   };
 
   const fail = (error: unknown, res: ServerResponse) => {
@@ -278,34 +333,45 @@ export function createFastPath(options: FastPathOptions): FastPath {
     res.end(body);
   };
 
+  /** The body is in: the request is served, or handed to Yoga's lane. */
+  const received = (request: FastRequest, body: Buffer): void => {
+    const res = request.res;
+    try {
+      const serving = serve(request, body);
+      if (isPromise(serving)) serving.catch((error: unknown) => fail(error, res));
+    } catch (error) {
+      fail(error, res);
+    }
+  };
+
   if (options.enabled === false) return { handle: () => false, served };
   return {
     served,
     handle(req, res) {
       if (!eligible(req)) return false;
+      const headers = req.headers;
       const state = pipeline.begin(
-        requestFactsOf((name) => req.headers[name] as string | undefined, req.socket.remoteAddress),
+        requestFactsOf((name) => headers[name] as string | undefined, req.socket.remoteAddress),
       );
       const mediaType = state.facts.mediaType;
       if (mediaType === undefined) return false;
+      const request = new FastRequest(
+        req,
+        res,
+        state,
+        mediaType,
+        Number(headers['content-length']),
+        pipeline,
+        received,
+      );
+      (req as Carrier)[RECORD] = request;
+      (res as Carrier)[RECORD] = request;
       // The pipeline's last step, once, whichever lane answers: settled when the response is done
       // or the client went away (its operations then cancelled first).
-      res.once('close', () => {
-        if (!res.writableFinished) pipeline.cancel(state, new Error('client went away'));
-        pipeline.end(state);
-      });
-      readBody(req, Number(req.headers['content-length'])).then(
-        (body) => {
-          try {
-            const serving = serve(req, res, body, state, mediaType);
-            if (isPromise(serving)) serving.catch((error: unknown) => fail(error, res));
-          } catch (error) {
-            fail(error, res);
-          }
-        },
-        // The client went away mid-body: nobody to answer.
-        () => res.destroy(),
-      );
+      res.on('close', onResponseClose);
+      req.on('data', onBodyChunk);
+      req.on('end', onBodyEnd);
+      req.on('error', onBodyError);
       return true;
     },
   };
