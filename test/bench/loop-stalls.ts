@@ -268,18 +268,7 @@ export function prepareStallTrace(options: StallTraceOptions = {}): StallTrace {
       const ended = performance.now();
       let samples: Sample[] = [];
       if (session !== undefined) {
-        const { profile } = (await session.post('Profiler.stop')) as {
-          profile: {
-            nodes: Array<{
-              id: number;
-              callFrame: { functionName: string; url: string; lineNumber: number };
-              children?: number[];
-            }>;
-            startTime: number;
-            samples: number[];
-            timeDeltas: number[];
-          };
-        };
+        const { profile } = (await session.post('Profiler.stop')) as { profile: Profile };
         session.disconnect();
         samples = samplesOf(profile, hrtimeOffsetMs);
       }
