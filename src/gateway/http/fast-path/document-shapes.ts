@@ -28,6 +28,8 @@
  */
 import {
   type DocumentNode,
+  type ExecutionResult,
+  GraphQLError,
   type GraphQLInputType,
   type GraphQLLeafType,
   type GraphQLSchema,
@@ -37,11 +39,18 @@ import {
   isLeafType,
   isListType,
   Kind,
+  Lexer,
+  type OperationDefinitionNode,
   OverlappingFieldsCanBeMergedRule,
   parse,
+  parseType,
+  Source,
+  type StringValueNode,
   TokenKind,
   TypeInfo,
   type ValueNode,
+  type VariableDefinitionNode,
+  type VariableNode,
   validate,
   visit,
   visitWithTypeInfo,
@@ -59,6 +68,32 @@ export interface DocumentShapesOptions {
 export interface DocumentShapes {
   /** Whether `document`, parsed from `query` with its locations, passes every validation rule. */
   valid(query: string, document: DocumentNode): boolean;
+  /**
+   * `query` as its learnt shape's operation with the literals lifted into variables, without parsing,
+   * validating or planning it again; undefined when it is not a document of a lifted shape, or when
+   * anything about it could answer differently from the document itself (a literal that does not
+   * parse, a place that cannot be lifted written differently): the caller then parses and validates
+   * it as any other document.
+   */
+  lift(
+    query: string,
+    operationName: string | undefined,
+    variables: Record<string, unknown> | undefined,
+  ): LiftedDocument | undefined;
+}
+
+/**
+ * A document run as its shape's operation: the shape's document, whose literals are hidden variables,
+ * with this document's literal values added to the request's variables. Its errors point into the
+ * shape's document until `relocate` moves them into this one.
+ */
+export interface LiftedDocument {
+  /** The shape's operation (the same object for every document of the shape). */
+  readonly document: DocumentNode;
+  /** The request's variables and the document's literals, coerced as `parseLiteral` coerces them. */
+  readonly variables: Record<string, unknown>;
+  /** The result with the locations of its errors moved from the shape's document to this one. */
+  relocate(result: ExecutionResult): ExecutionResult;
 }
 
 /** A place where ValuesOfCorrectTypeRule hands a literal to its type's `parseLiteral`. */
@@ -66,12 +101,39 @@ interface Leaf {
   /** Keys from the document to the value node (the same in every document of the shape). */
   path: ReadonlyArray<string | number>;
   type: GraphQLLeafType;
+  /** The input type of the place (with its non-null and list wrappers). */
+  location: GraphQLInputType;
+}
+
+/** A literal of a lifted shape: a hidden variable of the place's type, or text every document repeats. */
+type Place = { variable: string; type: GraphQLLeafType } | { text: string };
+
+/**
+ * A shape's operation with its literals lifted into variables (`$literal0`, … : a prefix no variable of
+ * the document starts with), each of the type of its place, so the same value reaches the resolvers
+ * whether it was written in the document or given as the variable. Lifted are the literals of the one
+ * operation and its fragments that are one token where ValuesOfCorrectTypeRule calls `parseLiteral`;
+ * the rest (default values of variables, which must be constants; the tokens inside a list or object
+ * that is one JSON literal) stay, and a document of the shape is lifted only when it writes them alike.
+ */
+interface Lifting {
+  document: DocumentNode;
+  /** The name of the shape's one operation. */
+  name: string | undefined;
+  /** The text the shape was learnt from, where the lifted document's locations point. */
+  source: Source;
+  /** Its literal tokens, in order. */
+  literals: readonly Literal[];
+  /** Per literal token, in order. */
+  places: readonly Place[];
 }
 
 interface Shape {
   leaves: Leaf[];
   /** OverlappingFieldsCanBeMergedRule compares literal arguments: it runs on each document. */
   overlapSensitive: boolean;
+  /** Undefined: the shape is not lifted (several operations, overlap-sensitive, nothing to lift). */
+  lifting: Lifting | undefined;
 }
 
 /** What one recorded literal place weighs in the shapes' size bound, in characters. */
@@ -91,6 +153,8 @@ interface Literal {
   kind: string;
   start: number;
   end: number;
+  /** The token's value (a string's, unescaped). */
+  value: string;
 }
 
 /** The document's Int, Float and String tokens, in order (from the parser's own token list). */
@@ -98,7 +162,7 @@ function literalsOf(document: DocumentNode): Literal[] {
   const literals: Literal[] = [];
   for (let token = document.loc?.startToken ?? null; token !== null; token = token.next) {
     if (LITERAL_TOKENS.has(token.kind))
-      literals.push({ kind: token.kind, start: token.start, end: token.end });
+      literals.push({ kind: token.kind, start: token.start, end: token.end, value: token.value });
   }
   return literals;
 }
@@ -147,7 +211,7 @@ function leavesOf(schema: GraphQLSchema, document: DocumentNode): Leaf[] {
   const record = (path: ReadonlyArray<string | number>, location: GraphQLInputType | undefined | null) => {
     if (location == null) return;
     const type = getNamedType(location);
-    if (isLeafType(type)) leaves.push({ path: [...path], type });
+    if (isLeafType(type)) leaves.push({ path: [...path], type, location });
   };
   visit(
     document,
@@ -195,6 +259,142 @@ function parses(leaf: Leaf, node: ValueNode | undefined): boolean {
   }
 }
 
+const isValueLiteral = (node: ValueNode | undefined): boolean =>
+  node !== undefined && (node.kind === Kind.INT || node.kind === Kind.FLOAT || node.kind === Kind.STRING);
+
+/** The shape's lifted operation, from its learnt document (see `Lifting`); undefined if it has none. */
+function liftingOf(
+  query: string,
+  document: DocumentNode,
+  literals: readonly Literal[],
+  leaves: readonly Leaf[],
+): Lifting | undefined {
+  const operations = document.definitions.filter(
+    (definition): definition is OperationDefinitionNode => definition.kind === Kind.OPERATION_DEFINITION,
+  );
+  const source = document.loc?.source;
+  if (operations.length !== 1 || source === undefined || source.body !== query) return undefined;
+  const names: string[] = [];
+  visit(document, { Variable: (node) => void names.push(node.name.value) });
+  let prefix = 'literal';
+  while (names.some((name) => name.startsWith(prefix))) prefix = `_${prefix}`;
+  const byStart = new Map<number, number>();
+  for (const [i, literal] of literals.entries()) byStart.set(literal.start, i);
+  const places: Place[] = literals.map((literal) => ({ text: query.slice(literal.start, literal.end) }));
+  const variables = new Map<number, VariableNode>();
+  const definitions: VariableDefinitionNode[] = [];
+  for (const leaf of leaves) {
+    // A default value is a constant: no variable there.
+    if (leaf.path[0] !== 'definitions' || leaf.path[2] === 'variableDefinitions') continue;
+    const node = nodeAt(document, leaf.path);
+    const i = node?.loc === undefined ? undefined : byStart.get(node.loc.start);
+    if (!isValueLiteral(node) || node?.loc === undefined || i === undefined) continue;
+    const name = `${prefix}${definitions.length}`;
+    // The variable takes the literal's place in the document (its location too, for errors there).
+    variables.set(node.loc.start, {
+      kind: Kind.VARIABLE,
+      name: { kind: Kind.NAME, value: name },
+      loc: node.loc,
+    });
+    definitions.push({
+      kind: Kind.VARIABLE_DEFINITION,
+      variable: { kind: Kind.VARIABLE, name: { kind: Kind.NAME, value: name } },
+      type: parseType(String(leaf.location), { noLocation: true }),
+    });
+    places[i] = { variable: name, type: leaf.type };
+  }
+  if (definitions.length === 0) return undefined;
+  const lift = (node: ValueNode) => (node.loc === undefined ? undefined : variables.get(node.loc.start));
+  const lifted = visit(document, {
+    IntValue: lift,
+    FloatValue: lift,
+    StringValue: lift,
+    OperationDefinition: {
+      leave: (node) => ({
+        ...node,
+        variableDefinitions: [...(node.variableDefinitions ?? []), ...definitions],
+      }),
+    },
+  });
+  return { document: lifted, name: operations[0]?.name?.value, source, literals, places };
+}
+
+/** The value node the parser makes of a literal token (its location aside). */
+function literalNode(literal: Literal): ValueNode {
+  switch (literal.kind) {
+    case TokenKind.INT:
+      return { kind: Kind.INT, value: literal.value };
+    case TokenKind.FLOAT:
+      return { kind: Kind.FLOAT, value: literal.value };
+    default:
+      return {
+        kind: Kind.STRING,
+        value: literal.value,
+        block: literal.kind === TokenKind.BLOCK_STRING,
+      } satisfies StringValueNode;
+  }
+}
+
+class Lifted implements LiftedDocument {
+  constructor(
+    private readonly lifting: Lifting,
+    private readonly query: string,
+    private readonly literals: readonly Literal[],
+    readonly variables: Record<string, unknown>,
+  ) {}
+
+  get document(): DocumentNode {
+    return this.lifting.document;
+  }
+
+  /**
+   * A position in the shape's text, in this document's: the texts differ only inside literal tokens,
+   * so a position after the k-th literal is as far past its end in both.
+   */
+  private position(at: number): number {
+    const from = this.lifting.literals;
+    let k = 0;
+    while (k < from.length && (from[k] as Literal).end <= at) k++;
+    if (k === 0) return at;
+    return (this.literals[k - 1] as Literal).end + at - (from[k - 1] as Literal).end;
+  }
+
+  relocate(result: ExecutionResult): ExecutionResult {
+    const errors = result.errors;
+    const from = this.lifting.source;
+    if (errors === undefined || !errors.some((error) => error.source === from)) return result;
+    const source = new Source(this.query);
+    const moved = errors.map((error) =>
+      error.source !== from || error.positions === undefined
+        ? error
+        : new GraphQLError(error.message, {
+            nodes: error.nodes,
+            source,
+            positions: error.positions.map((at) => this.position(at)),
+            path: error.path,
+            originalError: error.originalError,
+            extensions: error.extensions,
+          }),
+    );
+    return { ...result, errors: moved };
+  }
+}
+
+/** The literal tokens of `query` by graphql-js's lexer (the parser's own); undefined if it does not lex. */
+function lexLiterals(query: string): Literal[] | undefined {
+  const literals: Literal[] = [];
+  try {
+    const lexer = new Lexer(new Source(query));
+    for (let token = lexer.advance(); token.kind !== TokenKind.EOF; token = lexer.advance()) {
+      if (LITERAL_TOKENS.has(token.kind))
+        literals.push({ kind: token.kind, start: token.start, end: token.end, value: token.value });
+    }
+  } catch {
+    return undefined;
+  }
+  return literals;
+}
+
 export function createDocumentShapes(options: DocumentShapesOptions): DocumentShapes {
   const { schema } = options;
   const shapes = new LRUCache<string, Shape | typeof SEEN_ONCE>({
@@ -202,8 +402,15 @@ export function createDocumentShapes(options: DocumentShapesOptions): DocumentSh
     maxSize: options.maxChars ?? 4 * 1024 * 1024,
     // A learnt shape also holds a path per literal (a few hundred bytes): counted as characters, so
     // that shapes of many literals cannot hold more memory than the bound says.
+    // A lifted shape also holds its document (parsed, and its text): counted as its text once more.
     sizeCalculation: (value, key) =>
-      Math.max(1, key.length + (value === SEEN_ONCE ? 0 : value.leaves.length * LEAF_CHARS)),
+      Math.max(
+        1,
+        key.length +
+          (value === SEEN_ONCE
+            ? 0
+            : value.leaves.length * LEAF_CHARS + (value.lifting?.source.body.length ?? 0)),
+      ),
   });
 
   const learn = (query: string, document: DocumentNode, literals: readonly Literal[]): Shape => {
@@ -214,10 +421,52 @@ export function createDocumentShapes(options: DocumentShapesOptions): DocumentSh
     } catch {
       // The copy did not parse (it always should): every document of this shape runs the rule.
     }
-    return { leaves: leavesOf(schema, document), overlapSensitive };
+    const leaves = leavesOf(schema, document);
+    // Where literals take part in merging fields, each document's literals decide its validity and
+    // which field node's arguments run: such a shape is not lifted.
+    const lifting = overlapSensitive ? undefined : liftingOf(query, document, literals, leaves);
+    return { leaves, overlapSensitive, lifting };
   };
 
   return {
+    lift(query, operationName, variables) {
+      if (shapes.size === 0) return undefined;
+      const literals = lexLiterals(query);
+      if (literals === undefined || literals.length === 0) return undefined;
+      const shape = shapes.get(shapeKey(query, literals));
+      const lifting = shape === undefined || shape === SEEN_ONCE ? undefined : shape.lifting;
+      // A name the shape's operation does not have: getOperationAST finds none (Yoga answers it).
+      if (lifting === undefined || (operationName !== undefined && operationName !== lifting.name))
+        return undefined;
+      const values: Record<string, unknown> = { ...variables };
+      const places = lifting.places;
+      for (let i = 0; i < literals.length; i++) {
+        const place = places[i] as Place;
+        const literal = literals[i] as Literal;
+        if ('text' in place) {
+          if (
+            literal.end - literal.start !== place.text.length ||
+            !query.startsWith(place.text, literal.start)
+          )
+            return undefined;
+          continue;
+        }
+        // ValuesOfCorrectTypeRule's leaf check, whose value is the argument graphql-js would pass
+        // (valueFromAST calls `parseLiteral` so). As a variable, it is coerced by `parseValue`: lifted
+        // only when that gives the very same value back (for JSON, the same JsonArgument).
+        let value: unknown;
+        try {
+          value = place.type.parseLiteral(literalNode(literal), undefined);
+          if (value === undefined || value === null || !Object.is(place.type.parseValue(value), value))
+            return undefined;
+        } catch {
+          return undefined;
+        }
+        values[place.variable] = value;
+      }
+      return new Lifted(lifting, query, literals, values);
+    },
+
     valid(query, document) {
       const literals = literalsOf(document);
       // Without literals the shape is the document: the caller's cache by text already covers it.

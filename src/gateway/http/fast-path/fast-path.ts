@@ -224,19 +224,21 @@ export function createFastPath(options: FastPathOptions): FastPath {
     mediaType: JsonMediaType,
     register: { hash: string; text: string } | undefined,
   ): void | Promise<void> => {
+    // A document run as its shape's operation: its literals are variables, its errors relocated.
+    const lifted = ready.lifted;
+    const variables = lifted === undefined ? params.variables : lifted.variables;
     const answer = (result: ExecutionResult) =>
-      write(res, state, pipeline.finish(operation, result), mediaType);
+      write(
+        res,
+        state,
+        pipeline.finish(operation, lifted === undefined ? result : lifted.relocate(result)),
+        mediaType,
+      );
     const execute = () => {
-      const result = pipeline.execute(operation, ready.document, ready.operationName, params.variables);
+      const result = pipeline.execute(operation, ready.document, ready.operationName, variables);
       return isPromise(result) ? result.then(answer) : answer(result);
     };
-    const refusal = pipeline.admit(
-      operation,
-      ready.document,
-      ready.operationName,
-      params.variables,
-      register,
-    );
+    const refusal = pipeline.admit(operation, ready.document, ready.operationName, variables, register);
     if (refusal === undefined) return execute();
     if (!isPromise(refusal)) return answer(refusal);
     return refusal.then((refused) => (refused === undefined ? execute() : answer(refused)));
@@ -255,7 +257,7 @@ export function createFastPath(options: FastPathOptions): FastPath {
     // A lookup that waits for Redis, or a refusal: Yoga's lane answers with the same resolution.
     if (isPromise(resolved) || resolved instanceof Error || resolved.query === '')
       return handOver(req, res, body, state);
-    const ready = prepared.get(resolved.query, params.operationName);
+    const ready = prepared.get(resolved.query, params.operationName, params.variables);
     if (ready === 'yoga') return handOver(req, res, body, state);
     served.fast++;
     const operation = pipeline.open(state, params.operationName);

@@ -14,12 +14,18 @@ import { type DocumentNode, type GraphQLSchema, getOperationAST, parse } from 'g
 import { LRUCache } from 'lru-cache';
 import type { OperationPlan } from '../../operation/operation-plan.js';
 import { usesIncrementalDelivery } from '../../request/executor.js';
-import { createDocumentShapes } from './document-shapes.js';
+import { createDocumentShapes, type LiftedDocument } from './document-shapes.js';
 
 export interface PreparedOperation {
   document: DocumentNode;
   operationName: string | undefined;
   plan: OperationPlan;
+  /**
+   * Set when the request's document runs as its shape's operation (document-shapes.ts `lift`):
+   * `document` is then the shape's, the variables to run it with are `lifted.variables`, and its
+   * result's errors point into the request's document once `lifted.relocate` has moved them.
+   */
+  lifted?: LiftedDocument;
 }
 
 export type Verdict = PreparedOperation | 'yoga';
@@ -35,8 +41,11 @@ export interface PreparedOperationsOptions {
 }
 
 export interface PreparedOperations {
-  get(query: string, operationName: string | undefined): Verdict;
+  /** `variables`: the request's, to which a lifted document's literals are added. */
+  get(query: string, operationName: string | undefined, variables?: Record<string, unknown>): Verdict;
   readonly size: number;
+  /** Documents run as their shape's operation, not cached by text (document-shapes.ts `lift`). */
+  readonly lifted: number;
 }
 
 export function createPreparedOperations(options: PreparedOperationsOptions): PreparedOperations {
@@ -64,12 +73,44 @@ export function createPreparedOperations(options: PreparedOperationsOptions): Pr
     return { document, operationName, plan: options.plan(document, operationName) };
   };
 
+  /**
+   * Per lifted document of a shape, its prepared operation (or 'yoga': it cannot be one): the plan of
+   * the shape's operation, whose distinct upstream calls are those of every document of the shape
+   * only when no two of its upstream fields share a name (`a: pi(digits: 2) b: pi(digits: 2)` is one
+   * call, with 2 and 3 two; lifted, always two): otherwise its documents are prepared one by one.
+   */
+  let liftedCount = 0;
+  const liftedOperations = new WeakMap<DocumentNode, PreparedOperation | 'yoga'>();
+  const liftedOperation = (document: DocumentNode): PreparedOperation | 'yoga' => {
+    let prepared = liftedOperations.get(document);
+    if (prepared === undefined) {
+      prepared = 'yoga';
+      const operation = getOperationAST(document);
+      if (operation?.operation === 'query' && !usesIncrementalDelivery(document)) {
+        const plan = options.plan(document, undefined);
+        const names = new Set(plan.fields.map((field) => field.node.name.value));
+        if (names.size === plan.fields.length) prepared = { document, operationName: undefined, plan };
+      }
+      liftedOperations.set(document, prepared);
+    }
+    return prepared;
+  };
+
   return {
-    get(query, operationName) {
+    get(query, operationName, variables) {
       let byName = cache.get(query);
       const name = operationName ?? '';
       let verdict = byName?.get(name);
       if (verdict !== undefined) return verdict;
+      // A new document of a lifted shape: nothing parsed, validated, planned or kept per text.
+      const lifted = shapes.lift(query, operationName, variables);
+      if (lifted !== undefined) {
+        const prepared = liftedOperation(lifted.document);
+        if (prepared !== 'yoga') {
+          liftedCount++;
+          return { ...prepared, operationName, lifted };
+        }
+      }
       verdict = prepare(query, operationName);
       if (byName === undefined) {
         byName = new Map();
@@ -80,6 +121,9 @@ export function createPreparedOperations(options: PreparedOperationsOptions): Pr
     },
     get size() {
       return cache.size;
+    },
+    get lifted() {
+      return liftedCount;
     },
   };
 }
