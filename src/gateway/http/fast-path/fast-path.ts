@@ -49,8 +49,11 @@ export interface FastPathOptions {
 export interface FastPath {
   /** Serves `req` when it is the common case and returns true; false leaves it to Yoga's handler. */
   handle(req: IncomingMessage, res: ServerResponse): boolean;
-  /** Requests taken, and those handed to Yoga after reading their body (tests, operators). */
-  readonly served: { fast: number; handedOver: number };
+  /**
+   * Requests taken, those of them run as their document's shape (prepared-operations.ts), and those
+   * handed to Yoga after reading their body (tests, operators).
+   */
+  readonly served: { fast: number; lifted: number; handedOver: number };
 }
 
 interface Params {
@@ -133,7 +136,7 @@ async function sendFetchResponse(response: Response, res: ServerResponse): Promi
 
 export function createFastPath(options: FastPathOptions): FastPath {
   const { yoga, pipeline, prepared, compression, logger, maxBodyBytes } = options;
-  const served = { fast: 0, handedOver: 0 };
+  const served = { fast: 0, lifted: 0, handedOver: 0 };
 
   const eligible = (req: IncomingMessage): boolean => {
     // QUERY (RFC 10008) is answered exactly as a POST (docs/contract.md, Delivery to frontends).
@@ -260,6 +263,7 @@ export function createFastPath(options: FastPathOptions): FastPath {
     const ready = prepared.get(resolved.query, params.operationName, params.variables);
     if (ready === 'yoga') return handOver(req, res, body, state);
     served.fast++;
+    if (ready.lifted !== undefined) served.lifted++;
     const operation = pipeline.open(state, params.operationName);
     const register =
       resolved.register === undefined ? undefined : { hash: resolved.register, text: resolved.query };
