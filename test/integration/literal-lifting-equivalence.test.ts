@@ -223,7 +223,10 @@ beforeAll(async () => {
       case 'key':
         return { status: 401 };
       default:
-        return { body: nullBody({ is_null: body.value === null, sponsored_by: 'Sponsor N' }) };
+        // The value as the upstream got it, in the answer (extensions.sponsoredBy): coercion shows.
+        return {
+          body: nullBody({ is_null: body.value === null, sponsored_by: `Sponsor ${JSON.stringify(body.value)}` }),
+        };
     }
   });
   upstream.route('GET', '/pi-prefix/api/v1/pi', (req) => {
