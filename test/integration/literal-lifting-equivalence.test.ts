@@ -225,7 +225,10 @@ beforeAll(async () => {
       default:
         // The value as the upstream got it, in the answer (extensions.sponsoredBy): coercion shows.
         return {
-          body: nullBody({ is_null: body.value === null, sponsored_by: `Sponsor ${JSON.stringify(body.value)}` }),
+          body: nullBody({
+            is_null: body.value === null,
+            sponsored_by: `Sponsor ${JSON.stringify(body.value)}`,
+          }),
         };
     }
   });

@@ -25,6 +25,23 @@
  * that reads literal values must be added to the per-document checks here.
  * test/unit/document-shapes-differential.test.ts checks every verdict by shape against that full
  * validation (`createDocumentValidator`) on generated documents.
+ *
+ * Lifting (`lift`): a learnt shape of one operation also holds that operation with its literals lifted
+ * into hidden variables (`Lifting`), so that a new document of the shape is only tokenized (graphql-js's
+ * Lexer, the parser's own), its literals read from the tokens and given as those variables, and the
+ * shape's operation runs, its plan and compiled query made once per shape (prepared-operations.ts).
+ * What keeps the answer the document's own:
+ * - the same checks as `valid` (the leaf check on each literal; overlap-sensitive shapes not lifted);
+ * - each literal's value is its type's `parseLiteral` of the node the parser would make, the value
+ *   graphql-js's `valueFromAST` passes to the resolver; as a variable, `parseValue` coerces it again,
+ *   so it is lifted only when `parseValue` returns the very same value (else, as for a Float of 1e999,
+ *   whose `parseValue` refuses Infinity, the document takes the standard path);
+ * - errors located in the shape's text are moved into the document's (`relocate`): the two texts
+ *   differ only inside literal tokens, so positions map by token, and lines and columns are the
+ *   document's own (a block string over several lines moves everything after it);
+ * - literals that cannot be variables (default values of variables; the tokens of a list or object that
+ *   is one JSON literal) must be written as in the shape's document, else the standard path.
+ * test/integration/literal-lifting-equivalence.test.ts compares lifted answers with Yoga's, byte for byte.
  */
 import {
   type DocumentNode,

@@ -9,6 +9,9 @@
  * Yoga's handler answers it, so its errors are exactly Yoga's. Parsing uses graphql-js directly (with
  * the token limit), never through Yoga's parse cache: a syntax error must not be cached there without
  * the code Yoga's own parse path gives it. Execution is the pipeline's (request/executor.ts).
+ *
+ * A new document of a learnt shape whose literals can be lifted (document-shapes.ts `lift`) is not
+ * parsed nor kept per text: it runs as the shape's prepared operation, with its literals as variables.
  */
 import { type DocumentNode, type GraphQLSchema, getOperationAST, parse } from 'graphql';
 import { LRUCache } from 'lru-cache';
