@@ -80,6 +80,11 @@ export interface DocumentShapesOptions {
   validate: (document: DocumentNode) => readonly unknown[];
   /** Most shape text kept, in characters (each learnt literal place counted as 128). @default 4 Mi */
   maxChars?: number;
+  /**
+   * MAX_TOKENS: `lift` reads no further than the parser would (a longer document is no learnt shape's).
+   * @default no limit
+   */
+  maxTokens?: number;
 }
 
 export interface DocumentShapes {
@@ -398,11 +403,13 @@ class Lifted implements LiftedDocument {
 }
 
 /** The literal tokens of `query` by graphql-js's lexer (the parser's own); undefined if it does not lex. */
-function lexLiterals(query: string): Literal[] | undefined {
+function lexLiterals(query: string, maxTokens: number): Literal[] | undefined {
   const literals: Literal[] = [];
+  let tokens = 0;
   try {
     const lexer = new Lexer(new Source(query));
     for (let token = lexer.advance(); token.kind !== TokenKind.EOF; token = lexer.advance()) {
+      if (++tokens > maxTokens) return undefined;
       if (LITERAL_TOKENS.has(token.kind))
         literals.push({ kind: token.kind, start: token.start, end: token.end, value: token.value });
     }
@@ -414,6 +421,7 @@ function lexLiterals(query: string): Literal[] | undefined {
 
 export function createDocumentShapes(options: DocumentShapesOptions): DocumentShapes {
   const { schema } = options;
+  const maxTokens = options.maxTokens ?? Number.POSITIVE_INFINITY;
   const shapes = new LRUCache<string, Shape | typeof SEEN_ONCE>({
     max: 1000,
     maxSize: options.maxChars ?? 4 * 1024 * 1024,
@@ -448,7 +456,7 @@ export function createDocumentShapes(options: DocumentShapesOptions): DocumentSh
   return {
     lift(query, operationName, variables) {
       if (shapes.size === 0) return undefined;
-      const literals = lexLiterals(query);
+      const literals = lexLiterals(query, maxTokens);
       if (literals === undefined || literals.length === 0) return undefined;
       const shape = shapes.get(shapeKey(query, literals));
       const lifting = shape === undefined || shape === SEEN_ONCE ? undefined : shape.lifting;

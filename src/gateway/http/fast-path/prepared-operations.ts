@@ -54,7 +54,11 @@ export interface PreparedOperations {
 export function createPreparedOperations(options: PreparedOperationsOptions): PreparedOperations {
   const { maxTokens } = options;
   // Documents that differ only in their literals are validated once (document-shapes.ts).
-  const shapes = createDocumentShapes({ schema: options.schema, validate: options.validate });
+  const shapes = createDocumentShapes({
+    schema: options.schema,
+    validate: options.validate,
+    maxTokens,
+  });
   // Per query text, the verdict per operation name: two names never share a verdict.
   const cache = new LRUCache<string, Map<string, Verdict>>({
     max: 2000,
