@@ -153,6 +153,11 @@ const TEMPLATES: Template[] = [
     text: '{ a: pi(digits: <Int>) { __typename } b: pi(digits: <Int>) { __typename } }',
   },
   {
+    name: 'two operations (bench:path literal), a literal in the other one checked',
+    text: 'fragment N on NullCheck { __typename sponsoredBy ... on NullVerdict { isNull } }\nquery IsNull { isNull(value: <String>) { ...N } }\nquery Other { isNull(value: <Int>) { ...N } }',
+    operationName: 'IsNull',
+  },
+  {
     name: 'minAccuracy beside a model, and include/skip kept',
     text: '{ isNull(value: <Int>, model: NULL_X_MINI, minAccuracy: <Float>) { __typename } __typename @include(if: true) health @skip(if: true) { status } }',
   },

@@ -127,21 +127,23 @@ interface Leaf {
   location: GraphQLInputType;
 }
 
-/** A literal of a lifted shape: a hidden variable of the place's type, or text every document repeats. */
-type Place = { variable: string; type: GraphQLLeafType } | { text: string };
+/**
+ * A literal of a lifted shape: a hidden variable of the place's type; a literal of another operation,
+ * which does not run but must pass the leaf check; or text every document repeats.
+ */
+type Place = { variable: string; type: GraphQLLeafType } | { check: GraphQLLeafType } | { text: string };
 
 /**
- * A shape's operation with its literals lifted into variables (`$literal0`, … : a prefix no variable of
- * the document starts with), each of the type of its place, so the same value reaches the resolvers
- * whether it was written in the document or given as the variable. Lifted are the literals of the one
- * operation and its fragments that are one token where ValuesOfCorrectTypeRule calls `parseLiteral`;
- * the rest (default values of variables, which must be constants; the tokens inside a list or object
- * that is one JSON literal) stay, and a document of the shape is lifted only when it writes them alike.
+ * One operation of a shape with its literals lifted into variables (`$literal0`, … : a prefix no
+ * variable of the document starts with), each of the type of its place, so the same value reaches the
+ * resolvers whether it was written in the document or given as the variable. Lifted are the literals
+ * of the operation and of the fragments that are one token where ValuesOfCorrectTypeRule calls
+ * `parseLiteral`; those of other operations are only checked; the rest (default values of the
+ * operation's variables, which must be constants; the tokens inside a list or object that is one JSON
+ * literal) stay, and a document of the shape is lifted only when it writes them alike.
  */
 interface Lifting {
   document: DocumentNode;
-  /** The name of the shape's one operation. */
-  name: string | undefined;
   /** The text the shape was learnt from, where the lifted document's locations point. */
   source: Source;
   /** Its literal tokens, in order. */
@@ -154,9 +156,15 @@ interface Shape {
   leaves: Leaf[];
   /** OverlappingFieldsCanBeMergedRule compares literal arguments: it runs on each document. */
   overlapSensitive: boolean;
-  /** Undefined: the shape is not lifted (several operations, overlap-sensitive, nothing to lift). */
-  lifting: Lifting | undefined;
+  /**
+   * Per operation name, its lifting ('' for the operation run without a name: a document of one
+   * operation); undefined: the shape is not lifted (overlap-sensitive, too many operations).
+   */
+  liftings: Map<string, Lifting> | undefined;
 }
+
+/** Operations of one document lifted at most (each holds a copy of the document). */
+const MAX_LIFTED_OPERATIONS = 4;
 
 /** What one recorded literal place weighs in the shapes' size bound, in characters. */
 const LEAF_CHARS = 128;
@@ -284,18 +292,40 @@ function parses(leaf: Leaf, node: ValueNode | undefined): boolean {
 const isValueLiteral = (node: ValueNode | undefined): boolean =>
   node !== undefined && (node.kind === Kind.INT || node.kind === Kind.FLOAT || node.kind === Kind.STRING);
 
-/** The shape's lifted operation, from its learnt document (see `Lifting`); undefined if it has none. */
+/** The shape's lifted operations, by name, from its learnt document (see `Lifting`). */
+function liftingsOf(
+  query: string,
+  document: DocumentNode,
+  literals: readonly Literal[],
+  leaves: readonly Leaf[],
+): Map<string, Lifting> | undefined {
+  const operations = document.definitions.filter(
+    (definition): definition is OperationDefinitionNode => definition.kind === Kind.OPERATION_DEFINITION,
+  );
+  if (operations.length > MAX_LIFTED_OPERATIONS) return undefined;
+  const liftings = new Map<string, Lifting>();
+  for (const operation of operations) {
+    // getOperationAST: without a name, the one operation; with one, the operation of that name.
+    const name = operations.length === 1 ? '' : operation.name?.value;
+    if (name === undefined) continue;
+    const lifting = liftingOf(query, document, literals, leaves, operation);
+    if (lifting !== undefined) liftings.set(name, lifting);
+    if (lifting !== undefined && operations.length === 1 && operation.name !== undefined)
+      liftings.set(operation.name.value, lifting);
+  }
+  return liftings.size === 0 ? undefined : liftings;
+}
+
+/** One operation of the shape lifted (see `Lifting`); undefined if it has no literal to lift. */
 function liftingOf(
   query: string,
   document: DocumentNode,
   literals: readonly Literal[],
   leaves: readonly Leaf[],
+  operation: OperationDefinitionNode,
 ): Lifting | undefined {
-  const operations = document.definitions.filter(
-    (definition): definition is OperationDefinitionNode => definition.kind === Kind.OPERATION_DEFINITION,
-  );
   const source = document.loc?.source;
-  if (operations.length !== 1 || source === undefined || source.body !== query) return undefined;
+  if (source === undefined || source.body !== query) return undefined;
   const names: string[] = [];
   visit(document, { Variable: (node) => void names.push(node.name.value) });
   let prefix = 'literal';
@@ -306,11 +336,18 @@ function liftingOf(
   const variables = new Map<number, VariableNode>();
   const definitions: VariableDefinitionNode[] = [];
   for (const leaf of leaves) {
-    // A default value is a constant: no variable there.
-    if (leaf.path[0] !== 'definitions' || leaf.path[2] === 'variableDefinitions') continue;
+    if (leaf.path[0] !== 'definitions') continue;
     const node = nodeAt(document, leaf.path);
     const i = node?.loc === undefined ? undefined : byStart.get(node.loc.start);
     if (!isValueLiteral(node) || node?.loc === undefined || i === undefined) continue;
+    const definition = document.definitions[leaf.path[1] as number];
+    if (definition !== operation && definition?.kind === Kind.OPERATION_DEFINITION) {
+      // Another operation's literal: it does not run, but the document must pass validation.
+      places[i] = { check: leaf.type };
+      continue;
+    }
+    // A default value is a constant: no variable there.
+    if (definition === operation && leaf.path[2] === 'variableDefinitions') continue;
     const name = `${prefix}${definitions.length}`;
     // The variable takes the literal's place in the document (its location too, for errors there).
     variables.set(node.loc.start, {
@@ -332,13 +369,16 @@ function liftingOf(
     FloatValue: lift,
     StringValue: lift,
     OperationDefinition: {
-      leave: (node) => ({
-        ...node,
-        variableDefinitions: [...(node.variableDefinitions ?? []), ...definitions],
-      }),
+      leave: (node) =>
+        node.loc?.start !== operation.loc?.start
+          ? undefined
+          : {
+              ...node,
+              variableDefinitions: [...(node.variableDefinitions ?? []), ...definitions],
+            },
     },
   });
-  return { document: lifted, name: operations[0]?.name?.value, source, literals, places };
+  return { document: lifted, source, literals, places };
 }
 
 /** The value node the parser makes of a literal token (its location aside). */
@@ -434,7 +474,7 @@ export function createDocumentShapes(options: DocumentShapesOptions): DocumentSh
         key.length +
           (value === SEEN_ONCE
             ? 0
-            : value.leaves.length * LEAF_CHARS + (value.lifting?.source.body.length ?? 0)),
+            : value.leaves.length * LEAF_CHARS + key.length * new Set(value.liftings?.values()).size),
       ),
   });
 
@@ -449,8 +489,8 @@ export function createDocumentShapes(options: DocumentShapesOptions): DocumentSh
     const leaves = leavesOf(schema, document);
     // Where literals take part in merging fields, each document's literals decide its validity and
     // which field node's arguments run: such a shape is not lifted.
-    const lifting = overlapSensitive ? undefined : liftingOf(query, document, literals, leaves);
-    return { leaves, overlapSensitive, lifting };
+    const liftings = overlapSensitive ? undefined : liftingsOf(query, document, literals, leaves);
+    return { leaves, overlapSensitive, liftings };
   };
 
   return {
@@ -459,10 +499,10 @@ export function createDocumentShapes(options: DocumentShapesOptions): DocumentSh
       const literals = lexLiterals(query, maxTokens);
       if (literals === undefined || literals.length === 0) return undefined;
       const shape = shapes.get(shapeKey(query, literals));
-      const lifting = shape === undefined || shape === SEEN_ONCE ? undefined : shape.lifting;
-      // A name the shape's operation does not have: getOperationAST finds none (Yoga answers it).
-      if (lifting === undefined || (operationName !== undefined && operationName !== lifting.name))
-        return undefined;
+      // A name no operation of the shape has: getOperationAST finds none (Yoga answers it).
+      const lifting =
+        shape === undefined || shape === SEEN_ONCE ? undefined : shape.liftings?.get(operationName ?? '');
+      if (lifting === undefined) return undefined;
       const values: Record<string, unknown> = { ...variables };
       const places = lifting.places;
       for (let i = 0; i < literals.length; i++) {
@@ -481,6 +521,10 @@ export function createDocumentShapes(options: DocumentShapesOptions): DocumentSh
         // only when that gives the very same value back (for JSON, the same JsonArgument).
         let value: unknown;
         try {
+          if ('check' in place) {
+            if (place.check.parseLiteral(literalNode(literal), undefined) === undefined) return undefined;
+            continue;
+          }
           value = place.type.parseLiteral(literalNode(literal), undefined);
           if (value === undefined || value === null || !Object.is(place.type.parseValue(value), value))
             return undefined;

@@ -87,18 +87,27 @@ export function createPreparedOperations(options: PreparedOperationsOptions): Pr
    * call, with 2 and 3 two; lifted, always two): otherwise its documents are prepared one by one.
    */
   let liftedCount = 0;
-  const liftedOperations = new WeakMap<DocumentNode, PreparedOperation | 'yoga'>();
-  const liftedOperation = (document: DocumentNode): PreparedOperation | 'yoga' => {
-    let prepared = liftedOperations.get(document);
+  const liftedOperations = new WeakMap<DocumentNode, Map<string, PreparedOperation | 'yoga'>>();
+  const liftedOperation = (
+    document: DocumentNode,
+    operationName: string | undefined,
+  ): PreparedOperation | 'yoga' => {
+    let byName = liftedOperations.get(document);
+    if (byName === undefined) {
+      byName = new Map();
+      liftedOperations.set(document, byName);
+    }
+    let prepared = byName.get(operationName ?? '');
     if (prepared === undefined) {
       prepared = 'yoga';
-      const operation = getOperationAST(document);
+      const operation = getOperationAST(document, operationName);
       if (operation?.operation === 'query' && !usesIncrementalDelivery(document)) {
-        const plan = options.plan(document, undefined);
+        const plan = options.plan(document, operationName);
         const names = new Set(plan.fields.map((field) => field.node.name.value));
-        if (names.size === plan.fields.length) prepared = { document, operationName: undefined, plan };
+        if (names.size === plan.fields.length) prepared = { document, operationName, plan };
       }
-      liftedOperations.set(document, prepared);
+      // A lifted document is one operation's (document-shapes.ts): two names at most (none, its own).
+      byName.set(operationName ?? '', prepared);
     }
     return prepared;
   };
@@ -112,10 +121,10 @@ export function createPreparedOperations(options: PreparedOperationsOptions): Pr
       // A new document of a lifted shape: nothing parsed, validated, planned or kept per text.
       const lifted = shapes.lift(query, operationName, variables);
       if (lifted !== undefined) {
-        const prepared = liftedOperation(lifted.document);
+        const prepared = liftedOperation(lifted.document, operationName);
         if (prepared !== 'yoga') {
           liftedCount++;
-          return { ...prepared, operationName, lifted };
+          return { ...prepared, lifted };
         }
       }
       verdict = prepare(query, operationName);
