@@ -47,6 +47,7 @@ import {
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { createDocumentShapes } from '../../src/gateway/http/fast-path/document-shapes.js';
+import { modelCalls, planOperation } from '../../src/gateway/operation/operation-plan.js';
 import { createDocumentValidator } from '../../src/gateway/plugins/use-operation-limits.js';
 import { schema } from '../../src/gateway/schema/index.js';
 
@@ -667,6 +668,8 @@ interface Counts {
   byShapeConflict: number;
   /** Lifted into their shape's operation (document-shapes.ts `lift`), asked before parsing. */
   lifted: number;
+  /** Of those, compared with the document's own plan (upstream fields of distinct names). */
+  liftedPlans: number;
 }
 
 interface Mismatch {
@@ -714,6 +717,7 @@ function differential(configuration: Configuration, index: number) {
     byShapeLiteral: 0,
     byShapeConflict: 0,
     lifted: 0,
+    liftedPlans: 0,
   };
   const mismatches: Mismatch[] = [];
   const { maxTokens } = config.limits;
@@ -738,12 +742,28 @@ function differential(configuration: Configuration, index: number) {
       const errors = validate(document);
       current = { document, errors };
       const full = errors.length === 0;
-      // The fast path asks for a lifted document first, before parsing: lifted means valid.
-      const lifted = shapes.lift(query, undefined, {}) !== undefined;
+      // The fast path asks for a lifted document first, before parsing: lifted means valid, and (when
+      // its upstream fields have distinct names, as prepared-operations.ts requires) the same plan:
+      // the same distinct upstream calls and the same models priced from the same arguments.
+      const liftedDocument = shapes.lift(query, undefined, {});
+      const lifted = liftedDocument !== undefined;
       if (lifted) counts.lifted++;
-      if (lifted && !full && mismatches.length < 3) {
+      let planned = true;
+      if (liftedDocument !== undefined && full) {
+        const liftedPlan = planOperation(schema, liftedDocument.document, undefined);
+        const names = new Set(liftedPlan.fields.map((field) => field.node.name.value));
+        if (names.size === liftedPlan.fields.length) {
+          counts.liftedPlans++;
+          const plan = planOperation(schema, document, undefined);
+          planned =
+            plan.calls === liftedPlan.calls &&
+            JSON.stringify(modelCalls(plan, {})) ===
+              JSON.stringify(modelCalls(liftedPlan, liftedDocument.variables));
+        }
+      }
+      if (lifted && (!full || !planned) && mismatches.length < 3) {
         mismatches.push({
-          replay: `SHAPES_SEED=${SEED} (${configuration.name}: seed ${seed}), lifted`,
+          replay: `SHAPES_SEED=${SEED} (${configuration.name}: seed ${seed}), lifted${planned ? '' : ', another plan'}`,
           family,
           document: i,
           query: JSON.stringify(query),
@@ -807,6 +827,7 @@ describe('validation by document shape, against full validation with the gateway
         expect(counts.byShapeLiteral).toBeGreaterThan(100);
         expect(counts.byShapeConflict).toBeGreaterThan(20);
         expect(counts.lifted).toBeGreaterThan(counts.documents * 0.05);
+        expect(counts.liftedPlans).toBeGreaterThan(counts.documents * 0.03);
         // About 0.5 ms of CPU a document; shared CI machines may take several times that.
       },
       60_000 + DOCUMENTS * 10,
