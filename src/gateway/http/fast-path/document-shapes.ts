@@ -26,12 +26,14 @@
  * test/unit/document-shapes-differential.test.ts checks every verdict by shape against that full
  * validation (`createDocumentValidator`) on generated documents.
  *
- * Lifting (`lift`): a learnt shape of one operation also holds that operation with its literals lifted
- * into hidden variables (`Lifting`), so that a new document of the shape is only tokenized (graphql-js's
- * Lexer, the parser's own), its literals read from the tokens and given as those variables, and the
- * shape's operation runs, its plan and compiled query made once per shape (prepared-operations.ts).
+ * Lifting (`lift`): a learnt shape also holds each of its operations (up to four) with its
+ * literals lifted into hidden variables (`Lifting`), so that a new document of the shape is only
+ * tokenized (graphql-js's Lexer, the parser's own), its literals read from the tokens and given as
+ * those variables, and the shape's operation runs, its plan and compiled query made once per shape
+ * (prepared-operations.ts).
  * What keeps the answer the document's own:
- * - the same checks as `valid` (the leaf check on each literal; overlap-sensitive shapes not lifted);
+ * - the same checks as `valid` (the leaf check on each literal, other operations' too; overlap-sensitive
+ *   shapes not lifted);
  * - each literal's value is its type's `parseLiteral` of the node the parser would make, the value
  *   graphql-js's `valueFromAST` passes to the resolver; as a variable, `parseValue` coerces it again,
  *   so it is lifted only when `parseValue` returns the very same value (else, as for a Float of 1e999,
