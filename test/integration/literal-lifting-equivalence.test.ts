@@ -149,8 +149,8 @@ const TEMPLATES: Template[] = [
     text: 'query E($d: Int = <Int>) { pi(digits: $d) { __typename } b: isNull(value: <String>) { __typename } }',
   },
   {
-    name: 'two upstream fields of one name (not lifted: distinct calls depend on the literals)',
-    text: '{ a: pi(digits: <Int>) { __typename } b: pi(digits: <Int>) { __typename } }',
+    name: 'upstream fields of one name: one call when their literals print alike (then not lifted)',
+    text: '{ a: pi(digits: <Int>) { __typename } b: pi(digits: <Int>) { __typename } c: isNull(value: "x") { __typename } d: isNull(value: <String>) { __typename } }',
   },
   {
     name: 'two operations (bench:path literal), a literal in the other one checked',
@@ -332,12 +332,11 @@ describe('documents lifted into their shape’s operation answer as the document
       `lifting (seed ${SEED}): ${documents} documents, lifted ${served.lifted - lifted.before} of ${2 * documents} sends: ${JSON.stringify(Object.fromEntries(lifted.per))}`,
     );
     expect(mismatches, `LIFTING_SEED=${SEED}: answers that differ`).toEqual([]);
-    // Not vacuous: most documents of liftable shapes were lifted, none of the others.
+    // Not vacuous: most documents were lifted, of every shape (but one whose default value varies).
     expect(served.lifted - lifted.before).toBeGreaterThan(documents);
     expect(lifted.per.get(TEMPLATES[0]?.name as string)).toBeGreaterThan(0);
     expect(lifted.per.get(TEMPLATES[1]?.name as string)).toBeGreaterThan(0);
     for (const [i, template] of TEMPLATES.entries())
-      if (i !== 8 && i !== 9) expect(lifted.per.get(template.name), template.name).toBeGreaterThan(0);
-    expect(lifted.per.get(TEMPLATES[9]?.name as string)).toBe(0);
+      if (i !== 8) expect(lifted.per.get(template.name), template.name).toBeGreaterThan(0);
   }, 120_000);
 });

@@ -47,6 +47,7 @@ import {
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { createDocumentShapes } from '../../src/gateway/http/fast-path/document-shapes.js';
+import { distinctCalls, sameNamedFields } from '../../src/gateway/http/fast-path/prepared-operations.js';
 import { modelCalls, planOperation } from '../../src/gateway/operation/operation-plan.js';
 import { createDocumentValidator } from '../../src/gateway/plugins/use-operation-limits.js';
 import { schema } from '../../src/gateway/schema/index.js';
@@ -668,7 +669,7 @@ interface Counts {
   byShapeConflict: number;
   /** Lifted into their shape's operation (document-shapes.ts `lift`), asked before parsing. */
   lifted: number;
-  /** Of those, compared with the document's own plan (upstream fields of distinct names). */
+  /** Of those, compared with the document's own plan (same-named upstream fields distinct calls). */
   liftedPlans: number;
 }
 
@@ -743,16 +744,15 @@ function differential(configuration: Configuration, index: number) {
       current = { document, errors };
       const full = errors.length === 0;
       // The fast path asks for a lifted document first, before parsing: lifted means valid, and (when
-      // its upstream fields have distinct names, as prepared-operations.ts requires) the same plan:
-      // the same distinct upstream calls and the same models priced from the same arguments.
+      // its same-named upstream fields are distinct calls, as prepared-operations.ts requires) the
+      // same plan: the same distinct upstream calls and the same models priced from the same arguments.
       const liftedDocument = shapes.lift(query, undefined, {});
       const lifted = liftedDocument !== undefined;
       if (lifted) counts.lifted++;
       let planned = true;
       if (liftedDocument !== undefined && full) {
         const liftedPlan = planOperation(schema, liftedDocument.document, undefined);
-        const names = new Set(liftedPlan.fields.map((field) => field.node.name.value));
-        if (names.size === liftedPlan.fields.length) {
+        if (distinctCalls(sameNamedFields(liftedPlan), liftedDocument)) {
           counts.liftedPlans++;
           const plan = planOperation(schema, document, undefined);
           planned =

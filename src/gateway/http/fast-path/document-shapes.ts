@@ -118,6 +118,8 @@ export interface LiftedDocument {
   readonly variables: Record<string, unknown>;
   /** The result with the locations of its errors moved from the shape's document to this one. */
   relocate(result: ExecutionResult): ExecutionResult;
+  /** The literal this document has where the shape's document has hidden variable `name`. */
+  literal(name: string): ValueNode | undefined;
 }
 
 /** A place where ValuesOfCorrectTypeRule hands a literal to its type's `parseLiteral`. */
@@ -152,6 +154,8 @@ interface Lifting {
   literals: readonly Literal[];
   /** Per literal token, in order. */
   places: readonly Place[];
+  /** Per hidden variable, its literal token's index. */
+  indexOf: ReadonlyMap<string, number>;
 }
 
 interface Shape {
@@ -380,7 +384,9 @@ function liftingOf(
             },
     },
   });
-  return { document: lifted, source, literals, places };
+  const indexOf = new Map<string, number>();
+  for (const [i, place] of places.entries()) if ('variable' in place) indexOf.set(place.variable, i);
+  return { document: lifted, source, literals, places, indexOf };
 }
 
 /** The value node the parser makes of a literal token (its location aside). */
@@ -409,6 +415,12 @@ class Lifted implements LiftedDocument {
 
   get document(): DocumentNode {
     return this.lifting.document;
+  }
+
+  literal(name: string): ValueNode | undefined {
+    const i = this.lifting.indexOf.get(name);
+    const literal = i === undefined ? undefined : this.literals[i];
+    return literal === undefined ? undefined : literalNode(literal);
   }
 
   /**

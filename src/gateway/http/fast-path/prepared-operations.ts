@@ -13,7 +13,15 @@
  * A new document of a learnt shape whose literals can be lifted (document-shapes.ts `lift`) is not
  * parsed nor kept per text: it runs as the shape's prepared operation, with its literals as variables.
  */
-import { type DocumentNode, type GraphQLSchema, getOperationAST, parse } from 'graphql';
+import {
+  type DocumentNode,
+  type FieldNode,
+  type GraphQLSchema,
+  getOperationAST,
+  parse,
+  print,
+  visit,
+} from 'graphql';
 import { LRUCache } from 'lru-cache';
 import type { OperationPlan } from '../../operation/operation-plan.js';
 import { usesIncrementalDelivery } from '../../request/executor.js';
@@ -32,6 +40,53 @@ export interface PreparedOperation {
 }
 
 export type Verdict = PreparedOperation | 'yoga';
+
+/**
+ * The upstream fields of a lifted operation's plan that share their name with another, in groups.
+ * Its plan counts each distinct (name, printed arguments) once (MAX_UPSTREAM_CALLS, the estimate), and
+ * lifted, two fields of one name with a literal in their arguments are always distinct
+ * (`a: pi(digits: $literal0) b: pi(digits: $literal1)`), while in a document they are one call when
+ * their literals print alike (`a: pi(digits: 2) b: pi(digits: 2)`).
+ */
+export function sameNamedFields(plan: OperationPlan): FieldNode[][] {
+  const byName = new Map<string, FieldNode[]>();
+  for (const { node } of plan.fields) {
+    const group = byName.get(node.name.value);
+    if (group === undefined) byName.set(node.name.value, [node]);
+    else group.push(node);
+  }
+  return [...byName.values()].filter((group) => group.length > 1);
+}
+
+/**
+ * Whether, in this lifted document, no two fields of a group print their arguments alike (as
+ * operation-plan.ts keys a call), so that the lifted operation's plan is the document's own.
+ */
+export function distinctCalls(groups: readonly (readonly FieldNode[])[], lifted: LiftedDocument): boolean {
+  for (const group of groups) {
+    const keys = new Set<string>();
+    for (const node of group) {
+      const args = (node.arguments ?? [])
+        .map((argument) => {
+          const value = visit(argument.value, {
+            Variable: (variable) => lifted.literal(variable.name.value),
+          });
+          return `${argument.name.value}:${print(value)}`;
+        })
+        .sort()
+        .join(',');
+      if (keys.has(args)) return false;
+      keys.add(args);
+    }
+  }
+  return true;
+}
+
+/** A lifted operation's prepared operation, and the same-named fields each document must check. */
+interface LiftedOperation {
+  prepared: PreparedOperation;
+  groups: FieldNode[][];
+}
 
 export interface PreparedOperationsOptions {
   schema: GraphQLSchema;
@@ -81,17 +136,16 @@ export function createPreparedOperations(options: PreparedOperationsOptions): Pr
   };
 
   /**
-   * Per lifted document of a shape, its prepared operation (or 'yoga': it cannot be one): the plan of
-   * the shape's operation, whose distinct upstream calls are those of every document of the shape
-   * only when no two of its upstream fields share a name (`a: pi(digits: 2) b: pi(digits: 2)` is one
-   * call, with 2 and 3 two; lifted, always two): otherwise its documents are prepared one by one.
+   * Per lifted document of a shape, its prepared operation (or 'yoga': it cannot be one), with the
+   * plan of the shape's operation, which is each document's own plan when its same-named upstream
+   * fields are distinct calls (`distinctCalls`); a document where they are not is prepared alone.
    */
   let liftedCount = 0;
-  const liftedOperations = new WeakMap<DocumentNode, Map<string, PreparedOperation | 'yoga'>>();
+  const liftedOperations = new WeakMap<DocumentNode, Map<string, LiftedOperation | 'yoga'>>();
   const liftedOperation = (
     document: DocumentNode,
     operationName: string | undefined,
-  ): PreparedOperation | 'yoga' => {
+  ): LiftedOperation | 'yoga' => {
     let byName = liftedOperations.get(document);
     if (byName === undefined) {
       byName = new Map();
@@ -103,8 +157,7 @@ export function createPreparedOperations(options: PreparedOperationsOptions): Pr
       const operation = getOperationAST(document, operationName);
       if (operation?.operation === 'query' && !usesIncrementalDelivery(document)) {
         const plan = options.plan(document, operationName);
-        const names = new Set(plan.fields.map((field) => field.node.name.value));
-        if (names.size === plan.fields.length) prepared = { document, operationName, plan };
+        prepared = { prepared: { document, operationName, plan }, groups: sameNamedFields(plan) };
       }
       // A lifted document is one operation's (document-shapes.ts): two names at most (none, its own).
       byName.set(operationName ?? '', prepared);
@@ -121,10 +174,13 @@ export function createPreparedOperations(options: PreparedOperationsOptions): Pr
       // A new document of a lifted shape: nothing parsed, validated, planned or kept per text.
       const lifted = shapes.lift(query, operationName, variables);
       if (lifted !== undefined) {
-        const prepared = liftedOperation(lifted.document, operationName);
-        if (prepared !== 'yoga') {
+        const operation = liftedOperation(lifted.document, operationName);
+        if (
+          operation !== 'yoga' &&
+          (operation.groups.length === 0 || distinctCalls(operation.groups, lifted))
+        ) {
           liftedCount++;
-          return { ...prepared, lifted };
+          return { ...operation.prepared, lifted };
         }
       }
       verdict = prepare(query, operationName);
