@@ -509,7 +509,8 @@ export function createDocumentShapes(options: DocumentShapesOptions): DocumentSh
 
   return {
     lift(query, operationName, variables) {
-      if (shapes.size === 0) return undefined;
+      // An empty name names no operation (getOperationAST), not the one operation.
+      if (shapes.size === 0 || operationName === '') return undefined;
       const literals = lexLiterals(query, maxTokens);
       if (literals === undefined || literals.length === 0) return undefined;
       const shape = shapes.get(shapeKey(query, literals));
