@@ -47,6 +47,8 @@ import {
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { createDocumentShapes } from '../../src/gateway/http/fast-path/document-shapes.js';
+import { distinctCalls, sameNamedFields } from '../../src/gateway/http/fast-path/prepared-operations.js';
+import { modelCalls, planOperation } from '../../src/gateway/operation/operation-plan.js';
 import { createDocumentValidator } from '../../src/gateway/plugins/use-operation-limits.js';
 import { schema } from '../../src/gateway/schema/index.js';
 
@@ -665,6 +667,10 @@ interface Counts {
   /** Refused by shape, by the reference's reason: a literal's parseLiteral, a merge conflict. */
   byShapeLiteral: number;
   byShapeConflict: number;
+  /** Lifted into their shape's operation (document-shapes.ts `lift`), asked before parsing. */
+  lifted: number;
+  /** Of those, compared with the document's own plan (same-named upstream fields distinct calls). */
+  liftedPlans: number;
 }
 
 interface Mismatch {
@@ -711,6 +717,8 @@ function differential(configuration: Configuration, index: number) {
     byShapeInvalid: 0,
     byShapeLiteral: 0,
     byShapeConflict: 0,
+    lifted: 0,
+    liftedPlans: 0,
   };
   const mismatches: Mismatch[] = [];
   const { maxTokens } = config.limits;
@@ -735,6 +743,36 @@ function differential(configuration: Configuration, index: number) {
       const errors = validate(document);
       current = { document, errors };
       const full = errors.length === 0;
+      // The fast path asks for a lifted document first, before parsing: lifted means valid, and (when
+      // its same-named upstream fields are distinct calls, as prepared-operations.ts requires) the
+      // same plan: the same distinct upstream calls and the same models priced from the same arguments.
+      const liftedDocument = shapes.lift(query, undefined, {});
+      const lifted = liftedDocument !== undefined;
+      if (lifted) counts.lifted++;
+      let planned = true;
+      if (liftedDocument !== undefined && full) {
+        const liftedPlan = planOperation(schema, liftedDocument.document, undefined);
+        if (distinctCalls(sameNamedFields(liftedPlan), liftedDocument)) {
+          counts.liftedPlans++;
+          const plan = planOperation(schema, document, undefined);
+          planned =
+            plan.calls === liftedPlan.calls &&
+            JSON.stringify(modelCalls(plan, {})) ===
+              JSON.stringify(modelCalls(liftedPlan, liftedDocument.variables));
+        }
+      }
+      if (lifted && (!full || !planned) && mismatches.length < 3) {
+        mismatches.push({
+          replay: `SHAPES_SEED=${SEED} (${configuration.name}: seed ${seed}), lifted${planned ? '' : ', another plan'}`,
+          family,
+          document: i,
+          query: JSON.stringify(query),
+          byShape: true,
+          full,
+          errors: errors.map((e) => e.message),
+          before: before.length > 6 ? [...before.slice(0, 3), '...', ...before.slice(-3)] : [...before],
+        });
+      }
       const calls = fullValidations;
       const byShape = shapes.valid(query, document);
       const learnt = calls === fullValidations;
@@ -788,6 +826,8 @@ describe('validation by document shape, against full validation with the gateway
         expect(counts.byShapeInvalid).toBeGreaterThan(counts.documents * 0.03);
         expect(counts.byShapeLiteral).toBeGreaterThan(100);
         expect(counts.byShapeConflict).toBeGreaterThan(20);
+        expect(counts.lifted).toBeGreaterThan(counts.documents * 0.05);
+        expect(counts.liftedPlans).toBeGreaterThan(counts.documents * 0.03);
         // About 0.5 ms of CPU a document; shared CI machines may take several times that.
       },
       60_000 + DOCUMENTS * 10,

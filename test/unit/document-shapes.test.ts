@@ -2,7 +2,7 @@
  * Validation by document shape (document-shapes.ts): documents that differ only in their literals
  * are validated with every rule once, and each must still get exactly the verdict graphql-js gives it.
  */
-import { parse, validate } from 'graphql';
+import { type FieldNode, GraphQLError, type OperationDefinitionNode, parse, validate } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { createDocumentShapes } from '../../src/gateway/http/fast-path/document-shapes.js';
 import { schema } from '../../src/gateway/schema/index.js';
@@ -171,5 +171,62 @@ describe('validation by document shape', () => {
     }
     // Every document in full but the third.
     expect(calls.full).toBe(documents.length - 1);
+  });
+});
+
+describe('lifting a document into its shape’s operation', () => {
+  /** A shapes instance that has learnt the shape of `template` (two valid documents of it). */
+  const learnt = (template: (value: string) => string, first: string, second: string) => {
+    const { shapes } = shapesWithCount();
+    for (const value of [first, second]) expect(verdicts(shapes, template(value)).byShape).toBe(true);
+    return shapes;
+  };
+
+  it('lifts a new document of a learnt shape: its literals as variables, coerced by parseLiteral', () => {
+    const template = (v: string) => `query Q($d: Float) { pi(digits: ${v}, temperature: $d) { __typename } }`;
+    const shapes = learnt(template, '1', '2');
+    const lifted = shapes.lift(template('-7'), undefined, { d: 0.5 });
+    expect(lifted).toBeDefined();
+    expect(Object.values(lifted?.variables ?? {})).toEqual([0.5, -7]);
+    // The same shape by name; no other name, and no empty one (getOperationAST finds none).
+    expect(shapes.lift(template('3'), 'Q', undefined)).toBeDefined();
+    expect(shapes.lift(template('3'), 'P', undefined)).toBeUndefined();
+    expect(shapes.lift(template('3'), '', undefined)).toBeUndefined();
+    // A literal the leaf check refuses, and another shape: the standard path.
+    expect(shapes.lift(template('99999999999'), undefined, undefined)).toBeUndefined();
+    expect(shapes.lift(template('"3"'), undefined, undefined)).toBeUndefined();
+  });
+
+  it('does not lift what parseValue would coerce otherwise, nor a default value written differently', () => {
+    const floats = learnt((v) => `{ pi(digits: 2, temperature: ${v}) { __typename } }`, '0.5', '0.25');
+    expect(floats.lift('{ pi(digits: 2, temperature: 0.75) { __typename } }', undefined, {})).toBeDefined();
+    // parseLiteral gives Infinity, which parseValue refuses.
+    expect(
+      floats.lift('{ pi(digits: 2, temperature: 1e999) { __typename } }', undefined, {}),
+    ).toBeUndefined();
+    const defaults = learnt(
+      (v) => `query($d: Int = 2) { pi(digits: $d) { __typename } isNull(value: ${v}) { __typename } }`,
+      '"a"',
+      '"b"',
+    );
+    const withDefault = (d: string) =>
+      `query($d: Int = ${d}) { pi(digits: $d) { __typename } isNull(value: "c") { __typename } }`;
+    expect(defaults.lift(withDefault('2'), undefined, {})).toBeDefined();
+    expect(defaults.lift(withDefault('3'), undefined, {})).toBeUndefined();
+  });
+
+  it('moves error locations into the document, by token', () => {
+    const template = (v: string) => `{\n  a: isNull(value: ${v}) { __typename }\n  b: pi { __typename }\n}`;
+    const shapes = learnt(template, '"""x"""', '"""y"""');
+    const lifted = shapes.lift(template('"""\n\nlong\n"""'), undefined, {});
+    expect(lifted).toBeDefined();
+    const operation = lifted?.document.definitions[0] as OperationDefinitionNode;
+    const b = operation.selectionSet.selections[1] as FieldNode;
+    const error = new GraphQLError('failed', { nodes: [b], path: ['b'] });
+    const moved = lifted?.relocate({ errors: [error], data: { b: null } });
+    expect(moved?.errors?.[0]?.locations).toEqual([{ line: 6, column: 3 }]);
+    expect(JSON.stringify(moved)).toBe(
+      '{"errors":[{"message":"failed","locations":[{"line":6,"column":3}],"path":["b"]}],"data":{"b":null}}',
+    );
   });
 });

@@ -25,9 +25,30 @@
  * that reads literal values must be added to the per-document checks here.
  * test/unit/document-shapes-differential.test.ts checks every verdict by shape against that full
  * validation (`createDocumentValidator`) on generated documents.
+ *
+ * Lifting (`lift`): a learnt shape also holds each of its operations (up to four) with its
+ * literals lifted into hidden variables (`Lifting`), so that a new document of the shape is only
+ * tokenized (graphql-js's Lexer, the parser's own), its literals read from the tokens and given as
+ * those variables, and the shape's operation runs, its plan and compiled query made once per shape
+ * (prepared-operations.ts).
+ * What keeps the answer the document's own:
+ * - the same checks as `valid` (the leaf check on each literal, other operations' too; overlap-sensitive
+ *   shapes not lifted);
+ * - each literal's value is its type's `parseLiteral` of the node the parser would make, the value
+ *   graphql-js's `valueFromAST` passes to the resolver; as a variable, `parseValue` coerces it again,
+ *   so it is lifted only when `parseValue` returns the very same value (else, as for a Float of 1e999,
+ *   whose `parseValue` refuses Infinity, the document takes the standard path);
+ * - errors located in the shape's text are moved into the document's (`relocate`): the two texts
+ *   differ only inside literal tokens, so positions map by token, and lines and columns are the
+ *   document's own (a block string over several lines moves everything after it);
+ * - literals that cannot be variables (default values of variables; the tokens of a list or object that
+ *   is one JSON literal) must be written as in the shape's document, else the standard path.
+ * test/integration/literal-lifting-equivalence.test.ts compares lifted answers with Yoga's, byte for byte.
  */
 import {
   type DocumentNode,
+  type ExecutionResult,
+  GraphQLError,
   type GraphQLInputType,
   type GraphQLLeafType,
   type GraphQLSchema,
@@ -37,11 +58,18 @@ import {
   isLeafType,
   isListType,
   Kind,
+  Lexer,
+  type OperationDefinitionNode,
   OverlappingFieldsCanBeMergedRule,
   parse,
+  parseType,
+  Source,
+  type StringValueNode,
   TokenKind,
   TypeInfo,
   type ValueNode,
+  type VariableDefinitionNode,
+  type VariableNode,
   validate,
   visit,
   visitWithTypeInfo,
@@ -54,11 +82,44 @@ export interface DocumentShapesOptions {
   validate: (document: DocumentNode) => readonly unknown[];
   /** Most shape text kept, in characters (each learnt literal place counted as 128). @default 4 Mi */
   maxChars?: number;
+  /**
+   * MAX_TOKENS: `lift` reads no further than the parser would (a longer document is no learnt shape's).
+   * @default no limit
+   */
+  maxTokens?: number;
 }
 
 export interface DocumentShapes {
   /** Whether `document`, parsed from `query` with its locations, passes every validation rule. */
   valid(query: string, document: DocumentNode): boolean;
+  /**
+   * `query` as its learnt shape's operation with the literals lifted into variables, without parsing,
+   * validating or planning it again; undefined when it is not a document of a lifted shape, or when
+   * anything about it could answer differently from the document itself (a literal that does not
+   * parse, a place that cannot be lifted written differently): the caller then parses and validates
+   * it as any other document.
+   */
+  lift(
+    query: string,
+    operationName: string | undefined,
+    variables: Record<string, unknown> | undefined,
+  ): LiftedDocument | undefined;
+}
+
+/**
+ * A document run as its shape's operation: the shape's document, whose literals are hidden variables,
+ * with this document's literal values added to the request's variables. Its errors point into the
+ * shape's document until `relocate` moves them into this one.
+ */
+export interface LiftedDocument {
+  /** The shape's operation (the same object for every document of the shape). */
+  readonly document: DocumentNode;
+  /** The request's variables and the document's literals, coerced as `parseLiteral` coerces them. */
+  readonly variables: Record<string, unknown>;
+  /** The result with the locations of its errors moved from the shape's document to this one. */
+  relocate(result: ExecutionResult): ExecutionResult;
+  /** The literal this document has where the shape's document has hidden variable `name`. */
+  literal(name: string): ValueNode | undefined;
 }
 
 /** A place where ValuesOfCorrectTypeRule hands a literal to its type's `parseLiteral`. */
@@ -66,13 +127,50 @@ interface Leaf {
   /** Keys from the document to the value node (the same in every document of the shape). */
   path: ReadonlyArray<string | number>;
   type: GraphQLLeafType;
+  /** The input type of the place (with its non-null and list wrappers). */
+  location: GraphQLInputType;
+}
+
+/**
+ * A literal of a lifted shape: a hidden variable of the place's type; a literal of another operation,
+ * which does not run but must pass the leaf check; or text every document repeats.
+ */
+type Place = { variable: string; type: GraphQLLeafType } | { check: GraphQLLeafType } | { text: string };
+
+/**
+ * One operation of a shape with its literals lifted into variables (`$literal0`, … : a prefix no
+ * variable of the document starts with), each of the type of its place, so the same value reaches the
+ * resolvers whether it was written in the document or given as the variable. Lifted are the literals
+ * of the operation and of the fragments that are one token where ValuesOfCorrectTypeRule calls
+ * `parseLiteral`; those of other operations are only checked; the rest (default values of the
+ * operation's variables, which must be constants; the tokens inside a list or object that is one JSON
+ * literal) stay, and a document of the shape is lifted only when it writes them alike.
+ */
+interface Lifting {
+  document: DocumentNode;
+  /** The text the shape was learnt from, where the lifted document's locations point. */
+  source: Source;
+  /** Its literal tokens, in order. */
+  literals: readonly Literal[];
+  /** Per literal token, in order. */
+  places: readonly Place[];
+  /** Per hidden variable, its literal token's index. */
+  indexOf: ReadonlyMap<string, number>;
 }
 
 interface Shape {
   leaves: Leaf[];
   /** OverlappingFieldsCanBeMergedRule compares literal arguments: it runs on each document. */
   overlapSensitive: boolean;
+  /**
+   * Per operation name, its lifting ('' for the operation run without a name: a document of one
+   * operation); undefined: the shape is not lifted (overlap-sensitive, too many operations).
+   */
+  liftings: Map<string, Lifting> | undefined;
 }
+
+/** Operations of one document lifted at most (each holds a copy of the document). */
+const MAX_LIFTED_OPERATIONS = 4;
 
 /** What one recorded literal place weighs in the shapes' size bound, in characters. */
 const LEAF_CHARS = 128;
@@ -91,6 +189,8 @@ interface Literal {
   kind: string;
   start: number;
   end: number;
+  /** The token's value (a string's, unescaped). */
+  value: string;
 }
 
 /** The document's Int, Float and String tokens, in order (from the parser's own token list). */
@@ -98,7 +198,7 @@ function literalsOf(document: DocumentNode): Literal[] {
   const literals: Literal[] = [];
   for (let token = document.loc?.startToken ?? null; token !== null; token = token.next) {
     if (LITERAL_TOKENS.has(token.kind))
-      literals.push({ kind: token.kind, start: token.start, end: token.end });
+      literals.push({ kind: token.kind, start: token.start, end: token.end, value: token.value });
   }
   return literals;
 }
@@ -147,7 +247,7 @@ function leavesOf(schema: GraphQLSchema, document: DocumentNode): Leaf[] {
   const record = (path: ReadonlyArray<string | number>, location: GraphQLInputType | undefined | null) => {
     if (location == null) return;
     const type = getNamedType(location);
-    if (isLeafType(type)) leaves.push({ path: [...path], type });
+    if (isLeafType(type)) leaves.push({ path: [...path], type, location });
   };
   visit(
     document,
@@ -195,15 +295,201 @@ function parses(leaf: Leaf, node: ValueNode | undefined): boolean {
   }
 }
 
+const isValueLiteral = (node: ValueNode | undefined): boolean =>
+  node !== undefined && (node.kind === Kind.INT || node.kind === Kind.FLOAT || node.kind === Kind.STRING);
+
+/** The shape's lifted operations, by name, from its learnt document (see `Lifting`). */
+function liftingsOf(
+  query: string,
+  document: DocumentNode,
+  literals: readonly Literal[],
+  leaves: readonly Leaf[],
+): Map<string, Lifting> | undefined {
+  const operations = document.definitions.filter(
+    (definition): definition is OperationDefinitionNode => definition.kind === Kind.OPERATION_DEFINITION,
+  );
+  if (operations.length > MAX_LIFTED_OPERATIONS) return undefined;
+  const liftings = new Map<string, Lifting>();
+  for (const operation of operations) {
+    // getOperationAST: without a name, the one operation; with one, the operation of that name.
+    const name = operations.length === 1 ? '' : operation.name?.value;
+    if (name === undefined) continue;
+    const lifting = liftingOf(query, document, literals, leaves, operation);
+    if (lifting !== undefined) liftings.set(name, lifting);
+    if (lifting !== undefined && operations.length === 1 && operation.name !== undefined)
+      liftings.set(operation.name.value, lifting);
+  }
+  return liftings.size === 0 ? undefined : liftings;
+}
+
+/** One operation of the shape lifted (see `Lifting`); undefined if it has no literal to lift. */
+function liftingOf(
+  query: string,
+  document: DocumentNode,
+  literals: readonly Literal[],
+  leaves: readonly Leaf[],
+  operation: OperationDefinitionNode,
+): Lifting | undefined {
+  const source = document.loc?.source;
+  if (source === undefined || source.body !== query) return undefined;
+  const names: string[] = [];
+  visit(document, { Variable: (node) => void names.push(node.name.value) });
+  let prefix = 'literal';
+  while (names.some((name) => name.startsWith(prefix))) prefix = `_${prefix}`;
+  const byStart = new Map<number, number>();
+  for (const [i, literal] of literals.entries()) byStart.set(literal.start, i);
+  const places: Place[] = literals.map((literal) => ({ text: query.slice(literal.start, literal.end) }));
+  const variables = new Map<number, VariableNode>();
+  const definitions: VariableDefinitionNode[] = [];
+  for (const leaf of leaves) {
+    if (leaf.path[0] !== 'definitions') continue;
+    const node = nodeAt(document, leaf.path);
+    const i = node?.loc === undefined ? undefined : byStart.get(node.loc.start);
+    if (!isValueLiteral(node) || node?.loc === undefined || i === undefined) continue;
+    const definition = document.definitions[leaf.path[1] as number];
+    if (definition !== operation && definition?.kind === Kind.OPERATION_DEFINITION) {
+      // Another operation's literal: it does not run, but the document must pass validation.
+      places[i] = { check: leaf.type };
+      continue;
+    }
+    // A default value is a constant: no variable there.
+    if (definition === operation && leaf.path[2] === 'variableDefinitions') continue;
+    const name = `${prefix}${definitions.length}`;
+    // The variable takes the literal's place in the document (its location too, for errors there).
+    variables.set(node.loc.start, {
+      kind: Kind.VARIABLE,
+      name: { kind: Kind.NAME, value: name },
+      loc: node.loc,
+    });
+    definitions.push({
+      kind: Kind.VARIABLE_DEFINITION,
+      variable: { kind: Kind.VARIABLE, name: { kind: Kind.NAME, value: name } },
+      type: parseType(String(leaf.location), { noLocation: true }),
+    });
+    places[i] = { variable: name, type: leaf.type };
+  }
+  if (definitions.length === 0) return undefined;
+  const lift = (node: ValueNode) => (node.loc === undefined ? undefined : variables.get(node.loc.start));
+  const lifted = visit(document, {
+    IntValue: lift,
+    FloatValue: lift,
+    StringValue: lift,
+    OperationDefinition: {
+      leave: (node) =>
+        node.loc?.start !== operation.loc?.start
+          ? undefined
+          : {
+              ...node,
+              variableDefinitions: [...(node.variableDefinitions ?? []), ...definitions],
+            },
+    },
+  });
+  const indexOf = new Map<string, number>();
+  for (const [i, place] of places.entries()) if ('variable' in place) indexOf.set(place.variable, i);
+  return { document: lifted, source, literals, places, indexOf };
+}
+
+/** The value node the parser makes of a literal token (its location aside). */
+function literalNode(literal: Literal): ValueNode {
+  switch (literal.kind) {
+    case TokenKind.INT:
+      return { kind: Kind.INT, value: literal.value };
+    case TokenKind.FLOAT:
+      return { kind: Kind.FLOAT, value: literal.value };
+    default:
+      return {
+        kind: Kind.STRING,
+        value: literal.value,
+        block: literal.kind === TokenKind.BLOCK_STRING,
+      } satisfies StringValueNode;
+  }
+}
+
+class Lifted implements LiftedDocument {
+  constructor(
+    private readonly lifting: Lifting,
+    private readonly query: string,
+    private readonly literals: readonly Literal[],
+    readonly variables: Record<string, unknown>,
+  ) {}
+
+  get document(): DocumentNode {
+    return this.lifting.document;
+  }
+
+  literal(name: string): ValueNode | undefined {
+    const i = this.lifting.indexOf.get(name);
+    const literal = i === undefined ? undefined : this.literals[i];
+    return literal === undefined ? undefined : literalNode(literal);
+  }
+
+  /**
+   * A position in the shape's text, in this document's: the texts differ only inside literal tokens,
+   * so a position after the k-th literal is as far past its end in both.
+   */
+  private position(at: number): number {
+    const from = this.lifting.literals;
+    let k = 0;
+    while (k < from.length && (from[k] as Literal).end <= at) k++;
+    if (k === 0) return at;
+    return (this.literals[k - 1] as Literal).end + at - (from[k - 1] as Literal).end;
+  }
+
+  relocate(result: ExecutionResult): ExecutionResult {
+    const errors = result.errors;
+    const from = this.lifting.source;
+    if (errors === undefined || !errors.some((error) => error.source === from)) return result;
+    const source = new Source(this.query);
+    const moved = errors.map((error) =>
+      error.source !== from || error.positions === undefined
+        ? error
+        : new GraphQLError(error.message, {
+            nodes: error.nodes,
+            source,
+            positions: error.positions.map((at) => this.position(at)),
+            path: error.path,
+            originalError: error.originalError,
+            extensions: error.extensions,
+          }),
+    );
+    return { ...result, errors: moved };
+  }
+}
+
+/** The literal tokens of `query` by graphql-js's lexer (the parser's own); undefined if it does not lex. */
+function lexLiterals(query: string, maxTokens: number): Literal[] | undefined {
+  const literals: Literal[] = [];
+  let tokens = 0;
+  try {
+    const lexer = new Lexer(new Source(query));
+    for (let token = lexer.advance(); token.kind !== TokenKind.EOF; token = lexer.advance()) {
+      if (++tokens > maxTokens) return undefined;
+      if (LITERAL_TOKENS.has(token.kind))
+        literals.push({ kind: token.kind, start: token.start, end: token.end, value: token.value });
+    }
+  } catch {
+    return undefined;
+  }
+  return literals;
+}
+
 export function createDocumentShapes(options: DocumentShapesOptions): DocumentShapes {
   const { schema } = options;
+  const maxTokens = options.maxTokens ?? Number.POSITIVE_INFINITY;
   const shapes = new LRUCache<string, Shape | typeof SEEN_ONCE>({
     max: 1000,
     maxSize: options.maxChars ?? 4 * 1024 * 1024,
     // A learnt shape also holds a path per literal (a few hundred bytes): counted as characters, so
     // that shapes of many literals cannot hold more memory than the bound says.
+    // A lifted shape also holds its document (parsed, and its text): counted as its text once more.
     sizeCalculation: (value, key) =>
-      Math.max(1, key.length + (value === SEEN_ONCE ? 0 : value.leaves.length * LEAF_CHARS)),
+      Math.max(
+        1,
+        key.length +
+          (value === SEEN_ONCE
+            ? 0
+            : value.leaves.length * LEAF_CHARS + key.length * new Set(value.liftings?.values()).size),
+      ),
   });
 
   const learn = (query: string, document: DocumentNode, literals: readonly Literal[]): Shape => {
@@ -214,10 +500,57 @@ export function createDocumentShapes(options: DocumentShapesOptions): DocumentSh
     } catch {
       // The copy did not parse (it always should): every document of this shape runs the rule.
     }
-    return { leaves: leavesOf(schema, document), overlapSensitive };
+    const leaves = leavesOf(schema, document);
+    // Where literals take part in merging fields, each document's literals decide its validity and
+    // which field node's arguments run: such a shape is not lifted.
+    const liftings = overlapSensitive ? undefined : liftingsOf(query, document, literals, leaves);
+    return { leaves, overlapSensitive, liftings };
   };
 
   return {
+    lift(query, operationName, variables) {
+      // An empty name names no operation (getOperationAST), not the one operation.
+      if (shapes.size === 0 || operationName === '') return undefined;
+      const literals = lexLiterals(query, maxTokens);
+      if (literals === undefined || literals.length === 0) return undefined;
+      const shape = shapes.get(shapeKey(query, literals));
+      // A name no operation of the shape has: getOperationAST finds none (Yoga answers it).
+      const lifting =
+        shape === undefined || shape === SEEN_ONCE ? undefined : shape.liftings?.get(operationName ?? '');
+      if (lifting === undefined) return undefined;
+      const values: Record<string, unknown> = { ...variables };
+      const places = lifting.places;
+      for (let i = 0; i < literals.length; i++) {
+        const place = places[i] as Place;
+        const literal = literals[i] as Literal;
+        if ('text' in place) {
+          if (
+            literal.end - literal.start !== place.text.length ||
+            !query.startsWith(place.text, literal.start)
+          )
+            return undefined;
+          continue;
+        }
+        // ValuesOfCorrectTypeRule's leaf check, whose value is the argument graphql-js would pass
+        // (valueFromAST calls `parseLiteral` so). As a variable, it is coerced by `parseValue`: lifted
+        // only when that gives the very same value back (for JSON, the same JsonArgument).
+        let value: unknown;
+        try {
+          if ('check' in place) {
+            if (place.check.parseLiteral(literalNode(literal), undefined) === undefined) return undefined;
+            continue;
+          }
+          value = place.type.parseLiteral(literalNode(literal), undefined);
+          if (value === undefined || value === null || !Object.is(place.type.parseValue(value), value))
+            return undefined;
+        } catch {
+          return undefined;
+        }
+        values[place.variable] = value;
+      }
+      return new Lifted(lifting, query, literals, values);
+    },
+
     valid(query, document) {
       const literals = literalsOf(document);
       // Without literals the shape is the document: the caller's cache by text already covers it.

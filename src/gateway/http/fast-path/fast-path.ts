@@ -30,6 +30,7 @@ import {
 } from '../../request/pipeline.js';
 import type { Resolved } from '../../request/trusted-documents.js';
 import { type GatewayYoga, GRAPHQL_ENDPOINT } from '../yoga.js';
+import type { LiftedDocument } from './document-shapes.js';
 import type { PreparedOperation, PreparedOperations } from './prepared-operations.js';
 
 export interface FastPathOptions {
@@ -49,8 +50,11 @@ export interface FastPathOptions {
 export interface FastPath {
   /** Serves `req` when it is the common case and returns true; false leaves it to Yoga's handler. */
   handle(req: IncomingMessage, res: ServerResponse): boolean;
-  /** Requests taken, and those handed to Yoga after reading their body (tests, operators). */
-  readonly served: { fast: number; handedOver: number };
+  /**
+   * Requests taken, those of them run as their document's shape (prepared-operations.ts), and those
+   * handed to Yoga after reading their body (tests, operators).
+   */
+  readonly served: { fast: number; lifted: number; handedOver: number };
 }
 
 /** The body's parameters: the parsed object itself, once checked (`null` and absent alike). */
@@ -146,6 +150,8 @@ class FastRequest {
   variables: Record<string, unknown> | undefined = undefined;
   /** Its operation, once opened. */
   operation: Operation | undefined = undefined;
+  /** Set when the document runs as its shape's operation (prepared-operations.ts). */
+  lifted: LiftedDocument | undefined = undefined;
 
   constructor(
     readonly req: IncomingMessage,
@@ -201,7 +207,7 @@ function onResponseClose(this: ServerResponse): void {
 
 export function createFastPath(options: FastPathOptions): FastPath {
   const { yoga, pipeline, prepared, compression, logger, maxBodyBytes } = options;
-  const served = { fast: 0, handedOver: 0 };
+  const served = { fast: 0, lifted: 0, handedOver: 0 };
 
   const eligible = (req: IncomingMessage): boolean => {
     // QUERY (RFC 10008) is answered exactly as a POST (docs/contract.md, Delivery to frontends).
@@ -272,8 +278,11 @@ export function createFastPath(options: FastPathOptions): FastPath {
   };
 
   /** The operation's result: finished (codes, masking, the report) and written. */
-  const answer = (request: FastRequest, result: ExecutionResult): void | Promise<void> =>
-    write(request, pipeline.finish(request.operation as Operation, result));
+  const answer = (request: FastRequest, result: ExecutionResult): void | Promise<void> => {
+    const lifted = request.lifted;
+    const located = lifted === undefined ? result : lifted.relocate(result);
+    return write(request, pipeline.finish(request.operation as Operation, located));
+  };
 
   const execute = (request: FastRequest, ready: PreparedOperation): void | Promise<void> => {
     const operation = request.operation as Operation;
@@ -309,10 +318,15 @@ export function createFastPath(options: FastPathOptions): FastPath {
     if (isPromise(resolved) || resolved instanceof Error || resolved.query === '')
       return handOver(req, res, body, state);
     const operationName = params.operationName ?? undefined;
-    const ready = prepared.get(resolved.query, operationName);
+    const variables = params.variables ?? undefined;
+    const ready = prepared.get(resolved.query, operationName, variables);
     if (ready === 'yoga') return handOver(req, res, body, state);
     served.fast++;
-    request.variables = params.variables ?? undefined;
+    // A document run as its shape's operation: its literals are variables, its errors relocated.
+    const lifted = ready.lifted;
+    if (lifted !== undefined) served.lifted++;
+    request.lifted = lifted;
+    request.variables = lifted === undefined ? variables : lifted.variables;
     request.operation = pipeline.open(state, operationName);
     const register =
       resolved.register === undefined ? undefined : { hash: resolved.register, text: resolved.query };
