@@ -322,6 +322,7 @@ describe('in front of a scripted upstream', () => {
       expect(await until(() => up.count('POST', '/api/v1/check') === 1)).toBe(true);
       expect(scripted.app.fastPath.served).toEqual({
         fast: served.fast + (path === 'fast' ? 1 : 0),
+        lifted: served.lifted,
         handedOver: served.handedOver,
       });
       controller.abort();

@@ -413,15 +413,15 @@ describe('the two paths', () => {
     // Settings of its own: a gateway no other test used. No media type is learnt from traffic: the
     // very first plain POST takes the fast path.
     const g = await gateway({ HTTP_FAST_PATH: 'true' });
-    expect(g.app.fastPath.served).toEqual({ fast: 0, handedOver: 0 });
+    expect(g.app.fastPath.served).toEqual({ fast: 0, lifted: 0, handedOver: 0 });
     expect((await gql(g.url, PI)).errors).toBeUndefined();
-    expect(g.app.fastPath.served).toEqual({ fast: 1, handedOver: 0 });
+    expect(g.app.fastPath.served).toEqual({ fast: 1, lifted: 0, handedOver: 0 });
     await g.app.yoga.fetch('http://gateway.test/graphql', {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ query: PI }),
     });
-    expect(g.app.fastPath.served).toEqual({ fast: 1, handedOver: 0 });
+    expect(g.app.fastPath.served).toEqual({ fast: 1, lifted: 0, handedOver: 0 });
     expect(piRequests()).toHaveLength(2);
   });
 });
