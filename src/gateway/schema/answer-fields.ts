@@ -28,7 +28,8 @@ interface AnswerTexts {
   disclaimer: string | null;
 }
 
-const MODEL_DESCRIPTIONS = {
+/** `model` and `modelName`'s descriptions, shared by every answer type (NullCheck exposes its own fields). */
+export const MODEL_DESCRIPTIONS = {
   model:
     'The model variant that answered; null when the service named a model this schema does not know (see `modelName`).',
   modelName:
