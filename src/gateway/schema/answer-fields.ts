@@ -1,12 +1,13 @@
 /**
- * What the answer types share: the fields several interfaces carry (NullCheck, ConstantDigits,
- * Inference), each read from the upstream answer the same way everywhere, and the pi/e union of the
- * two digits interfaces. Built here once; descriptions and names stay each type's own (they are part
- * of the published schema).
+ * What the answer types share: the fields several interfaces carry (the model fields and digits
+ * fields of Inference; NullCheck and ConstantDigits expose theirs from getters of their answer
+ * classes, is-null.ts and pi.ts), each read from the upstream answer the same way everywhere, and
+ * the pi/e union of the two digits interfaces. Built here once; descriptions and names stay each
+ * type's own (they are part of the published schema).
  */
 import type { EnumRef, InterfaceFieldBuilder, InterfaceRef } from '@pothos/core';
 import { builder, type GatewaySchemaTypes } from './builder.js';
-import { floatOrNull, intOrNull } from './numbers.js';
+import { intOrNull } from './numbers.js';
 import { type Constant, classifyDigits, correctDigits, splitDigits } from './truth.js';
 
 type Types = PothosSchemaTypes.ExtendDefaultTypes<GatewaySchemaTypes>;
@@ -14,21 +15,8 @@ type Fields<Shape> = InterfaceFieldBuilder<Types, Shape>;
 /** NullModel or PiModel: enums whose values are the upstream model strings. */
 type ModelEnum = EnumRef<Types, string, string>;
 
-/** The measured facts of a model answer, as the upstream reported them (null: not said). */
-interface AnswerFacts {
-  confidence: number | null;
-  model: string | null;
-  inferenceTimeMs: number | null;
-  gpuCostUsd: number | null;
-}
-
-/** The texts a model answer carries beside its facts (null: not sent). */
-interface AnswerTexts {
-  sponsoredBy: string | null;
-  disclaimer: string | null;
-}
-
-const MODEL_DESCRIPTIONS = {
+/** `model` and `modelName`'s descriptions, shared by every answer type (NullCheck exposes its own fields). */
+export const MODEL_DESCRIPTIONS = {
   model:
     'The model variant that answered; null when the service named a model this schema does not know (see `modelName`).',
   modelName:
@@ -53,52 +41,6 @@ export function modelFields<Shape extends { response: { model: string | null } }
       nullable: true,
       description: descriptions.modelName,
       resolve: (p) => p.response.model,
-    }),
-  };
-}
-
-/** `confidence`, `model`, `modelName`, `inferenceTimeMs` and `gpuCostUsd`, in this order. */
-export function answerFactFields<Shape extends { response: AnswerFacts }>(
-  t: Fields<Shape>,
-  modelEnum: ModelEnum,
-  modelOf: (model: string | null) => string | null,
-  descriptions: { confidence: string; inferenceTimeMs: string; gpuCostUsd: string },
-) {
-  return {
-    confidence: t.float({
-      nullable: true,
-      description: descriptions.confidence,
-      resolve: (p) => floatOrNull(p.response.confidence),
-    }),
-    ...modelFields(t, modelEnum, modelOf),
-    inferenceTimeMs: t.int({
-      nullable: true,
-      description: descriptions.inferenceTimeMs,
-      resolve: (p) => intOrNull(p.response.inferenceTimeMs),
-    }),
-    gpuCostUsd: t.float({
-      nullable: true,
-      description: descriptions.gpuCostUsd,
-      resolve: (p) => floatOrNull(p.response.gpuCostUsd),
-    }),
-  };
-}
-
-/** `sponsoredBy` and `disclaimer`. */
-export function answerTextFields<Shape extends { response: AnswerTexts }>(
-  t: Fields<Shape>,
-  descriptions: { sponsoredBy: string; disclaimer: string },
-) {
-  return {
-    sponsoredBy: t.string({
-      nullable: true,
-      description: descriptions.sponsoredBy,
-      resolve: (p) => p.response.sponsoredBy,
-    }),
-    disclaimer: t.string({
-      nullable: true,
-      description: descriptions.disclaimer,
-      resolve: (p) => p.response.disclaimer,
     }),
   };
 }
