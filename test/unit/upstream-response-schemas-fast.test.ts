@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import {
   parseNullCheckResponse,
   parseNullCheckResponseBySchema,
+  parsePiResponse,
+  parsePiResponseBySchema,
 } from '../../src/gateway/upstream/response-schemas.js';
 
 const FIELDS = [
@@ -35,6 +37,16 @@ const VALUES: unknown[] = [
   '',
   'null-x-4o',
   '0.001',
+  '3',
+  '3.14159',
+  '3.',
+  '.5',
+  '-3.14',
+  '3.14\n',
+  ' 3.14',
+  '31415926535897932384626433832795028841971',
+  'pi',
+  'e',
   {},
   [],
   [1],
@@ -99,6 +111,52 @@ describe('parseNullCheckResponse, its boolean fast read against zod’s schema',
     }
     for (const body of [null, [], 'text', 3]) {
       expect(outcome(parseNullCheckResponse, body)).toEqual(outcome(parseNullCheckResponseBySchema, body));
+    }
+  });
+});
+
+const PI_FIELDS = [
+  'digits',
+  'precision',
+  'confidence',
+  'model',
+  'inference_time_ms',
+  'gpu_cost_usd',
+  'sponsored_by',
+  'disclaimer',
+  'constant',
+] as const;
+
+const piBase = (): Record<string, unknown> => ({
+  digits: '3.14159',
+  precision: 5,
+  confidence: 0.97,
+  model: 'pi-stral-7b',
+  inference_time_ms: 40,
+  gpu_cost_usd: 0.002,
+  sponsored_by: 'PiCorp',
+  disclaimer: 'digits may vary',
+  constant: 'pi',
+  returned_e: false,
+});
+
+describe('parsePiResponse, its fast read against zod’s schema', () => {
+  it('gives the same answer or the same error for every field of every kind of value', () => {
+    let cases = 0;
+    for (const field of PI_FIELDS) {
+      for (const value of VALUES) {
+        const body = piBase();
+        if (value === ABSENT) delete body[field];
+        else body[field] = value;
+        expect(outcome(parsePiResponse, body), `${field}: ${String(value)}`).toEqual(
+          outcome(parsePiResponseBySchema, body),
+        );
+        cases++;
+      }
+    }
+    expect(cases).toBeGreaterThan(250);
+    for (const body of [null, [], 'text', 3, {}]) {
+      expect(outcome(parsePiResponse, body)).toEqual(outcome(parsePiResponseBySchema, body));
     }
   });
 });
