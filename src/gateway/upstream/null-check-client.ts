@@ -48,9 +48,17 @@ export function nullCheckShareKey(request: NullCheckRequest): string | undefined
   return `check\n${JSON.stringify([request.value, request.model ?? null, temperature ?? null, request.strictMode ?? null])}`;
 }
 
+/** The pricing of a check that names no model: one frozen object, not one per call. */
+const DEFAULT_CHECK_PRICING: ModelCall = Object.freeze({
+  upstream: 'null-check',
+  kind: 'check',
+  model: DEFAULT_NULL_MODEL,
+});
+
 /** A check as the cost estimate prices it: by its model (the service default when omitted). */
 export function checkPricing(model: string | undefined): ModelCall {
-  return { upstream: 'null-check', kind: 'check', model: model ?? DEFAULT_NULL_MODEL };
+  if (model === undefined) return DEFAULT_CHECK_PRICING;
+  return { upstream: 'null-check', kind: 'check', model };
 }
 
 const keepBoolean = (answer: NullCheckResponse) => answer.answer.kind === 'boolean';

@@ -90,10 +90,12 @@ export function createTransport(options: TransportOptions): Transport {
   const { upstream } = options;
   const timeoutMs = options.timeoutMs ?? 5000;
   const url = new URL(options.baseUrl);
+  // Read once: URL's `origin` getter builds a new string at every read.
+  const origin = url.origin;
   const basePath = url.pathname.replace(/\/+$/, '');
   const authHeader = (options.authHeader ?? 'authorization').toLowerCase();
   const bearer = authHeader === 'authorization';
-  const pool = new Pool(url.origin, {
+  const pool = new Pool(origin, {
     connections: options.connections ?? 64,
     pipelining: 1,
     connectTimeout: Math.min(timeoutMs, MAX_CONNECT_TIMEOUT_MS),
@@ -168,7 +170,7 @@ export function createTransport(options: TransportOptions): Transport {
     exchangeOnce(
       pool,
       {
-        origin: url.origin,
+        origin,
         method: form.method,
         path: basePath + form.path,
         headers,
