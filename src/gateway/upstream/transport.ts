@@ -157,15 +157,17 @@ export function createTransport(options: TransportOptions): Transport {
     watchDeadline(signal);
     operation?.attach(signal);
 
-    const headers: Record<string, string> = {};
-    if (form.body !== undefined) headers['content-type'] = 'application/json';
+    // Name, value, name, value: undici's flat form, which it reads without listing an object's keys.
+    const headers: string[] = [];
+    if (form.body !== undefined) headers.push('content-type', 'application/json');
     if (operation !== undefined) {
-      headers['x-request-id'] = operation.requestId;
+      headers.push('x-request-id', operation.requestId);
       if (operation.apiKey !== undefined && request.anonymous !== true)
-        headers[authHeader] = bearer ? `Bearer ${operation.apiKey}` : operation.apiKey;
+        headers.push(authHeader, bearer ? `Bearer ${operation.apiKey}` : operation.apiKey);
     }
     const traceHeaders = request.traceHeaders;
-    if (traceHeaders !== undefined) Object.assign(headers, traceHeaders);
+    if (traceHeaders !== undefined)
+      for (const name of Object.keys(traceHeaders)) headers.push(name, traceHeaders[name] as string);
 
     exchangeOnce(
       pool,
