@@ -11,7 +11,7 @@
  */
 import type { Operation } from '../operation/operation.js';
 import type { ModelCall } from '../operation/operation-plan.js';
-import { type AnswerFacts, callModel, type Dispatch, type HttpForm } from './dispatch.js';
+import { type AnswerFacts, callModel, type Dispatch, type HttpForm, type StatusHints } from './dispatch.js';
 import { parseNullCheckResponse, parseNullCheckV2Response } from './response-schemas.js';
 import { errorFromFailure } from './status-mapping.js';
 import type { NullCheckRequest, NullCheckResponse } from './types.js';
@@ -61,6 +61,10 @@ export function checkPricing(model: string | undefined): ModelCall {
   return { upstream: 'null-check', kind: 'check', model };
 }
 
+/** The status hints of a check (read only, by status-mapping.ts): two constants, not one per call. */
+const HAD_VALUE: StatusHints = Object.freeze({ hadValue: true });
+const HAD_NO_VALUE: StatusHints = Object.freeze({ hadValue: false });
+
 const keepBoolean = (answer: NullCheckResponse) => answer.answer.kind === 'boolean';
 
 export function createNullCheckClient(dispatch: Dispatch): NullCheckClient {
@@ -81,7 +85,7 @@ export function createNullCheckClient(dispatch: Dispatch): NullCheckClient {
           detail: 'value is not JSON-serializable',
         });
       }
-      const hints = { hadValue: sendsValue(request) };
+      const hints = sendsValue(request) ? HAD_VALUE : HAD_NO_VALUE;
       const v1: HttpForm<NullCheckResponse> = {
         endpoint: 'check',
         version: 'v1',
