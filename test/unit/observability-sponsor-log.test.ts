@@ -69,6 +69,30 @@ describe('sponsor log', () => {
     expect(lines.map((l) => l.sponsoredBy)).toEqual(['A', 'B', 'C', 'A']);
   });
 
+  it('forgets the stalest across upstreams, a re-logged message counting as fresh', () => {
+    const { logger, lines } = capture();
+    let t = 0;
+    const log = createSponsorLog({ logger, intervalMs: 10, maxTracked: 2, now: () => t });
+    log.record('pi-digits', 'A');
+    t = 1;
+    log.record('null-check', 'A');
+    t = 20;
+    log.record('pi-digits', 'A'); // logged again: now the freshest
+    log.record('null-check', 'B'); // evicts null-check A, the stalest
+    expect(log.size).toBe(2);
+    t = 21;
+    log.record('pi-digits', 'A'); // still remembered: suppressed
+    log.record('null-check', 'A'); // forgotten: logged as new
+    expect(lines.map((l) => [l.upstream, l.sponsoredBy, l.repeats])).toEqual([
+      ['pi-digits', 'A', 1],
+      ['null-check', 'A', 1],
+      ['pi-digits', 'A', 1],
+      ['null-check', 'B', 1],
+      ['null-check', 'A', 1],
+    ]);
+    expect(log.size).toBe(2);
+  });
+
   it('truncates a huge message so one answer cannot blow up the log', () => {
     const { logger, lines } = capture();
     const log = createSponsorLog({ logger });

@@ -6,12 +6,13 @@
  *
  * Why tallies behind the hot counters: prom-client hashes the label values on every `inc()`, even on
  * a bound child. The hot path (an operation, an upstream attempt, an answer's cost, sponsor and
- * estimate) bumps plain numbers and does one histogram `observe()` per operation and per attempt; the
- * counters read the numbers when /metrics is scraped.
+ * estimate) bumps plain numbers, and the latency histograms are tallied too (tallied-histogram.ts:
+ * prom-client's `observe()` hashes its labels as well); both are read when /metrics is scraped.
  */
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import type { UpstreamName } from '../errors.js';
 import type { BreakerState } from '../upstream/interceptors/circuit-breaker.js';
+import { type HistogramSeries, TalliedHistogram } from './tallied-histogram.js';
 
 /** How an operation ended (label `outcome`). */
 export type OperationOutcome = 'ok' | 'partial' | 'error' | 'invalid' | 'cancelled';
@@ -373,7 +374,7 @@ interface Tally<L extends string> {
 
 interface TimedTally<L extends string> extends Tally<L> {
   /** The histogram's child of this label set (observe seconds). */
-  readonly duration: Histogram.Internal<string>;
+  readonly duration: HistogramSeries;
 }
 
 type TallyOf<T> = (a: string, b?: string, c?: string, d?: string) => T;
@@ -416,7 +417,9 @@ function talliedCounter<L extends string>(
     },
   });
   const durations =
-    histogram === undefined ? undefined : new Histogram<L>({ ...histogram, registers: config.registers });
+    histogram === undefined
+      ? undefined
+      : new TalliedHistogram<L>({ ...histogram, registers: config.registers });
   return (a, b = '', c = '', d = '') => {
     const byD = branch(branch(branch(tallies, a), b), c);
     let tally = byD.get(d);

@@ -32,6 +32,8 @@ export interface SponsorLogOptions {
 const MAX_MESSAGE_LENGTH = 1000;
 
 interface Seen {
+  readonly upstream: UpstreamName;
+  readonly message: string;
   loggedAt: number;
   /** Received since the last log line of this message. */
   suppressed: number;
@@ -49,9 +51,12 @@ export function createSponsorLog(options: SponsorLogOptions): SponsorLog {
   const intervalMs = options.intervalMs ?? 60_000;
   const maxTracked = options.maxTracked ?? 10_000;
   const now = options.now ?? Date.now;
+  // Found by upstream, then by the message itself: no `upstream + message` key string is built (and
+  // hashed) for every sponsored answer.
+  const seen = new Map<UpstreamName, Map<string, Seen>>();
   // Insertion order = order of last log line (re-logged entries are moved to the end), so the first
-  // entries are the stalest: that is what eviction drops.
-  const seen = new Map<string, Seen>();
+  // entries are the stalest: that is what eviction drops, whichever upstream they came from.
+  const order = new Set<Seen>();
 
   const log = (upstream: UpstreamName, message: string, repeats: number) => {
     const sponsoredBy =
@@ -65,15 +70,24 @@ export function createSponsorLog(options: SponsorLogOptions): SponsorLog {
         log(upstream, message, 1);
         return;
       }
-      const key = `${upstream}\n${message}`;
       const t = now();
-      const entry = seen.get(key);
+      let messages = seen.get(upstream);
+      if (messages === undefined) {
+        messages = new Map();
+        seen.set(upstream, messages);
+      }
+      const entry = messages.get(message);
       if (entry === undefined) {
-        if (seen.size >= maxTracked) {
-          const oldest = seen.keys().next();
-          if (!oldest.done) seen.delete(oldest.value);
+        if (order.size >= maxTracked) {
+          const oldest = order.values().next();
+          if (!oldest.done) {
+            order.delete(oldest.value);
+            seen.get(oldest.value.upstream)?.delete(oldest.value.message);
+          }
         }
-        seen.set(key, { loggedAt: t, suppressed: 0 });
+        const fresh: Seen = { upstream, message, loggedAt: t, suppressed: 0 };
+        messages.set(message, fresh);
+        order.add(fresh);
         log(upstream, message, 1);
         return;
       }
@@ -83,11 +97,13 @@ export function createSponsorLog(options: SponsorLogOptions): SponsorLog {
       }
       // `repeats`: this message plus the ones received silently since the last line.
       log(upstream, message, entry.suppressed + 1);
-      seen.delete(key);
-      seen.set(key, { loggedAt: t, suppressed: 0 });
+      entry.loggedAt = t;
+      entry.suppressed = 0;
+      order.delete(entry);
+      order.add(entry);
     },
     get size() {
-      return seen.size;
+      return order.size;
     },
   };
 }

@@ -238,6 +238,8 @@ export function callModel<T>(dispatch: Dispatch, call: ModelCallRequest<T>): Pro
           operation: call.operation,
           pricing,
           truth: call.truth,
+          // Present from the start: the API-versions layer sets it on this object (no new shape).
+          mayBeGone: undefined,
         },
         new SettleValue(resolve, reject),
       );

@@ -25,13 +25,17 @@ export interface ExchangeSink {
   failed(error: unknown, statusCode: number | undefined): void;
 }
 
+/** The headers of an exchange whose status line never came: one shared empty object. */
+const NO_HEADERS: ResponseHeaders = Object.freeze({});
+
 type Controller = Parameters<NonNullable<Dispatcher.DispatchHandler['onRequestStart']>>[0];
 
 class BodyCollector implements Dispatcher.DispatchHandler {
   private controller: Controller | undefined;
   private statusCode: number | undefined;
-  private headers: ResponseHeaders = {};
-  private chunks: Buffer[] = [];
+  private headers: ResponseHeaders = NO_HEADERS;
+  /** Made at the start of each try (undici may start a handler again), not also here. */
+  private chunks: Buffer[] | undefined;
 
   constructor(
     private readonly signal: AttemptSignal,
@@ -56,12 +60,12 @@ class BodyCollector implements Dispatcher.DispatchHandler {
   }
 
   onResponseData(_controller: Controller, chunk: Buffer): void {
-    this.chunks.push(chunk);
+    (this.chunks as Buffer[]).push(chunk);
   }
 
   onResponseEnd(): void {
     this.signal.removeListener('abort', this.abort);
-    const chunks = this.chunks;
+    const chunks = this.chunks as Buffer[];
     const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
     this.sink.exchanged(this.statusCode as number, this.headers, body.toString('utf8'));
   }

@@ -11,7 +11,7 @@
  */
 import type { Operation } from '../operation/operation.js';
 import type { ModelCall } from '../operation/operation-plan.js';
-import { type AnswerFacts, callModel, type Dispatch, type HttpForm } from './dispatch.js';
+import { type AnswerFacts, callModel, type Dispatch, type HttpForm, type StatusHints } from './dispatch.js';
 import { parseNullCheckResponse, parseNullCheckV2Response } from './response-schemas.js';
 import { errorFromFailure } from './status-mapping.js';
 import type { NullCheckRequest, NullCheckResponse } from './types.js';
@@ -48,10 +48,22 @@ export function nullCheckShareKey(request: NullCheckRequest): string | undefined
   return `check\n${JSON.stringify([request.value, request.model ?? null, temperature ?? null, request.strictMode ?? null])}`;
 }
 
+/** The pricing of a check that names no model: one frozen object, not one per call. */
+const DEFAULT_CHECK_PRICING: ModelCall = Object.freeze({
+  upstream: 'null-check',
+  kind: 'check',
+  model: DEFAULT_NULL_MODEL,
+});
+
 /** A check as the cost estimate prices it: by its model (the service default when omitted). */
 export function checkPricing(model: string | undefined): ModelCall {
-  return { upstream: 'null-check', kind: 'check', model: model ?? DEFAULT_NULL_MODEL };
+  if (model === undefined) return DEFAULT_CHECK_PRICING;
+  return { upstream: 'null-check', kind: 'check', model };
 }
+
+/** The status hints of a check (read only, by status-mapping.ts): two constants, not one per call. */
+const HAD_VALUE: StatusHints = Object.freeze({ hadValue: true });
+const HAD_NO_VALUE: StatusHints = Object.freeze({ hadValue: false });
 
 const keepBoolean = (answer: NullCheckResponse) => answer.answer.kind === 'boolean';
 
@@ -73,7 +85,7 @@ export function createNullCheckClient(dispatch: Dispatch): NullCheckClient {
           detail: 'value is not JSON-serializable',
         });
       }
-      const hints = { hadValue: sendsValue(request) };
+      const hints = sendsValue(request) ? HAD_VALUE : HAD_NO_VALUE;
       const v1: HttpForm<NullCheckResponse> = {
         endpoint: 'check',
         version: 'v1',

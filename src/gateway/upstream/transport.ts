@@ -90,10 +90,12 @@ export function createTransport(options: TransportOptions): Transport {
   const { upstream } = options;
   const timeoutMs = options.timeoutMs ?? 5000;
   const url = new URL(options.baseUrl);
+  // Read once: URL's `origin` getter builds a new string at every read.
+  const origin = url.origin;
   const basePath = url.pathname.replace(/\/+$/, '');
   const authHeader = (options.authHeader ?? 'authorization').toLowerCase();
   const bearer = authHeader === 'authorization';
-  const pool = new Pool(url.origin, {
+  const pool = new Pool(origin, {
     connections: options.connections ?? 64,
     pipelining: 1,
     connectTimeout: Math.min(timeoutMs, MAX_CONNECT_TIMEOUT_MS),
@@ -155,20 +157,22 @@ export function createTransport(options: TransportOptions): Transport {
     watchDeadline(signal);
     operation?.attach(signal);
 
-    const headers: Record<string, string> = {};
-    if (form.body !== undefined) headers['content-type'] = 'application/json';
+    // Name, value, name, value: undici's flat form, which it reads without listing an object's keys.
+    const headers: string[] = [];
+    if (form.body !== undefined) headers.push('content-type', 'application/json');
     if (operation !== undefined) {
-      headers['x-request-id'] = operation.requestId;
+      headers.push('x-request-id', operation.requestId);
       if (operation.apiKey !== undefined && request.anonymous !== true)
-        headers[authHeader] = bearer ? `Bearer ${operation.apiKey}` : operation.apiKey;
+        headers.push(authHeader, bearer ? `Bearer ${operation.apiKey}` : operation.apiKey);
     }
     const traceHeaders = request.traceHeaders;
-    if (traceHeaders !== undefined) Object.assign(headers, traceHeaders);
+    if (traceHeaders !== undefined)
+      for (const name of Object.keys(traceHeaders)) headers.push(name, traceHeaders[name] as string);
 
     exchangeOnce(
       pool,
       {
-        origin: url.origin,
+        origin,
         method: form.method,
         path: basePath + form.path,
         headers,

@@ -250,11 +250,14 @@ export function createApiVersions(options: ApiVersionsOptions): ApiVersions {
       }
       const request = this.request;
       const form = to === 'v2' ? request.forms.v2 : request.forms.v1;
-      const sent =
-        form === request.form && !mayBeGone
-          ? request
-          : { ...request, form: form ?? request.forms.v1, mayBeGone };
-      this.next(sent, this);
+      if (form === request.form) {
+        // The form the call already has (v1, the usual case): the call's own request goes on, marked
+        // in place rather than copied (a request is one call's: callModel makes one per call).
+        if (mayBeGone) request.mayBeGone = true;
+        this.next(request, this);
+        return;
+      }
+      this.next({ ...request, form: form ?? request.forms.v1, mayBeGone }, this);
     }
 
     onAnswer(answer: UpstreamAnswer<T>): void {
