@@ -7,7 +7,7 @@
  */
 import type { EnumRef, InterfaceFieldBuilder, InterfaceRef } from '@pothos/core';
 import { builder, type GatewaySchemaTypes } from './builder.js';
-import { intOrNull } from './numbers.js';
+import { floatOrNull, intOrNull } from './numbers.js';
 import { type Constant, classifyDigits, correctDigits, splitDigits } from './truth.js';
 
 type Types = PothosSchemaTypes.ExtendDefaultTypes<GatewaySchemaTypes>;
@@ -22,6 +22,43 @@ export const MODEL_DESCRIPTIONS = {
   modelName:
     'The model variant exactly as the service named it (upstream `model`); null when it did not say.',
 };
+
+/** The facts every model answer reports (upstream/types.ts: NullCheckResponse, PiResponse). */
+interface AnswerFacts {
+  confidence: number | null;
+  model: string | null;
+  inferenceTimeMs: number | null;
+  gpuCostUsd: number | null;
+  sponsoredBy: string | null;
+  disclaimer: string | null;
+}
+
+/**
+ * The answer facts as getters on the prototype, shared by NullCheckShape (is-null.ts) and PiShape
+ * (pi.ts): their fields are exposed without resolvers, so graphql-jit reads them as properties. Each
+ * getter computes what the field's resolver did, and none throws.
+ */
+export abstract class AnswerFactsShape<Response extends AnswerFacts> {
+  constructor(readonly response: Response) {}
+  get confidence(): number | null {
+    return floatOrNull(this.response.confidence);
+  }
+  get modelName(): string | null {
+    return this.response.model;
+  }
+  get inferenceTimeMs(): number | null {
+    return intOrNull(this.response.inferenceTimeMs);
+  }
+  get gpuCostUsd(): number | null {
+    return floatOrNull(this.response.gpuCostUsd);
+  }
+  get sponsoredBy(): string | null {
+    return this.response.sponsoredBy;
+  }
+  get disclaimer(): string | null {
+    return this.response.disclaimer;
+  }
+}
 
 /** `model` (the enum value, null for a model the enum does not know) and `modelName` (the raw string). */
 export function modelFields<Shape extends { response: { model: string | null } }>(

@@ -9,7 +9,7 @@
 import { routeOf, stringArgument, type UpstreamFieldExtension } from '../operation/operation-plan.js';
 import { checkPricing } from '../upstream/null-check-client.js';
 import type { NullCheckRequest, NullCheckResponse, PhilosophicalAnalysis } from '../upstream/types.js';
-import { MODEL_DESCRIPTIONS } from './answer-fields.js';
+import { AnswerFactsShape, MODEL_DESCRIPTIONS } from './answer-fields.js';
 import { builder } from './builder.js';
 import { badUserInput, rethrowAsFieldError } from './errors.js';
 import { JsonScalar } from './json-scalar.js';
@@ -26,35 +26,19 @@ import { floatOrNull, intOrNull } from './numbers.js';
  * answer of 14 fields); graphql-js's default resolver reads the same getters. A getter computes
  * exactly what the field's resolver did, and none of them throws.
  */
-export class NullCheckShape {
+export class NullCheckShape extends AnswerFactsShape<NullCheckResponse> {
   constructor(
-    readonly response: NullCheckResponse,
+    response: NullCheckResponse,
     /** value === null (strictly; an omitted value is not null). */
     readonly actuallyNull: boolean,
-  ) {}
-  get confidence(): number | null {
-    return floatOrNull(this.response.confidence);
+  ) {
+    super(response);
   }
   get model(): ReturnType<typeof nullModelOf> {
     return nullModelOf(this.response.model);
   }
-  get modelName(): string | null {
-    return this.response.model;
-  }
-  get inferenceTimeMs(): number | null {
-    return intOrNull(this.response.inferenceTimeMs);
-  }
-  get gpuCostUsd(): number | null {
-    return floatOrNull(this.response.gpuCostUsd);
-  }
   get expertsConsulted(): number | null {
     return intOrNull(this.response.expertsConsulted);
-  }
-  get sponsoredBy(): string | null {
-    return this.response.sponsoredBy;
-  }
-  get disclaimer(): string | null {
-    return this.response.disclaimer;
   }
   get philosophicalAnalysis(): PhilosophicalAnalysis | null {
     return this.response.philosophicalAnalysis ?? null;

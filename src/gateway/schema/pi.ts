@@ -13,12 +13,12 @@ import {
 } from '../operation/operation-plan.js';
 import { DEFAULT_PI_DIGITS, piPricing } from '../upstream/pi-digits-client.js';
 import type { PiRequest, PiResponse } from '../upstream/types.js';
-import { constantUnion, type DigitsShape, MODEL_DESCRIPTIONS } from './answer-fields.js';
+import { AnswerFactsShape, constantUnion, type DigitsShape, MODEL_DESCRIPTIONS } from './answer-fields.js';
 import { builder } from './builder.js';
 import { checkDigits, rethrowAsFieldError } from './errors.js';
 import { checkModelAsked, modelToSend } from './model-choice.js';
 import { PiModel, piModelOf } from './models.js';
-import { floatOrNull, intOrNull } from './numbers.js';
+import { intOrNull } from './numbers.js';
 import { type Constant, classifyDigits, correctDigits, splitDigits } from './truth.js';
 
 /**
@@ -28,14 +28,15 @@ import { type Constant, classifyDigits, correctDigits, splitDigits } from './tru
  * info, path and closures), as NullCheckShape does (is-null.ts). Each getter computes what the
  * field's resolver did, and none throws.
  */
-export class PiShape implements DigitsShape<PiResponse> {
+export class PiShape extends AnswerFactsShape<PiResponse> implements DigitsShape<PiResponse> {
   /** Which constant the digits are of: the upstream's explicit marker, else recognised from the digits. */
   readonly constant: Constant;
   constructor(
-    readonly response: PiResponse,
+    response: PiResponse,
     /** Decimal places asked for (without `digits`: the upstream default). */
     readonly requestedDigits: number,
   ) {
+    super(response);
     this.constant = classifyDigits(response.digits, response.constantMarker);
   }
   get digits(): string {
@@ -44,26 +45,8 @@ export class PiShape implements DigitsShape<PiResponse> {
   get precision(): number {
     return intOrNull(this.response.precision) ?? splitDigits(this.response.digits).decimals.length;
   }
-  get confidence(): number | null {
-    return floatOrNull(this.response.confidence);
-  }
   get model(): ReturnType<typeof piModelOf> {
     return piModelOf(this.response.model);
-  }
-  get modelName(): string | null {
-    return this.response.model;
-  }
-  get inferenceTimeMs(): number | null {
-    return intOrNull(this.response.inferenceTimeMs);
-  }
-  get gpuCostUsd(): number | null {
-    return floatOrNull(this.response.gpuCostUsd);
-  }
-  get sponsoredBy(): string | null {
-    return this.response.sponsoredBy;
-  }
-  get disclaimer(): string | null {
-    return this.response.disclaimer;
   }
 }
 
