@@ -9,7 +9,7 @@
  *
  * It runs the compiled gateway (bench-results/dist, built by `npm run bench` or `--build`), as in
  * production: `npx tsx test/bench/request-path.ts [--build] [--requests n] [--rounds n]
- * [--concurrency n] [--warmup n] [--dist dir] [--log-level level] [--workload distinct|literal|pi|trusted|proxy]`. Log lines go to /dev/null, as in the
+ * [--concurrency n] [--warmup n] [--dist dir] [--log-level level] [--workload distinct|literal|pi|trusted|cache|proxy]`. Log lines go to /dev/null, as in the
  * benchmark. Prints the median CPU µs per request over the rounds, and each round's.
  *
  * `--stalls [--stall-ms 2] [--cpu-profile [--stall-detail module]]`: also traces the event loop's stalls over the measured
@@ -154,6 +154,8 @@ async function main(): Promise<void> {
       variables: { digits: 10, temperature: (1 + (n % 997)) / 1000 },
     }),
     trusted: (n) => ({ documentId: isNullId, operationName: 'IsNull', variables: { value: `path-${n}` } }),
+    // RESPONSE_CACHE=true and one of 100 values: after the first round of each, every request a cache hit.
+    cache: (n) => ({ query: isNullQuery, operationName: 'IsNull', variables: { value: `path-${n % 100}` } }),
     // The raw proxy's work (raw-proxy.ts) in the same harness: the floor the gateway is compared with.
     proxy: (n) => ({ query: isNullQuery, operationName: 'IsNull', variables: { value: `path-${n}` } }),
   };
@@ -223,6 +225,7 @@ async function main(): Promise<void> {
       PI_BASE_URL: base,
       LOG_LEVEL,
       ...(WORKLOAD === 'trusted' ? { TRUSTED_DOCUMENTS: manifest, TRUSTED_DOCUMENTS_MODE: 'enforce' } : {}),
+      ...(WORKLOAD === 'cache' ? { RESPONSE_CACHE: 'true' } : {}),
     });
     // The production sink (a file descriptor), pointed at /dev/null as the benchmark's stdout is.
     const logger = createLogger({ level: LOG_LEVEL, destination: openSync('/dev/null', 'w') });
