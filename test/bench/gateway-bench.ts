@@ -38,7 +38,8 @@
  *
  * Options: `--only name,name` runs the rows whose name contains one of the words; `--no-cluster`,
  * `--no-redis`, `--no-memory` skip those parts; `--no-build` reuses the last build; `--cpu-prof`
- * writes V8 CPU profiles of each gateway process to bench-results/profiles/.
+ * writes V8 CPU profiles of each gateway process to bench-results/profiles/; `--node-args "..."` gives
+ * the gateway processes node options (V8 settings to compare).
  */
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -83,6 +84,15 @@ const WORKERS = option('workers', 2);
 /** `--cpu-prof`: each gateway process (and the proxy) writes a V8 CPU profile to bench-results/profiles/. */
 const CPU_PROF = flag('cpu-prof');
 const PROFILE_DIR = new URL('../../bench-results/profiles/', import.meta.url);
+/**
+ * `--node-args "a b"`: node options for the gateway processes (none by default, as the image and
+ * `npm start` run it), to compare V8 settings such as `--max-semi-space-size`.
+ */
+const NODE_ARGS_INDEX = process.argv.indexOf('--node-args');
+const GATEWAY_NODE_ARGS =
+  NODE_ARGS_INDEX === -1
+    ? []
+    : (process.argv[NODE_ARGS_INDEX + 1] ?? '').split(' ').filter((arg) => arg !== '');
 
 // --- the requests --------------------------------------------------------------------------------
 
@@ -423,9 +433,12 @@ async function startGateway(upstreamUrl: string, variant: GatewayVariant): Promi
     script: GATEWAY_SCRIPT,
     port: await freePort(),
     readyPath: '/health',
-    nodeArgs: CPU_PROF
-      ? ['--cpu-prof', '--cpu-prof-dir', new URL(`${slug(variant.label)}/`, PROFILE_DIR).pathname]
-      : [],
+    nodeArgs: [
+      ...GATEWAY_NODE_ARGS,
+      ...(CPU_PROF
+        ? ['--cpu-prof', '--cpu-prof-dir', new URL(`${slug(variant.label)}/`, PROFILE_DIR).pathname]
+        : []),
+    ],
     env: {
       NODE_ENV: 'production',
       HOST: '127.0.0.1',
