@@ -7,15 +7,18 @@
  * fast path serves itself, and that its operations are logged and counted.
  */
 import { createHash } from 'node:crypto';
-import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
 import { capturedLogger } from '../support/logs.js';
 import { metricValue } from '../support/metric-values.js';
-import { HEADERS_CLIENTS_ACT_ON, type RawAnswer, sendRaw } from '../support/raw-http.js';
+import {
+  type HandlerServer,
+  HEADERS_CLIENTS_ACT_ON,
+  listenHandler,
+  type RawAnswer,
+  sendRaw,
+} from '../support/raw-http.js';
 import { nullBody, nullHealth, piBody, piHealth } from '../support/upstream-bodies.js';
 
 /** Also `Accept` and `Connection`: the fast path must answer them as Yoga's handler does. */
@@ -440,7 +443,7 @@ const CASES: Case[] = [
 
 let upstream: ScriptedUpstream;
 let gateway: TestGateway;
-let yogaOnly: Server;
+let yogaOnly: HandlerServer | undefined;
 let gatewayPort = 0;
 let yogaPort = 0;
 const captured = capturedLogger('info');
@@ -509,15 +512,12 @@ beforeAll(async () => {
     env: { RETRY_MAX_ATTEMPTS: '1', BREAKER_THRESHOLD: '0' },
   });
   gatewayPort = Number(new URL(gateway.origin).port);
-  yogaOnly = createServer(gateway.app.yoga);
-  yogaOnly.listen(0, '127.0.0.1');
-  await once(yogaOnly, 'listening');
-  yogaPort = (yogaOnly.address() as AddressInfo).port;
+  yogaOnly = await listenHandler(gateway.app.yoga);
+  yogaPort = yogaOnly.port;
 });
 
 afterAll(async () => {
-  yogaOnly?.closeAllConnections();
-  await new Promise<void>((resolve) => (yogaOnly ? yogaOnly.close(() => resolve()) : resolve()));
+  await yogaOnly?.close();
   await gateway?.close();
   await upstream?.close();
 });

@@ -1,25 +1,13 @@
-/**
- * Literal documents lifted into their shape's operation (document-shapes.ts `lift`): a new document of
- * a learnt shape runs the shape's operation with its literals as hidden variables, without being
- * parsed, validated or planned. Its answer must be the one the document itself gets: a seeded
- * generator writes families of documents of one shape whose literals differ (every literal kind,
- * strings with escapes, surrogate pairs and `\u{...}`, block strings over several lines, which move the
- * lines of everything after them, negative and out-of-range numbers, floats out of range, values the
- * upstream fails, enum, boolean and null kept), and each is sent to ONE gateway twice: through its
- * server (the fast path, lifting) and through Yoga's node handler directly (which parses and runs the
- * document itself); status, the headers that matter and the body must be equal byte for byte (field
- * error locations, coercion, variable errors, refusals included). The test also counts that most
- * documents were lifted, so that it cannot pass vacuously.
- *
- * A failure prints the seed (replay with LIFTING_SEED=<seed>; LIFTING_DOCUMENTS=<n> runs longer).
- */
-import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
-import { HEADERS_CLIENTS_ACT_ON, type RawAnswer, sendRaw } from '../support/raw-http.js';
+import {
+  type HandlerServer,
+  HEADERS_CLIENTS_ACT_ON,
+  listenHandler,
+  type RawAnswer,
+  sendRaw,
+} from '../support/raw-http.js';
 import { nullBody, nullHealth, piBody, piHealth } from '../support/upstream-bodies.js';
 
 const SEED = Number(process.env.LIFTING_SEED ?? 0x11f7_ed00) >>> 0;
@@ -203,7 +191,7 @@ const comparable = (answer: RawAnswer) => {
 
 let upstream: ScriptedUpstream;
 let gateway: TestGateway;
-let yogaOnly: Server;
+let yogaOnly: HandlerServer | undefined;
 let gatewayPort = 0;
 let yogaPort = 0;
 
@@ -268,15 +256,12 @@ beforeAll(async () => {
     env: { RETRY_MAX_ATTEMPTS: '1', BREAKER_THRESHOLD: '0' },
   });
   gatewayPort = Number(new URL(gateway.origin).port);
-  yogaOnly = createServer(gateway.app.yoga);
-  yogaOnly.listen(0, '127.0.0.1');
-  await once(yogaOnly, 'listening');
-  yogaPort = (yogaOnly.address() as AddressInfo).port;
+  yogaOnly = await listenHandler(gateway.app.yoga);
+  yogaPort = yogaOnly.port;
 });
 
 afterAll(async () => {
-  yogaOnly?.closeAllConnections();
-  await new Promise<void>((resolve) => (yogaOnly ? yogaOnly.close(() => resolve()) : resolve()));
+  await yogaOnly?.close();
   await gateway?.close();
   await upstream?.close();
 });

@@ -3,7 +3,9 @@
  * byte (the fast path against Yoga, QUERY against POST): node:http adds only Host and Connection
  * (and Content-Length for a body), so the request is exactly what the test wrote.
  */
-import { request as httpRequest } from 'node:http';
+import { once } from 'node:events';
+import { createServer, request as httpRequest, type RequestListener } from 'node:http';
+import type { AddressInfo } from 'node:net';
 
 /** The header fields whose values clients and browsers act on, compared between two answers. */
 export const HEADERS_CLIENTS_ACT_ON: readonly string[] = [
@@ -62,4 +64,23 @@ export function sendRaw(port: number, options: RawRequest): Promise<RawAnswer> {
     req.on('error', reject);
     req.end(options.body);
   });
+}
+
+/** A node:http server on 127.0.0.1 running only `handler` (a gateway's Yoga): the other side of a comparison. */
+export interface HandlerServer {
+  port: number;
+  close(): Promise<void>;
+}
+
+export async function listenHandler(handler: RequestListener): Promise<HandlerServer> {
+  const server = createServer(handler);
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () => {
+      server.closeAllConnections();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
 }
