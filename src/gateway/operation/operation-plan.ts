@@ -174,11 +174,7 @@ export function planOperation(
         const field = rootFields[selection.name.value];
         const extension = upstreamExtension(field);
         if (field === undefined || extension === undefined) continue;
-        const args = (selection.arguments ?? [])
-          .map((a) => `${a.name.value}:${print(a.value)}`)
-          .sort()
-          .join(',');
-        const key = `${selection.name.value}(${args})`;
+        const key = callKey(selection);
         if (keys.has(key)) continue;
         keys.add(key);
         calls += extension.calls;
@@ -262,6 +258,19 @@ export function modelCalls(plan: OperationPlan, variables: Record<string, unknow
 }
 
 /** The names of the variables used anywhere in `value`. */
+/**
+ * What makes two upstream fields one call: the field's name and its arguments as printed, in name
+ * order (`a: pi(digits: 2)` and `b: pi(digits: 2)` are one call). `replace` swaps each argument's
+ * value first (a lifted document's variables by their literals: prepared-operations.ts).
+ */
+export function callKey(field: FieldNode, replace?: (value: ValueNode) => ValueNode): string {
+  const args = (field.arguments ?? [])
+    .map((a) => `${a.name.value}:${print(replace === undefined ? a.value : replace(a.value))}`)
+    .sort()
+    .join(',');
+  return `${field.name.value}(${args})`;
+}
+
 function variablesIn(value: ValueNode, into: Set<string>): void {
   if (value.kind === Kind.VARIABLE) into.add(value.name.value);
   else if (value.kind === Kind.LIST) for (const item of value.values) variablesIn(item, into);

@@ -19,11 +19,11 @@ import {
   type GraphQLSchema,
   getOperationAST,
   parse,
-  print,
+  type ValueNode,
   visit,
 } from 'graphql';
 import { LRUCache } from 'lru-cache';
-import type { OperationPlan } from '../../operation/operation-plan.js';
+import { callKey, type OperationPlan } from '../../operation/operation-plan.js';
 import { usesIncrementalDelivery } from '../../request/executor.js';
 import { createDocumentShapes, type LiftedDocument } from './document-shapes.js';
 
@@ -63,20 +63,14 @@ export function sameNamedFields(plan: OperationPlan): FieldNode[][] {
  * operation-plan.ts keys a call), so that the lifted operation's plan is the document's own.
  */
 export function distinctCalls(groups: readonly (readonly FieldNode[])[], lifted: LiftedDocument): boolean {
+  const literalsOf = (value: ValueNode) =>
+    visit(value, { Variable: (variable) => lifted.literal(variable.name.value) });
   for (const group of groups) {
     const keys = new Set<string>();
     for (const node of group) {
-      const args = (node.arguments ?? [])
-        .map((argument) => {
-          const value = visit(argument.value, {
-            Variable: (variable) => lifted.literal(variable.name.value),
-          });
-          return `${argument.name.value}:${print(value)}`;
-        })
-        .sort()
-        .join(',');
-      if (keys.has(args)) return false;
-      keys.add(args);
+      const key = callKey(node, literalsOf);
+      if (keys.has(key)) return false;
+      keys.add(key);
     }
   }
   return true;
@@ -102,8 +96,6 @@ export interface PreparedOperations {
   /** `variables`: the request's, to which a lifted document's literals are added. */
   get(query: string, operationName: string | undefined, variables?: Record<string, unknown>): Verdict;
   readonly size: number;
-  /** Documents run as their shape's operation, not cached by text (document-shapes.ts `lift`). */
-  readonly lifted: number;
 }
 
 export function createPreparedOperations(options: PreparedOperationsOptions): PreparedOperations {
@@ -140,7 +132,6 @@ export function createPreparedOperations(options: PreparedOperationsOptions): Pr
    * plan of the shape's operation, which is each document's own plan when its same-named upstream
    * fields are distinct calls (`distinctCalls`); a document where they are not is prepared alone.
    */
-  let liftedCount = 0;
   const liftedOperations = new WeakMap<DocumentNode, Map<string, LiftedOperation | 'yoga'>>();
   const liftedOperation = (
     document: DocumentNode,
@@ -179,7 +170,6 @@ export function createPreparedOperations(options: PreparedOperationsOptions): Pr
           operation !== 'yoga' &&
           (operation.groups.length === 0 || distinctCalls(operation.groups, lifted))
         ) {
-          liftedCount++;
           return { ...operation.prepared, lifted };
         }
       }
@@ -193,9 +183,6 @@ export function createPreparedOperations(options: PreparedOperationsOptions): Pr
     },
     get size() {
       return cache.size;
-    },
-    get lifted() {
-      return liftedCount;
     },
   };
 }
