@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createSeededRandom, type SeededRandom } from '../../src/services/shared/seeded-random.js';
 import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
 import {
@@ -14,25 +15,7 @@ const SEED = Number(process.env.LIFTING_SEED ?? 0x11f7_ed00) >>> 0;
 /** Documents compared, at least. */
 const DOCUMENTS = Math.max(400, Number(process.env.LIFTING_DOCUMENTS ?? 0));
 
-class Random {
-  private state: number;
-  constructor(seed: number) {
-    this.state = seed >>> 0;
-  }
-  next(): number {
-    this.state = (this.state + 0x6d2b79f5) >>> 0;
-    let t = this.state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  }
-  int(lo: number, hi: number): number {
-    return lo + Math.floor(this.next() * (hi - lo + 1));
-  }
-  pick<T>(items: readonly T[]): T {
-    return items[Math.floor(this.next() * items.length)] as T;
-  }
-}
+type Random = SeededRandom;
 
 type Kind = 'Int' | 'Float' | 'String' | 'BlockString';
 
@@ -278,7 +261,7 @@ const request = (query: string, variables: Record<string, unknown> | undefined, 
 
 describe('documents lifted into their shape’s operation answer as the documents themselves', () => {
   it(`${DOCUMENTS} generated documents over ${TEMPLATES.length} shapes, seed ${SEED}`, async () => {
-    const r = new Random(SEED);
+    const r = createSeededRandom(SEED);
     const served = gateway.app.fastPath.served;
     const lifted = { before: served.lifted, per: new Map<string, number>() };
     const mismatches: unknown[] = [];
