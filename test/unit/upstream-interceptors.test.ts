@@ -360,6 +360,23 @@ describe('circuit breaker: what counts', () => {
 describe('circuit breaker', () => {
   const probeNever = () => Promise.reject(new Error('no probe expected'));
 
+  /** A half-open probe the test answers: `started` opens at the first probe, `answer` ends the latest. */
+  function heldProbe() {
+    const held = {
+      count: 0,
+      started: gate(),
+      answer: (_ok: boolean): void => {},
+      probe: (): Promise<boolean> => {
+        held.count++;
+        held.started.open();
+        return new Promise<boolean>((resolve) => {
+          held.answer = resolve;
+        });
+      },
+    };
+    return held;
+  }
+
   it('opens after `threshold` consecutive failures; open, it fails fast without calling next', async () => {
     const stub = scripted([status(503), failed('timeout'), failed('refused'), 'ok']);
     const breaker = createCircuitBreaker({ upstream: 'pi-digits', probe: probeNever, threshold: 3 });
@@ -481,18 +498,10 @@ describe('circuit breaker', () => {
   it('lets concurrent calls wait for the one probe, then all proceed', async () => {
     vi.useFakeTimers();
     const stub = scripted([status(503), 'ok']);
-    let release!: (ok: boolean) => void;
-    let probes = 0;
-    const probing = gate();
+    const held = heldProbe();
     const breaker = createCircuitBreaker({
       upstream: 'pi-digits',
-      probe: () => {
-        probes++;
-        probing.open();
-        return new Promise<boolean>((resolve) => {
-          release = resolve;
-        });
-      },
+      probe: held.probe,
       threshold: 1,
       halfOpenAfterMs: 30,
     });
@@ -500,29 +509,23 @@ describe('circuit breaker', () => {
     await rejection(dispatch(request()));
     await vi.advanceTimersByTimeAsync(30);
     const calls = [dispatch(request()), dispatch(request()), dispatch(request())];
-    await probing.opened;
-    expect(probes).toBe(1);
+    await held.started.opened;
+    expect(held.count).toBe(1);
     expect(breaker.state()).toBe('half-open');
     expect(stub.calls()).toBe(1);
-    release(true);
+    held.answer(true);
     expect((await Promise.all(calls)).map((a) => a.value)).toEqual(['ok', 'ok', 'ok']);
-    expect(probes).toBe(1);
+    expect(held.count).toBe(1);
     expect(stub.calls()).toBe(4);
   });
 
   it('lets a cancelled caller walk away while it waits for the probe', async () => {
     vi.useFakeTimers();
     const stub = scripted([status(503), 'ok']);
-    let release!: (ok: boolean) => void;
-    const probing = gate();
+    const held = heldProbe();
     const breaker = createCircuitBreaker({
       upstream: 'pi-digits',
-      probe: () => {
-        probing.open();
-        return new Promise<boolean>((resolve) => {
-          release = resolve;
-        });
-      },
+      probe: held.probe,
       threshold: 1,
       halfOpenAfterMs: 30,
     });
@@ -537,14 +540,14 @@ describe('circuit breaker', () => {
     await rejection(dispatch(request()));
     await vi.advanceTimersByTimeAsync(30);
     const leader = dispatch(request());
-    await probing.opened;
+    await held.started.opened;
     const operation = operationOf();
     const waiter = rejection(dispatch(request('idempotent', operation)));
     operation.cancel('gone');
     // At once, while the probe is still pending.
     expect(await waiter).toMatchObject({ kind: 'cancelled' });
     expect(live).toEqual([true]);
-    release(true);
+    held.answer(true);
     expect((await leader).value).toBe('ok');
     // The leader's call went out; the cancelled caller's never did.
     expect(stub.calls()).toBe(2);
@@ -569,31 +572,23 @@ describe('circuit breaker', () => {
    */
   it('a late failure of a call sent while closed opens the circuit again during another call’s probe', async () => {
     vi.useFakeTimers();
-    const held = gate();
+    const lateAnswer = gate();
     const lateFailure = status(503);
     const stub = scripted([
       // A: sent while closed, answered only when the test opens the gate, with a 503.
       async () => {
-        await held.opened;
+        await lateAnswer.opened;
         throw lateFailure;
       },
       // B: opens the circuit.
       status(503),
       'ok',
     ]);
-    let probes = 0;
-    let release!: (ok: boolean) => void;
-    const probing = gate();
+    const held = heldProbe();
     const states: BreakerState[] = [];
     const breaker = createCircuitBreaker({
       upstream: 'pi-digits',
-      probe: () => {
-        probes++;
-        probing.open();
-        return new Promise<boolean>((resolve) => {
-          release = resolve;
-        });
-      },
+      probe: held.probe,
       threshold: 1,
       halfOpenAfterMs: 30,
       onStateChange: (state) => states.push(state),
@@ -606,18 +601,18 @@ describe('circuit breaker', () => {
     await vi.advanceTimersByTimeAsync(30);
     // C: the first call after the delay, probing.
     const c = rejection(dispatch(request()));
-    await probing.opened;
+    await held.started.opened;
     expect(breaker.state()).toBe('half-open');
 
     // A's upstream fails now, under C's probe: cockatiel counts it against the closed circuit A was
     // sent through, which reaches the threshold, and opens the circuit again.
-    held.open();
+    lateAnswer.open();
     expect(await a).toBe(lateFailure);
     expect(breaker.state()).toBe('open');
     expect(states).toEqual(['open', 'half-open', 'open']);
 
     // The probe succeeds, but the circuit is open: it stays open, and C is refused without network.
-    release(true);
+    held.answer(true);
     expect(await c).toMatchObject({ code: 'UPSTREAM_UNAVAILABLE', kind: 'circuit-open' });
     expect(breaker.state()).toBe('open');
     expect(stub.calls()).toBe(2);
@@ -625,12 +620,12 @@ describe('circuit breaker', () => {
     // It half-opens again one delay after A's failure, and the next probe closes it.
     await vi.advanceTimersByTimeAsync(29);
     await rejection(dispatch(request()));
-    expect(probes).toBe(1);
+    expect(held.count).toBe(1);
     await vi.advanceTimersByTimeAsync(1);
     const d = dispatch(request());
     await vi.advanceTimersByTimeAsync(0);
-    expect(probes).toBe(2);
-    release(true);
+    expect(held.count).toBe(2);
+    held.answer(true);
     expect((await d).value).toBe('ok');
     expect(breaker.state()).toBe('closed');
     expect(states).toEqual(['open', 'half-open', 'open', 'half-open', 'closed']);
