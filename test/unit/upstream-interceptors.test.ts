@@ -20,7 +20,7 @@ import {
   type UpstreamAnswer,
   type UpstreamRequest,
 } from '../../src/gateway/upstream/dispatch.js';
-import { createApiVersions } from '../../src/gateway/upstream/interceptors/api-versions.js';
+import { createApiVersions, openApiDiscovery } from '../../src/gateway/upstream/interceptors/api-versions.js';
 import {
   type BreakerState,
   countsAgainstUpstream,
@@ -761,6 +761,35 @@ describe('API versions', () => {
     expect(discoveries).toBe(1);
     expect(versions.state().apiVersion).toBe('v1');
   });
+
+  it.each([
+    [{ paths: { '/api/v2/null-or-not': { post: {} } } }, 'v2'],
+    [{ paths: { '/api/v2/null-or-not': { post: null } }, 'x-extension': 5 }, 'v2'],
+    [{ paths: { '/api/v2/null-or-not': { get: {} } } }, 'v1'],
+    [{ paths: { '/api/v2/null-or-not': 'post' } }, 'v1'],
+    [{ paths: { '/api/v1/check': { post: {} } } }, 'v1'],
+    [{ paths: [] }, 'v1'],
+    [{}, 'v1'],
+    [[{ paths: { '/api/v2/null-or-not': { post: {} } } }], 'v1'],
+    [null, 'v1'],
+  ])(
+    'reads the OpenAPI document %j as %s: v2 only when it lists the operation',
+    async (document, version) => {
+      const discover = openApiDiscovery({
+        upstream: 'null-check',
+        v2: { method: 'post', path: '/api/v2/null-or-not' },
+        timeoutMs: 1_000,
+      });
+      const served = fromPromised((async (req: UpstreamRequest<unknown>) => ({
+        value: req.form.decode(document),
+        source: 'upstream',
+        endpoint: req.form.endpoint,
+        statusCode: 200,
+        facts: noFacts(),
+      })) as PromiseDispatch);
+      expect(await discover(served)).toBe(version);
+    },
+  );
 
   it('passes calls without a v2 form through as they are, whatever the version', async () => {
     const versions = createApiVersions({
