@@ -7,12 +7,12 @@
  * upstream-resilience.test.ts; the error table in gateway-faults.test.ts; a client that goes away in
  * observability-gateway.test.ts.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { refusedUrl, type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
 import { startTestGateway, type TestGateway, type TestGatewayOptions } from '../support/gateway.js';
 import { codes, type GqlResult, gql, gqlInYoga } from '../support/graphql-client.js';
 import { nullBody, nullHealth, piBody, routeSpecAnswers } from '../support/upstream-bodies.js';
-import { LATE, sleep, until, within } from '../support/waits.js';
+import { LATE, until, within } from '../support/waits.js';
 
 let nullUp: ScriptedUpstream;
 let piUp: ScriptedUpstream;
@@ -43,6 +43,7 @@ beforeAll(async () => {
   [nullUp, piUp] = await Promise.all([startScriptedUpstream(), startScriptedUpstream()]);
 });
 afterEach(async () => {
+  vi.useRealTimers();
   await Promise.all(gateways.splice(0).map((g) => g.close()));
 });
 afterAll(async () => {
@@ -133,9 +134,18 @@ describe('liveness and readiness', () => {
 
 describe('503 bursts and the circuit breaker', () => {
   it('opens after BREAKER_THRESHOLD failures (the upstream sees no more calls), shows it in health and /ready, re-opens on a failed probe, and recovers by itself', async () => {
+    // The half-open delay passes when the test moves the clock (cockatiel reads Date.now()), not by
+    // waiting: only Date is faked, and it keeps running with real time (sockets, timeouts, the
+    // readiness probe's reuse window), so moving it is a jump of the wall clock between two calls.
+    vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: true });
+    const halfOpenAfterMs = 60_000;
     scriptHealthy();
     const gateway = await gatewayOver({
-      env: { BREAKER_THRESHOLD: '3', RETRY_MAX_ATTEMPTS: '1', BREAKER_HALF_OPEN_AFTER_MS: '300' },
+      env: {
+        BREAKER_THRESHOLD: '3',
+        RETRY_MAX_ATTEMPTS: '1',
+        BREAKER_HALF_OPEN_AFTER_MS: String(halfOpenAfterMs),
+      },
     });
     // The null-check service goes down: every call and its health answer 503.
     nullUp.route('POST', '/api/v1/check', { status: 503, headers: { 'retry-after': '1' } });
@@ -151,8 +161,7 @@ describe('503 bursts and the circuit breaker', () => {
     }
     expect(nullUp.count('POST', '/api/v1/check')).toBe(3);
 
-    // Open: fail fast, nothing reaches the upstream's model endpoint (a half-open probe, if the
-    // machine is slow enough to reach one, goes to /health first and fails there), nothing is paid.
+    // Open: fail fast, nothing reaches the upstream's model endpoint, nothing is paid.
     for (let i = 0; i < 5; i++) {
       const result = await gql(gateway.url, `{ isNull(value: ${i}) { __typename } }`);
       expect(codes(result)).toEqual(['UPSTREAM_UNAVAILABLE']);
@@ -188,7 +197,7 @@ describe('503 bursts and the circuit breaker', () => {
 
     // After the half-open delay, the next call probes health first; a failed probe opens the circuit
     // again without calling the endpoint.
-    await sleep(350);
+    vi.advanceTimersByTime(halfOpenAfterMs);
     nullUp.resetRecords();
     const stillDown = await gql(gateway.url, '{ isNull(value: 1) { __typename } }');
     expect(codes(stillDown)).toEqual(['UPSTREAM_UNAVAILABLE']);
@@ -199,7 +208,7 @@ describe('503 bursts and the circuit breaker', () => {
     // probes its health, closes the circuit and goes through.
     nullUp.route('POST', '/api/v1/check', { body: nullBody() });
     nullUp.route('GET', '/api/v1/health', { body: nullHealth });
-    await sleep(350);
+    vi.advanceTimersByTime(halfOpenAfterMs);
     nullUp.resetRecords();
     const recovered = await gql(gateway.url, '{ isNull(value: null) { __typename } }');
     expect(recovered.errors).toBeUndefined();

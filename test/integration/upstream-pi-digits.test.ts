@@ -18,6 +18,7 @@ import {
   testOperation,
 } from '../support/clients.js';
 import { piAnswer } from '../support/upstream-bodies.js';
+import { gate, until } from '../support/waits.js';
 
 const PI = '/api/v1/pi';
 const INFERENCE = '/api/v1/inference';
@@ -196,9 +197,11 @@ describe('POST /inference', () => {
   });
 
   it('is never shared: two identical inferences in flight are two upstream calls', async () => {
-    up.route('POST', INFERENCE, { delayMs: 50, body: inferenceBody });
+    // Both answers are held until the upstream has both requests: both calls are in flight at once.
+    const held = gate();
+    up.route('POST', INFERENCE, { holdUntil: held.opened, body: inferenceBody });
     const operation = testOperation();
-    await Promise.all([
+    const calls = Promise.all([
       clients.piDigits.inference(
         { desiredDigits: 3, temperature: 0, liabilityWaiverSigned: true },
         operation,
@@ -208,6 +211,10 @@ describe('POST /inference', () => {
         operation,
       ),
     ]);
+    const bothArrived = await until(() => up.count('POST', INFERENCE) === 2);
+    held.open();
+    await calls;
+    expect(bothArrived).toBe(true);
     expect(up.count('POST', INFERENCE)).toBe(2);
   });
 });

@@ -7,7 +7,7 @@
  * The policies themselves, on stub dispatches, are in test/unit/upstream-interceptors.test.ts; what a
  * GraphQL client gets from the same faults in gateway-faults.test.ts and gateway-resilience.test.ts.
  */
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { dispatchPromise } from '../../src/gateway/upstream/dispatch.js';
 import { observeAttempts } from '../../src/gateway/upstream/interceptors/attempts.js';
 import { createTransport } from '../../src/gateway/upstream/transport.js';
@@ -21,7 +21,7 @@ import {
 } from '../support/clients.js';
 import { metricValue } from '../support/metric-values.js';
 import { piBody } from '../support/upstream-bodies.js';
-import { LATE, sleep, within } from '../support/waits.js';
+import { LATE, within } from '../support/waits.js';
 
 const CHECK = '/api/v1/check';
 const PI = '/api/v1/pi';
@@ -64,6 +64,7 @@ beforeAll(async () => {
 });
 
 afterEach(async () => {
+  vi.useRealTimers();
   await Promise.all(opened.splice(0).map((c) => c.close()));
 });
 
@@ -122,8 +123,10 @@ describe('connection failures and timeouts', () => {
   it('fails without network when the operation deadline has already passed', async () => {
     up.route('GET', PI, { body: piBody() });
     const clients = clientsWith();
+    // The deadline passes by moving the clock (only Date is faked, and it keeps running), not by waiting.
+    vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: true });
     const operation = testOperation({ deadlineMs: 1 });
-    await sleep(10);
+    vi.advanceTimersByTime(10);
     const error = await failureOf(clients.piDigits.pi({}, operation));
     expect(error.code).toBe('UPSTREAM_TIMEOUT');
     expect(error.message).toContain('deadline');

@@ -352,6 +352,22 @@ describe('helpers', () => {
     );
     expect(errorCodeOf('<html>')).toBeUndefined();
     expect(errorCodeOf(undefined)).toBeUndefined();
+    // Past 64 KiB the body is not read at all.
+    expect(errorCodeOf(`{"code":"${'x'.repeat(70_000)}"}`)).toBeUndefined();
+  });
+
+  it.each([
+    ['{"code":"WAIVER_REQUIRED"}', 'WAIVER_REQUIRED'],
+    ['{"error":{"code":"UNDEFINED_VALUE"},"code":"OTHER"}', 'UNDEFINED_VALUE'],
+    ['{"error":{"code":3},"code":"OTHER"}', 'OTHER'],
+    ['{"error":"broken","code":"OTHER"}', 'OTHER'],
+    ['{"error":{"code":null}}', undefined],
+    ['{"code":3}', undefined],
+    ['[{"code":"A"}]', undefined],
+    ['"UNDEFINED_VALUE"', undefined],
+    ['null', undefined],
+  ])('reads the code of %s as %j: error.code first, then a top-level code, a string only', (text, code) => {
+    expect(errorCodeOf(text)).toBe(code);
   });
 
   it('keeps the raw body on a status error but out of its message', () => {

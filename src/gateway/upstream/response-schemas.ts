@@ -5,8 +5,9 @@
  * - pi-digits `POST /api/v1/inference` serving `pi` (v2.0): the inference answer as a pi answer.
  *   Fields the inference answer lacks are null, never invented (its `cost` is the cost of the call).
  *
- * Every schema is built once at module load (zod 4 compiles object schemas on first use); the
- * body is parsed once with JSON.parse by the caller. Extra fields are ignored; a field with the
+ * zod reads every field of every answer, with no hand-written reader in front of it: a field is
+ * added or changed in its schema only. Every schema is built once at module load (zod 4 compiles
+ * object schemas on first use); the body is parsed once with JSON.parse by the caller. Extra fields are ignored; a field with the
  * wrong type is an `UPSTREAM_BAD_RESPONSE`. Model strings are passed through whatever they are:
  * the enum mapping (and what to do with a model the enum does not know) belongs to the schema.
  */
@@ -201,70 +202,11 @@ function musingOf(isNull: unknown, body: Record<string, unknown>): string | null
   return pickText(body);
 }
 
-/** A JSON number zod's `z.number()` takes (zod 4 refuses the infinities). */
-const isNumber = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value);
-/** What zod's `z.number().int()` takes (zod 4: a safe integer). */
-const isInt = (value: unknown): value is number => Number.isSafeInteger(value);
-/** What `nullableText` takes: absent, null or a string. */
-const isText = (value: unknown): value is string | null | undefined =>
-  value === undefined || value === null || typeof value === 'string';
-
-/**
- * The boolean answer, the one nearly every check gets, when its body fits `nullCheckStrictSchema`:
- * read field by field, with zod's own rules (number, safe integer, string, absent or null text), into
- * the answer zod's schema would give, without zod's result, issue and payload objects (~1 KB and a
- * few µs per call). Undefined when anything does not fit: zod then decides and names the field
- * (test/unit/upstream-response-schemas-fast.test.ts holds the two to the same answers).
- */
-function strictBooleanAnswer(isNull: boolean, body: Record<string, unknown>): NullCheckResponse | undefined {
-  const confidence = body.confidence;
-  const model = body.model;
-  const inferenceTimeMs = body.inference_time_ms;
-  const gpuCostUsd = body.gpu_cost_usd;
-  const expertsConsulted = body.experts_consulted;
-  const sponsoredBy = body.sponsored_by;
-  const disclaimer = body.disclaimer;
-  if (
-    !isNumber(confidence) ||
-    typeof model !== 'string' ||
-    !isInt(inferenceTimeMs) ||
-    !isNumber(gpuCostUsd) ||
-    !isInt(expertsConsulted) ||
-    !isText(sponsoredBy) ||
-    !isText(disclaimer)
-  )
-    return undefined;
-  return {
-    answer: { kind: 'boolean', isNull },
-    confidence,
-    model,
-    inferenceTimeMs,
-    gpuCostUsd,
-    expertsConsulted,
-    sponsoredBy: sponsoredBy ?? null,
-    disclaimer: disclaimer ?? null,
-    raw: body,
-  };
-}
-
 /** Validates a POST /api/v1/check answer. */
 export function parseNullCheckResponse(json: unknown): NullCheckResponse {
   const body = asObject(json);
   const isNull = body.is_null;
-  if (typeof isNull === 'boolean') {
-    const answer = strictBooleanAnswer(isNull, body);
-    if (answer !== undefined) return answer;
-  }
-  return parseNullCheckResponseBySchema(json);
-}
-
-/**
- * `parseNullCheckResponse` by zod's schemas alone: the reference its boolean fast read is held to
- * (test/unit/upstream-response-schemas-fast.test.ts), and what reads every other answer.
- */
-export function parseNullCheckResponseBySchema(json: unknown): NullCheckResponse {
-  const body = asObject(json);
-  const isNull = body.is_null;
+  // The shape of `is_null` is the answer itself; zod reads the rest of the body.
   if (typeof isNull === 'boolean')
     return nullCheckOf({ kind: 'boolean', isNull }, check(nullCheckStrictSchema, body), json);
   if (typeof isNull === 'string' && isNull.trim().toLowerCase() === 'maybe')
@@ -325,16 +267,7 @@ export function readConstantMarker(body: Record<string, unknown>): 'pi' | 'e' | 
 }
 
 /** The fields of a pi answer, from GET /pi or from the inference endpoint serving pi. */
-interface PiFields {
-  digits: string;
-  precision: number | null;
-  confidence: number | null;
-  model: string | null;
-  inference_time_ms: number | null;
-  gpu_cost_usd: number | null;
-  sponsored_by: string | null;
-  disclaimer: string | null;
-}
+type PiFields = z.output<typeof piSchema> | z.output<typeof piFromInferenceSchema>;
 
 function piResponseOf(data: PiFields, body: Record<string, unknown>): PiResponse {
   return {
@@ -351,53 +284,8 @@ function piResponseOf(data: PiFields, body: Record<string, unknown>): PiResponse
   };
 }
 
-/**
- * A GET /pi answer whose body fits `piSchema`, read field by field with zod's rules (the same
- * DIGITS_PATTERN, non-negative safe integer, number, string, absent or null text); undefined when
- * anything does not fit, and zod decides and names the field (as `strictBooleanAnswer`).
- */
-function piFields(body: Record<string, unknown>): PiFields | undefined {
-  const digits = body.digits;
-  const precision = body.precision;
-  const confidence = body.confidence;
-  const model = body.model;
-  const inferenceTimeMs = body.inference_time_ms;
-  const gpuCostUsd = body.gpu_cost_usd;
-  const sponsoredBy = body.sponsored_by;
-  const disclaimer = body.disclaimer;
-  if (
-    typeof digits !== 'string' ||
-    !DIGITS_PATTERN.test(digits) ||
-    !(precision === undefined || precision === null || (isInt(precision) && precision >= 0)) ||
-    !isNumber(confidence) ||
-    typeof model !== 'string' ||
-    !isInt(inferenceTimeMs) ||
-    !isNumber(gpuCostUsd) ||
-    !isText(sponsoredBy) ||
-    !isText(disclaimer) ||
-    !isText(body.constant)
-  )
-    return undefined;
-  return {
-    digits,
-    precision: precision ?? null,
-    confidence,
-    model,
-    inference_time_ms: inferenceTimeMs,
-    gpu_cost_usd: gpuCostUsd,
-    sponsored_by: sponsoredBy ?? null,
-    disclaimer: disclaimer ?? null,
-  };
-}
-
 /** Validates a GET /api/v1/pi answer. */
 export function parsePiResponse(json: unknown): PiResponse {
-  const body = asObject(json);
-  return piResponseOf(piFields(body) ?? check(piSchema, body), body);
-}
-
-/** `parsePiResponse` by zod's schema alone: the reference its fast read is held to (tests). */
-export function parsePiResponseBySchema(json: unknown): PiResponse {
   const body = asObject(json);
   return piResponseOf(check(piSchema, body), body);
 }

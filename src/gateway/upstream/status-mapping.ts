@@ -4,6 +4,7 @@
  * Messages name the service and what happened, never an address, a key or the upstream's body:
  * those stay on the error (`body`, `cause`) for the log.
  */
+import { z } from 'zod';
 import { type ErrorCode, type FailureKind, UpstreamCallError, type UpstreamName } from '../errors.js';
 import type { EndpointName } from './dispatch.js';
 
@@ -40,22 +41,26 @@ export function parseRetryAfter(header: string | string[] | undefined, now = Dat
   return Math.max(0, Math.ceil((date - now) / 1000));
 }
 
+/**
+ * The code of an error body: the reference services' `{"error": {"code": ...}}`, else a top-level
+ * `{"code": ...}`; a code that is not a string is none.
+ */
+const errorCodeSchema = z.union([
+  z.object({ error: z.object({ code: z.string() }) }).transform((body) => body.error.code),
+  z.object({ code: z.string() }).transform((body) => body.code),
+]);
+
 /** `error.code` of the reference services' error body `{"error": {"code": ...}}`, if readable. */
 export function errorCodeOf(text: string | undefined): string | undefined {
   if (text === undefined || text.length === 0 || text.length > 65_536) return undefined;
+  let json: unknown;
   try {
-    const json: unknown = JSON.parse(text);
-    if (json === null || typeof json !== 'object') return undefined;
-    const error = (json as { error?: unknown }).error;
-    if (error !== null && typeof error === 'object') {
-      const code = (error as { code?: unknown }).code;
-      if (typeof code === 'string') return code;
-    }
-    const code = (json as { code?: unknown }).code;
-    return typeof code === 'string' ? code : undefined;
+    json = JSON.parse(text);
   } catch {
     return undefined;
   }
+  const code = errorCodeSchema.safeParse(json);
+  return code.success ? code.data : undefined;
 }
 
 function codeForStatus(ctx: StatusContext): ErrorCode {

@@ -14,6 +14,7 @@
  *   date (`onDeprecated`), and kept for the `health` query.
  */
 import type { Logger } from 'pino';
+import { z } from 'zod';
 import type { UpstreamCallError, UpstreamName } from '../../errors.js';
 import {
   type AnswerHandler,
@@ -91,6 +92,8 @@ export function openApiDiscovery(
   options: OpenApiDiscoveryOptions,
 ): (dispatch: Dispatch) => Promise<ApiVersion> {
   const { method, path } = options.v2;
+  /** The part of the document that names the operation; any other shape, or none, is v1. */
+  const listing = z.object({ paths: z.object({ [path]: z.object({ [method]: z.unknown() }) }) });
   const form: HttpForm<ApiVersion> = {
     endpoint: 'openapi',
     version: 'v1',
@@ -98,8 +101,8 @@ export function openApiDiscovery(
     path: '/openapi.json',
     retry: 'none',
     decode: (json) => {
-      const paths = (json as { paths?: Record<string, Record<string, unknown>> } | null)?.paths;
-      return paths?.[path]?.[method] !== undefined ? 'v2' : 'v1';
+      const document = listing.safeParse(json);
+      return document.success && document.data.paths[path]?.[method] !== undefined ? 'v2' : 'v1';
     },
     facts: () => ({ costUsd: null, sponsor: null, model: null }),
   };

@@ -77,11 +77,9 @@ export function createCircuitBreaker(options: CircuitBreakerOptions): CircuitBre
   const threshold = options.threshold ?? 5;
   if (threshold <= 0) return { interceptor: (next) => next, state: () => 'disabled' };
 
-  // Ours, so that a call that ran while the circuit was closed can tell it its outcome (below).
-  const consecutive = new ConsecutiveBreaker(threshold);
   const breaker: CircuitBreakerPolicy = cockatielBreaker(handleWhen(countsAgainstUpstream), {
     halfOpenAfter: options.halfOpenAfterMs ?? 5000,
-    breaker: consecutive,
+    breaker: new ConsecutiveBreaker(threshold),
   });
   /** Set by the half-open event (emitted synchronously right before the test run): probe first. */
   let probeNext = false;
@@ -91,7 +89,13 @@ export function createCircuitBreaker(options: CircuitBreakerOptions): CircuitBre
   const onChange = options.onStateChange;
   if (onChange !== undefined) breaker.onStateChange((state) => onChange(STATE_NAMES[state]));
 
-  // cockatiel's policy runs a promise-returning task: this layer awaits the attempt below it.
+  /**
+   * Every attempt runs inside the policy's `execute`, in every state: cockatiel alone decides what an
+   * outcome does to the circuit. So a call sent while the circuit was closed and failing after it
+   * left that state is counted as cockatiel counts it: against a circuit already open it only counts,
+   * during another call's half-open probe it opens the circuit again there (the probe's success then
+   * finds it open and does not close it; upstream-interceptors.test.ts, "a late failure").
+   */
   const guarded = async <T>(next: Dispatch, request: UpstreamRequest<T>): Promise<UpstreamAnswer<T>> => {
     // Failures that do not count against the upstream (a 418, a bad body) come back as values so
     // that the breaker records a success (the upstream did answer), and are thrown below.
@@ -112,6 +116,7 @@ export function createCircuitBreaker(options: CircuitBreakerOptions): CircuitBre
     };
     let result: UpstreamAnswer<T> | UpstreamCallError | typeof PROBED;
     try {
+      // While closed, the attempt itself watches the operation's cancellation (the transport).
       result =
         breaker.state === CircuitState.Closed
           ? await breaker.execute(run)
@@ -126,58 +131,8 @@ export function createCircuitBreaker(options: CircuitBreakerOptions): CircuitBre
     return result as UpstreamAnswer<T>;
   };
 
-  /**
-   * A call sent while the circuit was closed, without a promise: what cockatiel's policy does in
-   * its closed state (CircuitBreakerPolicy.execute: run the task, then `success()` on its breaker, or
-   * `failure()` and open at the threshold), with the success side done here, on the answer's way up.
-   * A failure that counts against the upstream goes through the policy itself (`execute` of a task
-   * that fails with it), which counts it and opens the circuit at the threshold, before the caller
-   * hears of it (so its retry sees the open circuit). Only if the circuit left the closed state while
-   * this call ran is the failure just counted: the policy would find it open already (its `open` is
-   * then a no-op) or, during another call's half-open probe, re-open it there, a race this layer does
-   * not reproduce.
-   */
-  class ClosedCall<T> implements AnswerHandler<T> {
-    constructor(private readonly handler: AnswerHandler<T>) {}
-
-    onAnswer(answer: UpstreamAnswer<T>): void {
-      consecutive.success();
-      this.handler.onAnswer(answer);
-    }
-
-    onError(error: unknown): void {
-      const handler = this.handler;
-      // A cancellation says nothing about the upstream: passed on as is, counted neither way.
-      if (error instanceof UpstreamCallError && error.kind === 'cancelled') {
-        handler.onError(error);
-        return;
-      }
-      // Failures that do not count against the upstream (a 418, a bad body): the upstream did answer.
-      if (!countsAgainstUpstream(error)) {
-        if (error instanceof UpstreamCallError) consecutive.success();
-        handler.onError(error);
-        return;
-      }
-      if (breaker.state !== CircuitState.Closed) {
-        consecutive.failure();
-        handler.onError(error);
-        return;
-      }
-      breaker
-        .execute(() => {
-          throw error;
-        })
-        .then(undefined, () => handler.onError(error));
-    }
-  }
-
   const interceptor: Interceptor = (next: Dispatch) =>
     function breaking<T>(request: UpstreamRequest<T>, handler: AnswerHandler<T>): void {
-      if (breaker.state === CircuitState.Closed && !probeNext) {
-        next(request, new ClosedCall(handler));
-        return;
-      }
-      // Open or half-open (rare): through cockatiel's policy, which may refuse, probe or make us wait.
       guarded(next, request).then(
         (answer) => handler.onAnswer(answer),
         (error: unknown) => handler.onError(error),
