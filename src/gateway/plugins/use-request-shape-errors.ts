@@ -10,7 +10,7 @@
  */
 import type { Plugin } from 'graphql-yoga';
 import { gatewayError } from '../errors.js';
-import { GRAPHQL_METHODS } from './use-query-method.js';
+import { GRAPHQL_METHODS } from '../delivery/endpoint.js';
 
 const ALLOW = GRAPHQL_METHODS.join(', ');
 

@@ -85,6 +85,20 @@ export interface RequestState {
   ended: boolean;
 }
 
+/**
+ * What the gateway keeps on Yoga's server context (per request) and GraphQL context (per operation):
+ * Yoga's lane (plugins/use-request-pipeline.ts) reads it, the fast path sets `gateway` on a request it
+ * hands over.
+ */
+export interface PipelineContext {
+  /** The request's pipeline state (the fast path sets it on a request it hands over). */
+  gateway?: RequestState;
+  /** The operation of this context. */
+  operation?: Operation;
+  /** An APQ document to register once it passed validation. */
+  registerDocument?: { hash: string; text: string };
+}
+
 /** One part of an incremental result (GraphQL over HTTP's incremental delivery). */
 export interface IncrementalPart extends ExecutionResult {
   hasNext?: boolean;
