@@ -23,7 +23,7 @@ import {
   trace,
 } from '@opentelemetry/api';
 import type { Logger } from 'pino';
-import type { HeaderReader } from '../request/facts.js';
+import type { HeaderReader } from '../operation/request-facts.js';
 import { startTraceExport, traceExportPlan } from './trace-export.js';
 
 export { type Span, SpanKind, SpanStatusCode, type Tracer };

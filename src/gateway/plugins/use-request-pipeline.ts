@@ -24,10 +24,14 @@
 import type { ExecutionResult } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { isPromise } from '../../shared/is-promise.js';
-import type { Operation } from '../operation/operation.js';
 import { usesIncrementalDelivery } from '../request/executor.js';
 import { requestFactsOf, requestIdOf } from '../request/facts.js';
-import type { AnswerHeaders, IncrementalPart, PipelineContext, RequestPipeline } from '../request/pipeline.js';
+import type {
+  AnswerHeaders,
+  IncrementalPart,
+  PipelineContext,
+  RequestPipeline,
+} from '../request/pipeline.js';
 import type { DocumentRequest } from '../request/trusted-documents.js';
 
 export interface RequestPipelinePluginOptions {

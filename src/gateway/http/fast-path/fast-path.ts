@@ -20,8 +20,8 @@ import { isPromise } from '../../../shared/is-promise.js';
 import type { Compression, Delivered } from '../../delivery/compression.js';
 import { GRAPHQL_ENDPOINT } from '../../delivery/endpoint.js';
 import type { Operation } from '../../operation/operation.js';
+import type { JsonMediaType } from '../../operation/request-facts.js';
 import { requestFactsOf } from '../../request/facts.js';
-import type { JsonMediaType } from '../../request/media-type.js';
 import {
   type AnswerHeaders,
   MASKED_MESSAGE,
