@@ -31,7 +31,7 @@ import {
 } from '../../request/pipeline.js';
 import type { Resolved } from '../../request/trusted-documents.js';
 import type { GatewayContext } from '../../schema/context.js';
-import type { LiftedDocument } from './document-shapes.js';
+import type { LiftedDocument } from './literal-lifting.js';
 import type { PreparedOperation, PreparedOperations } from './prepared-operations.js';
 
 /**
