@@ -110,19 +110,16 @@ const LAYERS: ReadonlyArray<readonly string[]> = [
 /** A path of src/ (`gateway/cost/fallback.ts`) as the layers name it. */
 const srcPath = (path: string) => relative(src, path).split(sep).join('/');
 
-/** The index in LAYERS of the layer `path` (absolute) is in; undefined: in none. */
-function layerOf(path: string): number | undefined {
+/** The layer `path` (absolute) is in (its index in LAYERS, and the name that holds it); undefined: none. */
+function layerOf(path: string): { layer: number; name: string } | undefined {
   const at = srcPath(path);
-  let layer: number | undefined;
-  let longest = 0;
-  LAYERS.forEach((names, index) => {
+  let found: { layer: number; name: string } | undefined;
+  LAYERS.forEach((names, layer) => {
     for (const name of names)
-      if ((name.endsWith('/') ? at.startsWith(name) : at === name) && name.length > longest) {
-        layer = index;
-        longest = name.length;
-      }
+      if ((name.endsWith('/') ? at.startsWith(name) : at === name) && name.length > (found?.name.length ?? 0))
+        found = { layer, name };
   });
-  return layer;
+  return found;
 }
 
 /** What `file` (its text given) imports from src/: each specifier and the file it names (`.js` is the `.ts` file). */
@@ -143,9 +140,9 @@ function upwardImportsOf(file: string, text: string): string[] {
   if (from === undefined) return [];
   return importsOf(file, text).flatMap(({ specifier, target }) => {
     const to = layerOf(target);
-    return to === undefined || to <= from
+    return to === undefined || to.layer <= from.layer
       ? []
-      : [`${relative(root, file)} -> ${specifier} (${LAYERS[from]?.[0]} is below ${LAYERS[to]?.[0]})`];
+      : [`${relative(root, file)} -> ${specifier} (${from.name} is below ${to.name})`];
   });
 }
 
@@ -218,13 +215,14 @@ describe('imports between the gateway, the reference services and the libraries'
 });
 
 describe("the gateway's layers, and no circle between files", () => {
-  it('the check sees imports against the order (type-only, re-exports, dynamic) and allows its own layer and those below', () => {
+  it('the check sees imports against the order (type-only, re-exports, dynamic, import types) and allows its own layer and those below', () => {
     const file = join(src, 'gateway/models/router.ts');
     const text = [
       "import { a } from '../cost/fallback.js';",
       "import type { B } from '../schema/context.js';",
       "export { c } from '../http/fast-path/fast-path.js';",
       "const d = await import('../app.js');",
+      "type J = import('../request/pipeline.js').RequestState;",
       "import { e } from './scoreboard.js';",
       "import type { F } from '../observability/metrics.js';",
       "import { g } from '../errors.js';",
@@ -236,6 +234,7 @@ describe("the gateway's layers, and no circle between files", () => {
       'src/gateway/models/router.ts -> ../schema/context.js (gateway/models/ is below gateway/schema/)',
       'src/gateway/models/router.ts -> ../http/fast-path/fast-path.js (gateway/models/ is below gateway/http/fast-path/)',
       'src/gateway/models/router.ts -> ../app.js (gateway/models/ is below gateway/app.ts)',
+      'src/gateway/models/router.ts -> ../request/pipeline.js (gateway/models/ is below gateway/request/)',
     ]);
     // A folder named as a layer of its own is below the rest of its parent folder.
     const fastPath = join(src, 'gateway/http/fast-path/x.ts');
@@ -248,7 +247,7 @@ describe("the gateway's layers, and no circle between files", () => {
     expect(
       upwardImportsOf(join(src, 'gateway/settings.ts'), "import { p } from './cost/budget-policy.js';"),
     ).toEqual([
-      'src/gateway/settings.ts -> ./cost/budget-policy.js (gateway/errors.ts is below gateway/cost/)',
+      'src/gateway/settings.ts -> ./cost/budget-policy.js (gateway/settings.ts is below gateway/cost/)',
     ]);
   });
 
