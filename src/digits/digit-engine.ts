@@ -28,15 +28,14 @@ import { decimalsOf } from '../shared/decimals.js';
 import { computeE } from './compute-e.js';
 import { computePi } from './compute-pi.js';
 import { DigitWorkerError } from './digit-worker-error.js';
-import type { DigitWorkerRequest, DigitWorkerResponse } from './digit-worker-protocol.js';
+import type { Constant, DigitWorkerRequest, DigitWorkerResponse } from './digit-worker-protocol.js';
 import { DigitsRangeError } from './digits-range-error.js';
 
 export { computeE } from './compute-e.js';
 export { computePi } from './compute-pi.js';
 export { DigitWorkerError } from './digit-worker-error.js';
+export type { Constant } from './digit-worker-protocol.js';
 export { DigitsRangeError } from './digits-range-error.js';
-
-export type Constant = 'pi' | 'e';
 
 /** The most decimals an engine serves unless told otherwise (the shared engine's limit). */
 export const DEFAULT_MAX_DIGITS = 1_000_000;

@@ -1,5 +1,7 @@
-/** Messages between the digit engine and its worker thread. */
-import type { Constant } from './digit-engine.js';
+/** Messages between the digit engine and its worker thread, and the constants they name. */
+
+/** The constants the engine computes (digit-engine.ts exports it with the engine). */
+export type Constant = 'pi' | 'e';
 
 export interface DigitWorkerRequest {
   id: number;

@@ -12,7 +12,7 @@ import { DEFAULT_MAX_DIGITS, type DigitEngine, sharedDigitEngine } from '../digi
 import { type BudgetPolicy, budgetPolicy } from './cost/budget-policy.js';
 import { createCostBudget } from './cost/cost-budget.js';
 import { type CostControl, createCostControl } from './cost/cost-control.js';
-import { createCostModel } from './cost/cost-model.js';
+import { type CostModel, createCostModel } from './cost/cost-model.js';
 import { createCompression } from './delivery/compression.js';
 import { createFastPath, type FastPath } from './http/fast-path/fast-path.js';
 import { createPreparedOperations } from './http/fast-path/prepared-operations.js';
@@ -99,11 +99,13 @@ export async function createApp(config: GatewayConfig, options: AppOptions): Pro
   });
   const maxCompareDigits = Math.min(config.limits.maxDigits, DEFAULT_MAX_DIGITS);
   // Models scored against the truth, and routing by minAccuracy (docs/graphql.md, Models).
+  // The estimate's prices: routing picks the cheapest by the same figures.
+  const costModel = createCostModel();
   const models = createModelScoring({
     store: sharedState.scores,
     digits,
     maxCompareDigits,
-    costModel: createCostModel(),
+    price: (call) => costModel.expected(call),
     metrics,
     minSamples: config.cost.modelMinSamples,
     exploration: config.cost.modelExploration,
@@ -117,6 +119,7 @@ export async function createApp(config: GatewayConfig, options: AppOptions): Pro
     options.now,
     config.cost.budgetLeaseMarginMs,
     models,
+    costModel,
   );
   const upstreams = { nullBaseUrl, piBaseUrl };
   const clients = upstreamClientsOf(config, upstreams, {
@@ -305,9 +308,10 @@ function costControlOf(
   now: (() => number) | undefined,
   leaseMarginMs: number,
   models: ModelScoring,
+  costModel: CostModel,
 ): CostControl {
   return createCostControl({
-    model: models.costModel,
+    model: costModel,
     router: models.router,
     onRouted: (upstream, usd) => metrics.recordRoutingSaving(upstream, usd),
     budget:

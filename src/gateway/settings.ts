@@ -15,7 +15,7 @@ import {
   setting,
   settingsGroup,
 } from '../shared/settings.js';
-import { parseBudgets } from './cost/budget-policy.js';
+import { parseBudgets } from './budget-settings.js';
 import { parseApiKeys } from './identity.js';
 
 export const serverSettings = settingsGroup('gateway', {

@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { budgetPolicy, parseBudgets, windowMs } from '../../src/gateway/cost/budget-policy.js';
+import { parseBudgets, windowMs } from '../../src/gateway/budget-settings.js';
+import { budgetPolicy } from '../../src/gateway/cost/budget-policy.js';
 import {
   type BudgetReservation,
   type BudgetWarningEvent,

@@ -2,9 +2,19 @@
  * Validation by document shape (document-shapes.ts): documents that differ only in their literals
  * are validated with every rule once, and each must still get exactly the verdict graphql-js gives it.
  */
-import { type FieldNode, GraphQLError, type OperationDefinitionNode, parse, validate } from 'graphql';
+import {
+  type FieldNode,
+  GraphQLError,
+  type OperationDefinitionNode,
+  parse,
+  validate,
+  versionInfo,
+} from 'graphql';
 import { describe, expect, it } from 'vitest';
-import { createDocumentShapes } from '../../src/gateway/http/fast-path/document-shapes.js';
+import {
+  createDocumentShapes,
+  PROVEN_ON_GRAPHQL_MAJOR,
+} from '../../src/gateway/http/fast-path/document-shapes.js';
 import { schema } from '../../src/gateway/schema/index.js';
 
 function shapesWithCount() {
@@ -96,6 +106,10 @@ const SEQUENCES: Array<{ name: string; documents: string[] }> = [
 ];
 
 describe('validation by document shape', () => {
+  it('runs on the graphql major its reliance on graphql-js was proven on (another: run the differential and equivalence tests, then change the constant)', () => {
+    expect(versionInfo.major).toBe(PROVEN_ON_GRAPHQL_MAJOR);
+  });
+
   it.each(SEQUENCES)('$name: every verdict is graphql-js’s', ({ documents }) => {
     const { shapes } = shapesWithCount();
     for (const query of documents) {

@@ -8,7 +8,8 @@ import { createHash } from 'node:crypto';
 import type { GraphQLError } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
-import { budgetPolicy, parseBudgets } from '../../src/gateway/cost/budget-policy.js';
+import { parseBudgets } from '../../src/gateway/budget-settings.js';
+import { budgetPolicy } from '../../src/gateway/cost/budget-policy.js';
 import { apiKeyOf, callerIdOf, clientOf, isAnonymous, parseApiKeys } from '../../src/gateway/identity.js';
 import { keyBucket, parseApiKeys as servicesParseApiKeys } from '../../src/services/shared/api-keys.js';
 

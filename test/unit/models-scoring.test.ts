@@ -5,9 +5,10 @@
 import { describe, expect, it } from 'vitest';
 import { createCostModel } from '../../src/gateway/cost/cost-model.js';
 import { createModelRouter } from '../../src/gateway/models/router.js';
-import { bandOf, createScoreboard, type ObservedAnswer } from '../../src/gateway/models/scoreboard.js';
+import { bandOf, createScoreboard } from '../../src/gateway/models/scoreboard.js';
 import { wilsonLowerBound } from '../../src/gateway/models/wilson.js';
 import { createScoreStore } from '../../src/gateway/shared-state/score-store.js';
+import type { ObservedAnswer } from '../../src/gateway/upstream/dispatch.js';
 import { checkPricing } from '../../src/gateway/upstream/null-check-client.js';
 import { piPricing } from '../../src/gateway/upstream/pi-digits-client.js';
 import { testDigitEngine } from '../support/gateway.js';

@@ -1,8 +1,7 @@
 /**
- * Who gets which budget (docs/contract.md, Cost): `COST_BUDGETS` maps a scope to its sliding windows,
- * `{ "default": { "1h": 0.05, "24h": 0.5 }, "anonymous": { "1h": 0.01 }, "tier:pro": { "1h": 1 },
- * "key:<sha256 hex of the key>": { "30d": 100 } }`, inline or from `@<file>`. A window is `<n>m`,
- * `<n>h` or `<n>d`. `COST_BUDGET_USD_PER_HOUR=x` is the shorthand for `{ "default": { "1h": x } }`.
+ * Who gets which budget (docs/contract.md, Cost): the scopes of `COST_BUDGETS` (read and checked by
+ * budget-settings.ts, below every component: settings.ts validates it at start), or the shorthand
+ * `COST_BUDGET_USD_PER_HOUR=x` for `{ "default": { "1h": x } }`.
  *
  * The most specific scope applies: the key's own (`key:<sha256 hex>`), else its tier's for a key
  * `API_KEYS` lists (`tier:free|pro|enterprise`), else `anonymous` for a caller without a key (or with
@@ -15,28 +14,15 @@
  * the window is between 59/60 and all of its length long (errs towards the caller by one bucket), and
  * a refusal's retry time is exact to a bucket.
  *
- * Keys are never printed: a key scope names the key's sha256, and errors name a scope by its position
- * unless it is one of the fixed names. Who a caller is (its key's name, anonymity, tier) is identity.ts's.
+ * Keys are never printed: a key scope names the key's sha256. Who a caller is (its key's name,
+ * anonymity, tier) is identity.ts's.
  */
-import { readFileSync } from 'node:fs';
 import { LRUCache } from 'lru-cache';
+import { type BudgetsSetting, windowMs } from '../budget-settings.js';
 import { ANONYMOUS, callerIdOf, isAnonymous, type Tier } from '../identity.js';
 
-const MINUTE_MS = 60_000;
-const UNIT_MS = { m: MINUTE_MS, h: 60 * MINUTE_MS, d: 24 * 60 * MINUTE_MS } as const;
 /** Buckets per window. */
 export const BUCKETS_PER_WINDOW = 60;
-/** The longest window: 400 days. */
-const MAX_WINDOW_MS = 400 * UNIT_MS.d;
-/** Most windows in one scope (each is a Redis hash the reservation script reads). */
-export const MAX_WINDOWS_PER_SCOPE = 8;
-const MAX_LIMIT_USD = 1_000_000;
-const WINDOW = /^([1-9][0-9]{0,5})([mhd])$/;
-const KEY_SCOPE = /^key:([0-9a-fA-F]{64})$/;
-const TIER_SCOPE = /^tier:(free|pro|enterprise)$/;
-
-/** What `COST_BUDGETS` says, checked: scope → window as written → US dollars. */
-export type BudgetsSetting = ReadonlyMap<string, ReadonlyMap<string, number>>;
 
 /** One sliding window of a scope. */
 export interface BudgetWindow {
@@ -67,80 +53,6 @@ export interface BudgetCaller {
    */
   readonly id: string;
   readonly scope: BudgetScope;
-}
-
-/** Parses a window (`30m`, `1h`, `7d`) to milliseconds; undefined when it is not one. */
-export function windowMs(label: string): number | undefined {
-  const match = WINDOW.exec(label);
-  if (match === null) return undefined;
-  const ms = Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS];
-  return ms <= MAX_WINDOW_MS ? ms : undefined;
-}
-
-/** How an error may name a scope: fixed names as they are, anything else (a key?) by position. */
-function scopeText(name: string, index: number): string {
-  if (name === 'default' || name === 'anonymous' || /^tier:[a-z]{1,16}$/.test(name)) return `scope "${name}"`;
-  if (KEY_SCOPE.test(name)) return `scope "key:${name.slice(4, 12).toLowerCase()}…"`;
-  return `scope #${index + 1}`;
-}
-
-/**
- * Reads `COST_BUDGETS` (JSON, or `@<file>` holding it) and checks every scope and window. Throws an
- * Error whose message is one line naming what is wrong, never a key nor the JSON text.
- */
-export function parseBudgets(value: string): BudgetsSetting {
-  let text = value;
-  if (value.startsWith('@')) {
-    const file = value.slice(1);
-    try {
-      text = readFileSync(file, 'utf8');
-    } catch (error) {
-      throw new Error(`cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
-    }
-  }
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (error) {
-    // Not the parser's message: newer ones quote the text, which may hold a key pasted by mistake.
-    const at = /position (\d+)/.exec(String((error as Error).message))?.[1];
-    throw new Error(`not valid JSON${at === undefined ? '' : ` (at character ${at})`}`);
-  }
-  if (typeof json !== 'object' || json === null || Array.isArray(json))
-    throw new Error('must be a JSON object of scopes, e.g. {"default":{"1h":0.05}}');
-  const scopes = new Map<string, Map<string, number>>();
-  Object.entries(json).forEach(([rawName, windows], index) => {
-    const name = KEY_SCOPE.test(rawName) ? rawName.toLowerCase() : rawName;
-    const where = scopeText(rawName, index);
-    if (!(name === 'default' || name === 'anonymous' || TIER_SCOPE.test(name) || KEY_SCOPE.test(name)))
-      throw new Error(
-        `${where} is not "default", "anonymous", "tier:free|pro|enterprise" or "key:<sha256 hex of the key>"`,
-      );
-    if (scopes.has(name)) throw new Error(`${where} is given twice`);
-    if (typeof windows !== 'object' || windows === null || Array.isArray(windows))
-      throw new Error(`${where} must map windows to dollars, e.g. {"1h":0.05,"24h":0.5}`);
-    const entries = Object.entries(windows);
-    if (entries.length > MAX_WINDOWS_PER_SCOPE)
-      throw new Error(`${where} has more than ${MAX_WINDOWS_PER_SCOPE} windows`);
-    const byLabel = new Map<string, number>();
-    const lengths = new Map<number, string>();
-    for (const [label, usd] of entries) {
-      const ms = windowMs(label);
-      if (ms === undefined)
-        throw new Error(
-          `${where}: window "${label.slice(0, 12)}" is not <n>m, <n>h or <n>d (n from 1, at most 400 days)`,
-        );
-      const same = lengths.get(ms);
-      if (same !== undefined)
-        throw new Error(`${where}: windows "${same}" and "${label}" are the same length`);
-      if (typeof usd !== 'number' || !Number.isFinite(usd) || usd < 0 || usd > MAX_LIMIT_USD)
-        throw new Error(`${where}: window "${label}" must be a number of dollars from 0 to ${MAX_LIMIT_USD}`);
-      lengths.set(ms, label);
-      byLabel.set(label, usd);
-    }
-    scopes.set(name, byLabel);
-  });
-  return scopes;
 }
 
 export interface BudgetPolicyOptions {

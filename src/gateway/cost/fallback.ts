@@ -7,14 +7,8 @@
  * back silently: the answer's `model` is the model that answered, and `extensions.cost.fallbacks`
  * lists `{ path, requestedModel, usedModel }` per field.
  */
-import type { UpstreamName } from '../errors.js';
+import { SERVICE_MODELS } from '../models/service-models.js';
 import type { ModelCall } from '../operation/operation-plan.js';
-
-/** Each service's models, dearest first (the price table's order); routing (models/router.ts) reads it too. */
-export const SERVICE_MODELS: Record<UpstreamName, readonly string[]> = {
-  'null-check': ['null-x-opus', 'null-x-4o', 'null-x-mini'],
-  'pi-digits': ['pi-x-opus-almost-correct', 'pi-x-4o', 'pi-x-mini'],
-};
 
 /** The value of X-Budget-Fallback (and COST_BUDGET_FALLBACK) that asks for it. */
 export const CHEAPER_MODEL = 'cheaper-model';

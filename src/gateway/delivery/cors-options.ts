@@ -1,6 +1,6 @@
 /** CORS_ORIGINS as Yoga's CORS options; unset: same-origin only, no CORS headers at all. */
 import type { CORSOptions } from 'graphql-yoga';
-import { GRAPHQL_METHODS } from '../plugins/use-query-method.js';
+import { GRAPHQL_METHODS } from './endpoint.js';
 
 export function corsOptions(origins: string | undefined): CORSOptions | false {
   if (origins === undefined) return false;

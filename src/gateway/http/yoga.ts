@@ -14,6 +14,7 @@ import type { Logger } from 'pino';
 import type { GroupValues } from '../../shared/settings.js';
 import type { Compression } from '../delivery/compression.js';
 import { corsOptions } from '../delivery/cors-options.js';
+import { GRAPHQL_ENDPOINT } from '../delivery/endpoint.js';
 import type { GatewayMetrics } from '../observability/metrics.js';
 import { yogaLogger } from '../observability/yoga-logger.js';
 import type { Operation } from '../operation/operation.js';
@@ -33,9 +34,6 @@ import type { GatewayContext } from '../schema/context.js';
 import type { limitSettings, serverSettings } from '../settings.js';
 
 export { MASKED_MESSAGE } from '../request/pipeline.js';
-
-/** The GraphQL endpoint (docs/contract.md, Schema). */
-export const GRAPHQL_ENDPOINT = '/graphql';
 
 export interface GatewayYogaOptions {
   schema: GraphQLSchema;

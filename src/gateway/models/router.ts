@@ -15,12 +15,12 @@
  * place. It is bounded by the share (at most 0.2) and by the samples (a model stops being explored once
  * measured), and an explored field says so (`explored: true` in `extensions.cost.routing`).
  */
-import { SERVICE_MODELS } from '../cost/fallback.js';
 import type { UpstreamName } from '../errors.js';
 import type { ModelCall } from '../operation/operation-plan.js';
 import { DEFAULT_NULL_MODEL } from '../upstream/null-check-client.js';
 import { DEFAULT_PI_MODEL } from '../upstream/pi-digits-client.js';
 import { type Band, bandOf, type ModelScore, type Scoreboard } from './scoreboard.js';
+import { SERVICE_MODELS } from './service-models.js';
 
 /** Each service's default model (the clients' own: what a call without a model is priced as). */
 const DEFAULT_MODEL: Record<UpstreamName, string> = {

@@ -17,10 +17,9 @@
  */
 import type { DigitEngine } from '../../digits/digit-engine.js';
 import type { UpstreamName } from '../errors.js';
-import type { ModelCall } from '../operation/operation-plan.js';
-import { classifyDigits, correctDigits, splitDigits } from '../schema/truth.js';
 import type { ScoreStore } from '../shared-state/types.js';
-import type { AnswerTruth } from '../upstream/dispatch.js';
+import type { ObservedAnswer } from '../upstream/dispatch.js';
+import { classifyDigits, correctDigits, splitDigits } from './truth.js';
 import { wilsonLowerBound } from './wilson.js';
 
 /** The temperature bands answers are scored in; an omitted temperature is the band of 0. */
@@ -52,17 +51,6 @@ export interface ModelScore {
   accuracyLowerBound: number;
   meanCostUsd: number;
   meanLatencyMs: number;
-}
-
-/** An answer the upstream gave, with what it was asked and what it cost. */
-export interface ObservedAnswer {
-  truth: AnswerTruth;
-  /** The call as priced: its service (`upstream`) and the model it asked for. */
-  call: ModelCall;
-  /** The decoded answer (NullCheckResponse, PiResponse or InferenceResponse). */
-  value: unknown;
-  costUsd: number;
-  latencyMs: number;
 }
 
 export interface ScoreboardOptions {

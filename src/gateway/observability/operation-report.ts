@@ -13,7 +13,7 @@ import type { Logger } from 'pino';
 import { fixedLineWriter } from '../../shared/logger.js';
 import { roundUsd } from '../../shared/usd.js';
 import type { CostAdmission, Operation } from '../operation/operation.js';
-import type { RequestFacts } from '../request/facts.js';
+import type { RequestFacts } from '../operation/request-facts.js';
 import type { GatewayMetrics, OperationOutcome } from './metrics.js';
 import { SpanStatusCode, type Tracing } from './tracing.js';
 

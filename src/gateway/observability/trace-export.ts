@@ -28,8 +28,8 @@ import {
 } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import { OTEL_VARIABLES } from '../../shared/otel-variables.js';
-import type { HeaderReader } from '../request/facts.js';
-import type { Tracing } from './tracing.js';
+import type { HeaderReader } from '../operation/request-facts.js';
+import type { Tracing } from './tracing-types.js';
 
 export { OTEL_VARIABLES };
 

@@ -13,7 +13,6 @@
  * hot path does one falsy check and no tracer call at all (the default).
  */
 import {
-  type Context,
   context,
   ProxyTracerProvider,
   type Span,
@@ -23,32 +22,14 @@ import {
   trace,
 } from '@opentelemetry/api';
 import type { Logger } from 'pino';
-import type { HeaderReader } from '../request/facts.js';
 import { startTraceExport, traceExportPlan } from './trace-export.js';
+import type { Tracing } from './tracing-types.js';
 
+export type { Tracing } from './tracing-types.js';
 export { type Span, SpanKind, SpanStatusCode, type Tracer };
 
 /** Instrumentation scope name of the gateway's spans (and the default `service.name`). */
 export const TRACER_NAME = 'null-pi-gateway';
-
-/** Where spans come from and how the trace crosses the gateway, once tracing is on. */
-export interface Tracing {
-  readonly tracer: Tracer;
-  /** `own`: the gateway exports (OTLP); `host`: an SDK the host registered gets the spans. */
-  readonly mode: 'own' | 'host';
-  /** The context an operation's span starts in, and the span's kind. */
-  operationParent(header: HeaderReader): { parent: Context; kind: SpanKind };
-  /**
-   * The headers that carry `span`'s trace to an upstream (`traceparent`, `tracestate`); undefined
-   * when the host's HTTP instrumentation does that itself.
-   */
-  readonly upstreamHeaders: ((span: Span) => Record<string, string>) | undefined;
-  /**
-   * Flushes the spans still buffered and stops the exporter, in `timeoutMs` at most: resolves then
-   * whatever the collector does (nothing to do in host mode: the host's SDK is the host's).
-   */
-  close(timeoutMs: number): Promise<void>;
-}
 
 export interface TracingOptions {
   /**

@@ -18,7 +18,6 @@
 import { context, trace } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import { type ErrorCode, UpstreamCallError } from '../errors.js';
-import type { ObservedAnswer } from '../models/scoreboard.js';
 import type { CallInFlight, Operation } from '../operation/operation.js';
 import type { ModelCall } from '../operation/operation-plan.js';
 import { redactApiKey } from '../redaction.js';
@@ -26,6 +25,7 @@ import type {
   AnswerHandler,
   Dispatch,
   Interceptor,
+  ObservedAnswer,
   UpstreamAnswer,
   UpstreamRequest,
 } from '../upstream/dispatch.js';

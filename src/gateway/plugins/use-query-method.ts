@@ -15,9 +15,6 @@ import { getOperationAST, type OperationTypeNode } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { gatewayError } from '../errors.js';
 
-/** The methods /graphql serves (a 405's `Allow`, CORS's allowed methods). */
-export const GRAPHQL_METHODS = ['GET', 'POST', 'QUERY'] as const;
-
 export interface QueryMethodPluginOptions {
   /** The GraphQL endpoint's path: QUERY elsewhere is left alone (405). */
   endpoint: string;

@@ -24,26 +24,20 @@
 import type { ExecutionResult } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { isPromise } from '../../shared/is-promise.js';
-import type { Operation } from '../operation/operation.js';
 import { usesIncrementalDelivery } from '../request/executor.js';
 import { requestFactsOf, requestIdOf } from '../request/facts.js';
-import type { AnswerHeaders, IncrementalPart, RequestPipeline, RequestState } from '../request/pipeline.js';
+import type {
+  AnswerHeaders,
+  IncrementalPart,
+  PipelineContext,
+  RequestPipeline,
+} from '../request/pipeline.js';
 import type { DocumentRequest } from '../request/trusted-documents.js';
 
 export interface RequestPipelinePluginOptions {
   pipeline: RequestPipeline;
   /** BATCH_LIMIT > 0: requests may carry an array of operations. @default false */
   batching?: boolean;
-}
-
-/** What the gateway keeps on Yoga's server context (per request) and GraphQL context (per operation). */
-export interface PipelineContext {
-  /** The request's pipeline state (the fast path sets it on a request it hands over). */
-  gateway?: RequestState;
-  /** The operation of this context. */
-  operation?: Operation;
-  /** An APQ document to register once it passed validation. */
-  registerDocument?: { hash: string; text: string };
 }
 
 const isAsyncIterable = (value: unknown): value is AsyncIterable<unknown> =>

@@ -9,8 +9,8 @@
  *   labels as an object. 400 BAD_REQUEST, before any other plugin sees it.
  */
 import type { Plugin } from 'graphql-yoga';
+import { GRAPHQL_METHODS } from '../delivery/endpoint.js';
 import { gatewayError } from '../errors.js';
-import { GRAPHQL_METHODS } from './use-query-method.js';
 
 const ALLOW = GRAPHQL_METHODS.join(', ');
 

@@ -2,43 +2,14 @@
  * Step 1 of the request pipeline: what the gateway reads from a request's headers, once, the same
  * way on both lanes (node's headers on the fast path, Fetch headers on Yoga's): the request id, the
  * caller's API key (read by identity.ts), the cost cap and the media type its answer is encoded with.
+ * What the facts are (`RequestFacts`) is operation/request-facts.ts's: the report and tracing read them
+ * too, below the request layer.
  */
 import { randomFillSync } from 'node:crypto';
-import type { GraphQLError } from 'graphql';
 import { gatewayError } from '../errors.js';
 import { apiKeyOf } from '../identity.js';
-import { type JsonMediaType, negotiateMediaType } from './media-type.js';
-
-/** A request's facts, read once from its headers; never written after. */
-export interface RequestFacts {
-  /** The caller's `x-request-id` when sane, else a new UUID: on the answer, the upstream calls, the log line. */
-  readonly requestId: string;
-  /** The caller's API key (identity.ts); undefined: none, the free tier. */
-  readonly apiKey: string | undefined;
-  /** The refusal of an Authorization header that is not `Bearer <key>` (identity.ts): nothing runs. */
-  readonly authRefusal: GraphQLError | undefined;
-  /** X-Max-Cost-Usd: the cap in dollars, undefined when absent, or the refusal of a malformed one. */
-  readonly maxCost: number | GraphQLError | undefined;
-  /** The JSON media type the answer is encoded with; undefined: none acceptable (media-type.ts). */
-  readonly mediaType: JsonMediaType | undefined;
-  /** Accept-Encoding, for compression. */
-  readonly acceptEncoding: string | undefined;
-  /**
-   * X-Budget-Fallback: true for `cheaper-model`, false for `none`, undefined when absent (the
-   * COST_BUDGET_FALLBACK setting decides).
-   */
-  readonly fallback: boolean | undefined;
-  /** The client's address (the socket's peer), for bounds per client without an API key. */
-  readonly address: string | undefined;
-  /**
-   * The request's headers, for what only some settings read, when they read it: the caller's
-   * `traceparent` when the gateway exports its own traces (observability/tracing.ts).
-   */
-  readonly header: HeaderReader;
-}
-
-/** A request's header, by lower-case name: node's headers and Fetch headers both give one. */
-export type HeaderReader = (name: string) => string | null | undefined;
+import type { HeaderReader, RequestFacts } from '../operation/request-facts.js';
+import { negotiateMediaType } from './media-type.js';
 
 /** The facts of a request, from its headers. */
 export function requestFactsOf(header: HeaderReader, address: string | undefined): RequestFacts {

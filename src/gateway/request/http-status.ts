@@ -18,7 +18,7 @@
  * not tell (the executor's variables errors); `http` never reaches the client.
  */
 import type { ExecutionResult, GraphQLError } from 'graphql';
-import type { JsonMediaType } from './media-type.js';
+import type { JsonMediaType } from '../operation/request-facts.js';
 
 /** The draft's status for a result that has data and errors. */
 export const PARTIAL_SUCCESS = 294;

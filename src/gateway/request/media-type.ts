@@ -13,8 +13,7 @@
  * may enter (a full map is cleared), so no value sent by one client decides what another gets.
  */
 import Negotiator from 'negotiator';
-
-export type JsonMediaType = 'application/json' | 'application/graphql-response+json';
+import type { JsonMediaType } from '../operation/request-facts.js';
 
 const OFFERED = ['application/json; charset=utf-8', 'application/graphql-response+json; charset=utf-8'];
 const MAX_REMEMBERED = 256;

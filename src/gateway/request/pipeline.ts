@@ -31,11 +31,10 @@ import { clientOf } from '../identity.js';
 import type { OperationReporter } from '../observability/operation-report.js';
 import { Operation, type OperationBatch } from '../operation/operation.js';
 import type { OperationPlan } from '../operation/operation-plan.js';
+import type { JsonMediaType, RequestFacts } from '../operation/request-facts.js';
 import type { GatewayContext } from '../schema/context.js';
 import type { Execution, Executor } from './executor.js';
-import type { RequestFacts } from './facts.js';
 import { httpStatusOf } from './http-status.js';
-import type { JsonMediaType } from './media-type.js';
 import { rateLimitHeaders } from './rate-limit-headers.js';
 import { withRequestErrorCodes } from './request-error-codes.js';
 import type { DocumentRequest, Resolved, TrustedDocuments } from './trusted-documents.js';
@@ -83,6 +82,20 @@ export interface RequestState {
    * closing, Yoga's onResponse or the end of its stream), and whichever comes first ends it.
    */
   ended: boolean;
+}
+
+/**
+ * What the gateway keeps on Yoga's server context (per request) and GraphQL context (per operation):
+ * Yoga's lane (plugins/use-request-pipeline.ts) reads it, the fast path sets `gateway` on a request it
+ * hands over.
+ */
+export interface PipelineContext {
+  /** The request's pipeline state (the fast path sets it on a request it hands over). */
+  gateway?: RequestState;
+  /** The operation of this context. */
+  operation?: Operation;
+  /** An APQ document to register once it passed validation. */
+  registerDocument?: { hash: string; text: string };
 }
 
 /** One part of an incremental result (GraphQL over HTTP's incremental delivery). */

@@ -6,9 +6,9 @@
  * type's own (they are part of the published schema).
  */
 import type { EnumRef, InterfaceFieldBuilder, InterfaceRef } from '@pothos/core';
+import { type Constant, classifyDigits, correctDigits, splitDigits } from '../models/truth.js';
 import { builder, type GatewaySchemaTypes } from './builder.js';
 import { floatOrNull, intOrNull } from './numbers.js';
-import { type Constant, classifyDigits, correctDigits, splitDigits } from './truth.js';
 
 type Types = PothosSchemaTypes.ExtendDefaultTypes<GatewaySchemaTypes>;
 type Fields<Shape> = InterfaceFieldBuilder<Types, Shape>;

@@ -8,9 +8,8 @@
  */
 import type { DigitEngine } from '../../digits/digit-engine.js';
 import type { BudgetWindowStatus } from '../cost/cost-budget.js';
-import type { ModelScore } from '../models/scoreboard.js';
+import type { ModelsView } from '../models/model-scoring.js';
 import type { Operation } from '../operation/operation.js';
-import type { ModelCall } from '../operation/operation-plan.js';
 import type { UpstreamClients } from '../upstream/clients.js';
 import { createLoaders, type Loaders, type OnDedup } from './loaders.js';
 
@@ -30,14 +29,6 @@ export interface SchemaLimits {
 export type BudgetStatusOf = (
   apiKey: string | undefined,
 ) => BudgetWindowStatus[] | undefined | Promise<BudgetWindowStatus[] | undefined>;
-
-/** The model scoreboard as the schema sees it (models/scoreboard.ts, models/router.ts). */
-export interface ModelsView {
-  /** The `models` field's rows (every replica's, one round trip with Redis at most). */
-  rows(): Promise<ModelScore[]>;
-  /** The model routing chooses for a call that asked for `minAccuracy` (its `route`). */
-  route(call: ModelCall): string;
-}
 
 export interface GatewayContext {
   operation: Operation;

@@ -5,6 +5,7 @@
  * `correctDigits` is checked against the true constant by the digit engine, only when selected.
  */
 
+import { type Constant, classifyDigits, correctDigits, splitDigits } from '../models/truth.js';
 import {
   numberArgument,
   routeOf,
@@ -19,7 +20,6 @@ import { checkDigits, rethrowAsFieldError } from './errors.js';
 import { checkModelAsked, modelToSend } from './model-choice.js';
 import { PiModel, piModelOf } from './models.js';
 import { intOrNull } from './numbers.js';
-import { type Constant, classifyDigits, correctDigits, splitDigits } from './truth.js';
 
 /**
  * A pi answer, with its constant and what was asked for, and every ConstantDigits field but

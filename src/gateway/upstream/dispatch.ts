@@ -70,6 +70,20 @@ export type AnswerTruth =
   | { question: 'null'; actuallyNull: boolean; temperature: number | undefined }
   | { question: 'digits'; requestedDigits: number; temperature: number | undefined };
 
+/**
+ * An answer the upstream itself gave, with what it was asked and what it cost: the upstream observer
+ * (observability/upstream-observer.ts) reports it, the model scoreboard (models/scoreboard.ts) scores it.
+ */
+export interface ObservedAnswer {
+  truth: AnswerTruth;
+  /** The call as priced: its service (`upstream`) and the model it asked for. */
+  call: ModelCall;
+  /** The decoded answer (NullCheckResponse, PiResponse or InferenceResponse). */
+  value: unknown;
+  costUsd: number;
+  latencyMs: number;
+}
+
 /** A logical upstream call: the same whatever API version ends up serving it. */
 export interface UpstreamRequest<T = unknown> {
   upstream: UpstreamName;

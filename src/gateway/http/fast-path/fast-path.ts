@@ -15,26 +15,36 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ExecutionResult } from 'graphql';
-import type { YogaLogger } from 'graphql-yoga';
+import type { YogaLogger, YogaServerInstance } from 'graphql-yoga';
 import { isPromise } from '../../../shared/is-promise.js';
 import type { Compression, Delivered } from '../../delivery/compression.js';
+import { GRAPHQL_ENDPOINT } from '../../delivery/endpoint.js';
 import type { Operation } from '../../operation/operation.js';
-import type { PipelineContext } from '../../plugins/use-request-pipeline.js';
+import type { JsonMediaType } from '../../operation/request-facts.js';
 import { requestFactsOf } from '../../request/facts.js';
-import type { JsonMediaType } from '../../request/media-type.js';
 import {
   type AnswerHeaders,
   MASKED_MESSAGE,
+  type PipelineContext,
   type RequestPipeline,
   type RequestState,
 } from '../../request/pipeline.js';
 import type { Resolved } from '../../request/trusted-documents.js';
-import { type GatewayYoga, GRAPHQL_ENDPOINT } from '../yoga.js';
-import type { LiftedDocument } from './document-shapes.js';
+import type { GatewayContext } from '../../schema/context.js';
+import type { LiftedDocument } from './literal-lifting.js';
 import type { PreparedOperation, PreparedOperations } from './prepared-operations.js';
 
+/**
+ * Yoga's lane as the fast path needs it, to hand a request over: its Fetch API and its handler
+ * (http/yoga.ts makes the instance; the fast path sits below it and does not import it).
+ */
+export type YogaLane = Pick<
+  YogaServerInstance<Record<string, unknown>, GatewayContext>,
+  'fetchAPI' | 'handleRequest'
+>;
+
 export interface FastPathOptions {
-  yoga: GatewayYoga;
+  yoga: YogaLane;
   pipeline: RequestPipeline;
   prepared: PreparedOperations;
   /** COMPRESSION_MIN_BYTES and the encoding negotiation (compression.ts), as on Yoga's lane. */

@@ -25,7 +25,8 @@ import {
 import { LRUCache } from 'lru-cache';
 import { callKey, type OperationPlan } from '../../operation/operation-plan.js';
 import { usesIncrementalDelivery } from '../../request/executor.js';
-import { createDocumentShapes, type LiftedDocument } from './document-shapes.js';
+import { createDocumentShapes } from './document-shapes.js';
+import type { LiftedDocument } from './literal-lifting.js';
 
 export interface PreparedOperation {
   document: DocumentNode;
