@@ -361,10 +361,12 @@ async function measure(name: string, target: Target, options: MeasureOptions): P
   let redisRoundTripsPerOp: number | null = null;
   if (WARMUP_S > 0 && redisUrl !== undefined) {
     const warm = await countRoundTrips(redisUrl, () => drive(target, WARMUP_S));
-    const answered = warm.result.requests.total;
-    if (answered > 0) redisRoundTripsPerOp = Math.round((warm.roundTrips / answered) * 100) / 100;
+    // Per request sent, not answered: the requests still in flight when the warm-up stops (up to one
+    // per connection) have made their Redis calls too.
+    const sent = warm.result.requests.sent;
+    if (sent > 0) redisRoundTripsPerOp = Math.round((warm.roundTrips / sent) * 100) / 100;
     process.stderr.write(
-      `  ${name}: warm-up round trips (MONITOR) ${JSON.stringify(warm.byCommand)} over ${answered} requests\n`,
+      `  ${name}: warm-up round trips (MONITOR) ${JSON.stringify(warm.byCommand)} over ${sent} requests sent\n`,
     );
   } else if (WARMUP_S > 0) await drive(target, WARMUP_S);
   if (redisUrl !== undefined) await resetCommandStats(redisUrl);
