@@ -21,7 +21,16 @@
  *      isNull): the cost of sharing the state between replicas, as the difference with the in-memory
  *      row of the same run plus the redis-server's own CPU. Skipped with a notice when redis-server is
  *      not installed (REDIS_SERVER_BIN names another binary);
- *   7. the gateway exporting its traces (`gateway otlp`: OTEL_EXPORTER_OTLP_ENDPOINT set, http/protobuf,
+ *   7. the fleet rows (`fleet`, `fleet workers=N`): the gateway as a fleet runs it, on its own fresh
+ *      redis-server with a budget large enough never to refuse (COST_BUDGETS={"default":{"1h":100000}}),
+ *      cache off, distinct isNull (one upstream call per operation, as the proxy); once as one process
+ *      and once under WORKERS=N. Besides the CPU of the gateway and of redis-server, what Redis does per
+ *      operation: its commands and their µs (INFO commandstats, reset before the measured phase) and the
+ *      round trips (top-level commands, counted with MONITOR during the warm-up: see
+ *      test/bench/redis-commandstats.ts for both definitions); for the one-process row also the
+ *      gateway's own count by purpose (gateway_redis_commands_total). Every Redis row reports the same
+ *      Redis figures;
+ *   8. the gateway exporting its traces (`gateway otlp`: OTEL_EXPORTER_OTLP_ENDPOINT set, http/protobuf,
  *      the default batch processor) to a receiver in this process that reads each export and discards
  *      it: what the export costs on the request path, as the difference with the `gateway` row of the
  *      same run (cache off; distinct isNull, pi, isNull).
@@ -33,11 +42,13 @@
  * Per row: req/s, p50, p99, errors, non-2xx, the CPU time of the server process per answered request
  * (workers included) and, gateway ÷ proxy, its ratio to the proxy's CPU per request, throughput ×
  * proxy and p99 × proxy; for gateway rows also upstream calls per request and, for the Redis rows, the
- * redis-server's own CPU per request and the Redis errors the gateway counted (each one a fallback to
- * memory). Writes everything as JSON to bench-results/ (git-ignored).
+ * redis-server's own CPU per request, the Redis errors the gateway counted (each one a fallback to
+ * memory), Redis commands, µs and round trips per operation, and (gateway + redis-server CPU) ÷ the
+ * proxy's. Writes everything as JSON to bench-results/ (git-ignored).
  *
- * Options: `--only name,name` runs the rows whose name contains one of the words; `--no-cluster`,
- * `--no-redis`, `--no-memory` skip those parts; `--no-build` reuses the last build; `--cpu-prof`
+ * Options: `--only name,name` runs the rows whose name contains one of the words (`--only proxy,fleet`:
+ * the fleet rows and the proxy they are compared with); `--no-cluster`, `--no-redis` (the Redis and
+ * fleet rows), `--no-fleet`, `--no-memory` skip those parts; `--no-build` reuses the last build; `--cpu-prof`
  * writes V8 CPU profiles of each gateway process to bench-results/profiles/; `--node-args "..."` gives
  * the gateway processes node options (V8 settings to compare).
  */
@@ -60,6 +71,7 @@ import {
   startChild,
   track,
 } from './bench-processes.js';
+import { countRoundTrips, readCommandStats, resetCommandStats } from './redis-commandstats.js';
 
 // --- options -------------------------------------------------------------------------------------
 
@@ -241,8 +253,20 @@ interface Row {
   redisErrors: number | null;
   /** Where the gateway's shared state was after the row: redis, or fallback (memory). */
   redisState: string | null;
+  /** Redis commands per answered request, scripts' inner commands included (INFO commandstats). */
+  redisCommandsPerOp: number | null;
+  /** Redis `usec` per answered request, summed over those commands (INFO commandstats). */
+  redisUsecPerOp: number | null;
+  /** Top-level Redis commands (round trips) per request, counted with MONITOR during the warm-up. */
+  redisRoundTripsPerOp: number | null;
+  /** Commandstats calls per command over the measured phase. */
+  redisCommands: Record<string, number> | null;
+  /** The gateway's own count (gateway_redis_commands_total) per request, by purpose (one process only). */
+  gatewayRoundTripsPerOp: Record<string, number> | null;
   /** This row's CPU per request ÷ the proxy's (gateway ÷ proxy: lower is better, 1 = the proxy). */
   cpuRatio: number | null;
+  /** (This row's CPU + redis-server's) per request ÷ the proxy's CPU per request (Redis rows). */
+  cpuWithRedisRatio: number | null;
   /** req/s × proxy (higher is better). */
   ratio: number | null;
   /** p99 × proxy (lower is better). */
@@ -262,6 +286,8 @@ interface Observer {
   /** Scrapes the gateway's /metrics (a single process only: under WORKERS a scrape sees one worker). */
   metrics?: () => Promise<Map<string, number>>;
   redisPid?: number;
+  /** The redis-server's URL: its commandstats and a MONITOR count of the warm-up. */
+  redisUrl?: string;
 }
 
 /** One request first: a benchmark of error answers would be worthless. */
@@ -301,9 +327,11 @@ async function scrapeMetrics(port: number): Promise<Map<string, number>> {
   const sums = new Map<string, number>();
   for (const line of text.split('\n')) {
     if (line === '' || line.startsWith('#')) continue;
-    const match = /^([A-Za-z_:][\w:]*)(?:\{.*\})?\s+(\S+)/.exec(line);
+    const match = /^([A-Za-z_:][\w:]*)(\{.*\})?\s+(\S+)/.exec(line);
     if (!match?.[1]) continue;
-    sums.set(match[1], (sums.get(match[1]) ?? 0) + Number(match[2]));
+    sums.set(match[1], (sums.get(match[1]) ?? 0) + Number(match[3]));
+    // Each labelled series too, under its full name (`name{label="value"}`).
+    if (match[2] !== undefined) sums.set(`${match[1]}${match[2]}`, Number(match[3]));
   }
   return sums;
 }
@@ -329,13 +357,26 @@ interface MeasureOptions {
 async function measure(name: string, target: Target, options: MeasureOptions): Promise<void> {
   if (!selected(name)) return;
   const { server, observer } = options;
-  if (WARMUP_S > 0) await drive(target, WARMUP_S);
+  const redisUrl = observer?.redisUrl;
+  let redisRoundTripsPerOp: number | null = null;
+  if (WARMUP_S > 0 && redisUrl !== undefined) {
+    const warm = await countRoundTrips(redisUrl, () => drive(target, WARMUP_S));
+    // Per request sent, not answered: the requests still in flight when the warm-up stops (up to one
+    // per connection) have made their Redis calls too.
+    const sent = warm.result.requests.sent;
+    if (sent > 0) redisRoundTripsPerOp = Math.round((warm.roundTrips / sent) * 100) / 100;
+    process.stderr.write(
+      `  ${name}: warm-up round trips (MONITOR) ${JSON.stringify(warm.byCommand)} over ${sent} requests sent\n`,
+    );
+  } else if (WARMUP_S > 0) await drive(target, WARMUP_S);
+  if (redisUrl !== undefined) await resetCommandStats(redisUrl);
   const metricsBefore = await observer?.metrics?.();
   const redisCpuBefore = observer?.redisPid === undefined ? 0 : await cpuOf(observer.redisPid);
   const cpuBefore = server ? await server.cpuMs() : 0;
   const result = await drive(target, DURATION_S);
   const cpuAfter = server ? await server.cpuMs() : 0;
   const redisCpuAfter = observer?.redisPid === undefined ? 0 : await cpuOf(observer.redisPid);
+  const stats = redisUrl === undefined ? undefined : await readCommandStats(redisUrl);
   const metricsAfter = await observer?.metrics?.();
   const total = result.requests.total;
   const perRequest = (ms: number) => (total > 0 ? Math.round((ms * 1000) / total) : null);
@@ -344,6 +385,17 @@ async function measure(name: string, target: Target, options: MeasureOptions): P
   const upstreamCalls = delta('gateway_upstream_requests_total');
   const redis = observer?.redisPid !== undefined;
   const redisUp = metricsAfter?.get('gateway_redis_up');
+  const perOp = (n: number) => (total > 0 ? Math.round((n / total) * 100) / 100 : null);
+  let gatewayRoundTripsPerOp: Record<string, number> | null = null;
+  if (redis && metricsAfter !== undefined) {
+    gatewayRoundTripsPerOp = {};
+    for (const purpose of ['budget', 'flight', 'cache', 'documents', 'scores', 'health']) {
+      const sent = delta(`gateway_redis_commands_total{purpose="${purpose}"}`);
+      if (sent !== null && sent > 0) gatewayRoundTripsPerOp[purpose] = perOp(sent) ?? 0;
+    }
+    const all = delta('gateway_redis_commands_total');
+    if (all !== null) gatewayRoundTripsPerOp.all = perOp(all) ?? 0;
+  }
   const row: Row = {
     run: runs.length,
     name,
@@ -361,7 +413,13 @@ async function measure(name: string, target: Target, options: MeasureOptions): P
       upstreamCalls === null || total === 0 ? null : Math.round((upstreamCalls / total) * 1000) / 1000,
     redisErrors: redis ? delta('gateway_redis_errors_total') : null,
     redisState: redis && redisUp !== undefined ? (redisUp === 1 ? 'redis' : 'fallback') : null,
+    redisCommandsPerOp: stats === undefined ? null : perOp(stats.calls),
+    redisUsecPerOp: stats === undefined ? null : perOp(stats.usec),
+    redisRoundTripsPerOp,
+    redisCommands: stats?.byCommand ?? null,
+    gatewayRoundTripsPerOp,
     cpuRatio: null,
+    cpuWithRedisRatio: null,
     ratio: null,
     p99Ratio: null,
   };
@@ -369,11 +427,14 @@ async function measure(name: string, target: Target, options: MeasureOptions): P
   process.stderr.write(
     `  ${name.padEnd(34)} ${String(row.requestsPerSecond).padStart(7)} req/s  p50 ${row.p50Ms} ms  p99 ${row.p99Ms} ms  cpu ${row.cpuUsPerRequest ?? '-'} µs/req` +
       `${row.upstreamCallsPerRequest === null ? '' : `  upstream calls/req ${row.upstreamCallsPerRequest}`}` +
-      `${redis ? `  redis-server ${row.redisCpuUsPerRequest ?? '-'} µs/req, redis errors ${row.redisErrors ?? '?'}` : ''}\n`,
+      `${redis ? `  redis-server ${row.redisCpuUsPerRequest ?? '-'} µs/req, redis errors ${row.redisErrors ?? '?'}` : ''}` +
+      `${stats === undefined ? '' : `  redis cmds/op ${row.redisCommandsPerOp ?? '-'}, redis µs/op ${row.redisUsecPerOp ?? '-'}, round trips/op ${row.redisRoundTripsPerOp ?? '-'}`}` +
+      `${gatewayRoundTripsPerOp === null ? '' : `  gateway's count/op ${JSON.stringify(gatewayRoundTripsPerOp)}`}\n`,
   );
   if (row.errors > 0 || row.non2xx > 0)
     notice(`run ${row.run}, ${name}: ${row.errors} errors/timeouts, ${row.non2xx} non-2xx answers`);
-  if (redis && (row.redisErrors !== 0 || row.redisState !== 'redis'))
+  // Under WORKERS no scrape sees every worker: the errors and the state are unknown, not reported.
+  if (redis && metricsAfter !== undefined && (row.redisErrors !== 0 || row.redisState !== 'redis'))
     notice(
       `run ${row.run}, ${name}: ${row.redisErrors ?? '?'} Redis command errors, state ${row.redisState ?? '?'} after the row ` +
         '(each error was answered from memory: the row measured Redis only in part)',
@@ -482,6 +543,7 @@ async function gatewayRows(
     const observer: Observer = {
       metrics: env.WORKERS === undefined ? () => scrapeMetrics(gateway.port) : undefined,
       redisPid: redis?.pid,
+      redisUrl: redis?.url,
     };
     for (const workload of variant.workloads.map((name) => WORKLOADS[name])) {
       const name = `${variant.label} ${workload.suffix}`;
@@ -668,6 +730,10 @@ function compareWithProxy(rows: Row[]): void {
       base?.cpuUsPerRequest && row.cpuUsPerRequest !== null
         ? round2(row.cpuUsPerRequest / base.cpuUsPerRequest)
         : null;
+    row.cpuWithRedisRatio =
+      base?.cpuUsPerRequest && row.cpuUsPerRequest !== null && row.redisCpuUsPerRequest !== null
+        ? round2((row.cpuUsPerRequest + row.redisCpuUsPerRequest) / base.cpuUsPerRequest)
+        : null;
   }
 }
 
@@ -696,6 +762,10 @@ interface MedianRow {
   upstreamCallsPerRequest: number | null;
   redisCpuUsPerRequest: number | null;
   redisErrors: number | null;
+  redisCommandsPerOp: number | null;
+  redisUsecPerOp: number | null;
+  redisRoundTripsPerOp: number | null;
+  cpuWithRedisRatio: number | null;
   /** The figures of each run, in run order. */
   perRun: {
     requestsPerSecond: number[];
@@ -730,6 +800,10 @@ function medians(): MedianRow[] {
       upstreamCallsPerRequest: of((r) => r.upstreamCallsPerRequest),
       redisCpuUsPerRequest: round(of((r) => r.redisCpuUsPerRequest)),
       redisErrors: redisErrors.length === 0 ? null : redisErrors.reduce((a, b) => a + b, 0),
+      redisCommandsPerOp: of((r) => r.redisCommandsPerOp),
+      redisUsecPerOp: of((r) => r.redisUsecPerOp),
+      redisRoundTripsPerOp: of((r) => r.redisRoundTripsPerOp),
+      cpuWithRedisRatio: of((r) => r.cpuWithRedisRatio),
       perRun: {
         requestsPerSecond: rows.map((r) => r.requestsPerSecond),
         cpuUsPerRequest: rows.map((r) => r.cpuUsPerRequest),
@@ -815,6 +889,13 @@ function targetChecks(table: MedianRow[]): TargetCheck[] {
     add(name, 'CPU/req ≤ 1.2× proxy', r.cpuRatio, (v) => v <= 1.2);
     add(name, 'throughput ≥ 1.0× proxy', r.ratio, (v) => v >= 1);
   }
+  // A fleet's operation under a budget (issue 40's targets): what one Redis and the gateway spend on it.
+  for (const r of table.filter((row) => row.name.startsWith('fleet '))) {
+    add(r.name, 'redis µs/op ≤ 30', r.redisUsecPerOp, (v) => v <= 30);
+    add(r.name, 'round trips/op ≤ 1.5', r.redisRoundTripsPerOp, (v) => v <= 1.5);
+    add(r.name, 'gateway + redis CPU/req ≤ 2.5× proxy', r.cpuWithRedisRatio, (v) => v <= 2.5);
+    add(r.name, 'p99 ≤ 2.5× proxy', r.p99Ratio, (v) => v <= 2.5);
+  }
   // In-flight sharing (identical operations): kept from the last round.
   for (const name of ['gateway pi', 'gateway isNull']) {
     const r = row(name);
@@ -857,6 +938,10 @@ function printRun(rows: Row[], run: number): void {
       'upstream/req',
       'redis µs/req',
       'redis err',
+      'redis cmds/op',
+      'redis µs/op',
+      'round trips/op',
+      '+redis ÷ proxy',
     ],
     rows.map((r) => [
       r.name,
@@ -872,6 +957,10 @@ function printRun(rows: Row[], run: number): void {
       plain(r.upstreamCallsPerRequest),
       plain(r.redisCpuUsPerRequest),
       plain(r.redisErrors),
+      plain(r.redisCommandsPerOp),
+      plain(r.redisUsecPerOp),
+      plain(r.redisRoundTripsPerOp),
+      times(r.cpuWithRedisRatio),
     ]),
   );
 }
@@ -904,6 +993,10 @@ function printMedians(table: MedianRow[]): void {
       'p99 × proxy',
       'upstream/req',
       'redis µs/req',
+      'redis cmds/op',
+      'redis µs/op',
+      'round trips/op',
+      '+redis ÷ proxy',
       'cpu µs/req per run',
       'cpu ÷ proxy per run',
       '× proxy per run',
@@ -920,6 +1013,10 @@ function printMedians(table: MedianRow[]): void {
       times(r.p99Ratio),
       plain(r.upstreamCallsPerRequest),
       plain(r.redisCpuUsPerRequest),
+      plain(r.redisCommandsPerOp),
+      plain(r.redisUsecPerOp),
+      plain(r.redisRoundTripsPerOp),
+      times(r.cpuWithRedisRatio),
       list(r.perRun.cpuUsPerRequest, plain),
       list(r.perRun.cpuRatio, (n) => (n === null ? '' : n.toFixed(2))),
       list(r.perRun.ratio, (n) => (n === null ? '' : n.toFixed(2))),
@@ -944,7 +1041,9 @@ function printFindings(costs: RedisCost[], checks: TargetCheck[], memory: Memory
     console.log('\ntargets (on the medians):');
     for (const c of checks) {
       const verdict = c.met === null ? 'not measured' : c.met ? 'met' : 'MISSED';
-      console.log(`  ${c.row.padEnd(22)} ${c.target.padEnd(36)} ${times(c.value).padStart(7)}  ${verdict}`);
+      // A ratio's target says so (×); µs and round trips are plain numbers.
+      const value = c.target.includes('×') ? times(c.value) : plain(c.value);
+      console.log(`  ${c.row.padEnd(22)} ${c.target.padEnd(36)} ${value.padStart(7)}  ${verdict}`);
     }
   }
   if (memory) {
@@ -1020,6 +1119,20 @@ const REDIS_VARIANTS: GatewayVariant[] = [
   },
 ];
 
+/**
+ * The fleet rows: a budget every operation passes through (Redis-backed, never refusing), the cache
+ * off, a value per operation; as one process and under WORKERS.
+ */
+const FLEET_BUDGETS = JSON.stringify({ default: { '1h': 100_000 } });
+const FLEET_VARIANTS: GatewayVariant[] = [
+  { label: 'fleet', env: { COST_BUDGETS: FLEET_BUDGETS }, workloads: ['distinct isNull'] },
+  {
+    label: `fleet workers=${WORKERS}`,
+    env: { COST_BUDGETS: FLEET_BUDGETS, WORKERS: String(WORKERS) },
+    workloads: ['distinct isNull'],
+  },
+];
+
 async function runOnce(upstreamUrl: string, redisUsable: boolean): Promise<void> {
   await measure(
     'upstream pi (REST)',
@@ -1077,6 +1190,14 @@ async function runOnce(upstreamUrl: string, redisUsable: boolean): Promise<void>
     for (const variant of REDIS_VARIANTS) {
       await redisGatewayRows(upstreamUrl, { ...variant, env: { RESPONSE_CACHE: 'false', ...variant.env } });
     }
+    if (!flag('no-fleet')) {
+      for (const variant of FLEET_VARIANTS) {
+        await redisGatewayRows(upstreamUrl, {
+          ...variant,
+          env: { RESPONSE_CACHE: 'false', ...variant.env },
+        });
+      }
+    }
   }
 }
 
@@ -1086,11 +1207,13 @@ async function main(): Promise<void> {
     `gateway benchmark: ${RUNS} run(s), ${CONNECTIONS} connections, ${DURATION_S} s per row after ${WARMUP_S} s warm-up; ` +
       `node ${process.version}, ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? '?'})`,
   );
-  const wantsRedis = !flag('no-redis') && REDIS_VARIANTS.some(variantSelected);
+  const wantsRedis =
+    !flag('no-redis') &&
+    (REDIS_VARIANTS.some(variantSelected) || (!flag('no-fleet') && FLEET_VARIANTS.some(variantSelected)));
   const redisUsable = wantsRedis && redisServerAvailable();
   if (wantsRedis && !redisUsable) {
     notice(
-      'the gateway redis rows are SKIPPED: redis-server not found (install it with: apt-get install -y redis-server, ' +
+      'the gateway redis and fleet rows are SKIPPED: redis-server not found (install it with: apt-get install -y redis-server, ' +
         'or point REDIS_SERVER_BIN at it)',
     );
   }

@@ -6,7 +6,8 @@
  * groups themselves. Each check is also fed a broken copy, to show it can fail. Starts nothing: the
  * image itself is built and run by the container test.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import type { IContainer, IPodSpec } from 'kubernetes-models/v1';
 import { describe, expect, it } from 'vitest';
 import { helpText, loadConfig } from '../../src/config.js';
@@ -22,6 +23,7 @@ import {
   composeEnvironmentNames,
   composeProgramOf,
   gatewayVariableNames,
+  IMAGE,
   type KnownNames,
   type ManifestObject,
   parseYamlDocuments,
@@ -349,6 +351,7 @@ describe('deploy/compose.yaml: the local stack', () => {
       expect(['name', 'services', 'volumes', 'networks']).toContain(key.startsWith('x-') ? 'name' : key);
     const allowed = new Set([
       'image',
+      'build',
       'command',
       'user',
       'environment',
@@ -384,6 +387,23 @@ describe('deploy/compose.yaml: the local stack', () => {
       expect(service.cap_drop, name).toEqual(['ALL']);
       expect(service.user, name).toMatch(/^[1-9]\d*:\d+$/);
     }
+  });
+
+  it("builds the project's image from the repository's Dockerfile: `compose up` works on a fresh clone", () => {
+    const ours = Object.entries(services).filter(([, s]) => composeProgramOf(s) !== undefined);
+    expect(ours.length).toBe(3);
+    for (const [name, service] of ours) {
+      const build = service.build as { context?: string; dockerfile?: string } | undefined;
+      expect(build?.context, `${name}: build.context`).toBeTypeOf('string');
+      const context = resolve(dirname(COMPOSE_FILE), build?.context as string);
+      expect(context, name).toBe(resolve(import.meta.dirname, '..', '..'));
+      expect(existsSync(join(context, build?.dockerfile ?? 'Dockerfile')), `${name}: Dockerfile`).toBe(true);
+      // Built under the tag the Kubernetes manifests run.
+      expect(service.image, name).toBe(IMAGE);
+    }
+    // Nothing else is built: the Redis servers are their upstream images.
+    for (const [name, service] of Object.entries(services))
+      if (composeProgramOf(service) === undefined) expect(service.build, name).toBeUndefined();
   });
 
   it('two gateway replicas published on 127.0.0.1 only, in front of the services container', () => {

@@ -314,9 +314,9 @@ describe('single flight', () => {
       const published = answerOf(request(undefined), { digits: '3.1415', kind: 'boolean' });
       const { coord } = coordinator('follow', published);
       const shared = vi.fn();
-      const answer = await singleFlight({ coordinator: coord, onShared: shared })(upstream.dispatch)(
-        request(operationOf()),
-      );
+      const answer = await singleFlight({ coordinator: coord, claim: 'always', onShared: shared })(
+        upstream.dispatch,
+      )(request(operationOf()));
       expect(answer).toMatchObject({ source: 'shared', value: { digits: '3.1415' } });
       expect(upstream.calls()).toBe(0);
       expect(shared.mock.calls[0]?.[1]).toBe('replicas');
@@ -325,7 +325,9 @@ describe('single flight', () => {
     it('a follower that gets nothing in time makes its own call', async () => {
       const upstream = stubUpstream();
       const { coord } = coordinator('follow', undefined);
-      const answer = await singleFlight({ coordinator: coord })(upstream.dispatch)(request(operationOf()));
+      const answer = await singleFlight({ coordinator: coord, claim: 'always' })(upstream.dispatch)(
+        request(operationOf()),
+      );
       expect(answer.source).toBe('upstream');
       expect(upstream.calls()).toBe(1);
     });
@@ -337,7 +339,9 @@ describe('single flight', () => {
         deprecation: { sunset: 'Thu, 01 Jan 2026 00:00:00 GMT' },
       })) as PromiseDispatch;
       const key = sharingKey(request(operationOf('k'))) as string;
-      const answer = await singleFlight({ coordinator: coord })(ok)(request(operationOf('k')));
+      const answer = await singleFlight({ coordinator: coord, claim: 'always' })(ok)(
+        request(operationOf('k')),
+      );
       expect(answer.deprecation).toBeDefined();
       expect(settled[0]?.[0]).toBe(key);
       expect(settled[0]?.[1]).toMatchObject({ value: { digits: '3.14' }, deprecation: undefined });
@@ -345,14 +349,49 @@ describe('single flight', () => {
       const failing = (async () => {
         throw errorFromFailure('timeout', 'pi-digits');
       }) as PromiseDispatch;
-      await rejection(singleFlight({ coordinator: coord })(failing)(request(operationOf('k'))));
+      await rejection(
+        singleFlight({ coordinator: coord, claim: 'always' })(failing)(request(operationOf('k'))),
+      );
       expect(settled[1]).toEqual([key, undefined]);
+    });
+
+    it('claims only a key this process called recently: a new key costs the coordinator nothing', async () => {
+      const upstream = stubUpstream();
+      const { coord, settled } = coordinator('lead', undefined);
+      let time = 0;
+      const dispatch = singleFlight({ coordinator: coord, recentMs: 1000, now: () => time })(
+        upstream.dispatch,
+      );
+      // Distinct keys, each called once: straight to the upstream, never claimed nor settled.
+      for (const digits of [1, 2, 3]) await dispatch(request(operationOf(), { shareKey: `pi ${digits}` }));
+      expect(coord.claim).not.toHaveBeenCalled();
+      expect(settled).toEqual([]);
+      // The same key again within recentMs: it may coincide with another replica's call, so it claims.
+      time = 1000;
+      await dispatch(request(operationOf(), { shareKey: 'pi 1' }));
+      expect(coord.claim).toHaveBeenCalledTimes(1);
+      expect(settled).toHaveLength(1);
+      // Called at 1000, then not for longer than recentMs: new again.
+      time = 2001;
+      await dispatch(request(operationOf(), { shareKey: 'pi 1' }));
+      expect(coord.claim).toHaveBeenCalledTimes(1);
+      expect(upstream.calls()).toBe(5);
+    });
+
+    it('forgets the least recently called keys past recentMaxKeys', async () => {
+      const upstream = stubUpstream();
+      const { coord } = coordinator('lead', undefined);
+      const dispatch = singleFlight({ coordinator: coord, recentMaxKeys: 2 })(upstream.dispatch);
+      for (const key of ['a', 'b', 'c', 'a']) await dispatch(request(operationOf(), { shareKey: key }));
+      expect(coord.claim).not.toHaveBeenCalled(); // 'a' was forgotten when 'c' came
+      await dispatch(request(operationOf(), { shareKey: 'c' }));
+      expect(coord.claim).toHaveBeenCalledTimes(1);
     });
 
     it('calls without a share key never touch the coordinator', async () => {
       const upstream = stubUpstream();
       const { coord } = coordinator('follow', undefined);
-      await singleFlight({ coordinator: coord })(upstream.dispatch)(
+      await singleFlight({ coordinator: coord, claim: 'always' })(upstream.dispatch)(
         request(operationOf(), { shareKey: undefined }),
       );
       expect(coord.claim).not.toHaveBeenCalled();

@@ -161,7 +161,9 @@ export function createAnswerStore(options: AnswerStoreOptions): AnswerStore {
       void link
         .run(setOperation, async (client) => {
           if ((await client.set(entryKey, json, 'PX', redisTtl, 'XX')) === 'OK') return true;
+          link.countCommands(setOperation, 1);
           if (Number(await countOwner(ownerKey, ownerWindowMs)) > maxPerOwner) return false;
+          link.countCommands(setOperation, 1);
           await client.set(entryKey, json, 'PX', redisTtl);
           return true;
         })

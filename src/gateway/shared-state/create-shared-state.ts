@@ -14,6 +14,7 @@
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { createSharedStateMetrics, type RedisConnectionReport } from '../observability/metrics.js';
+import { createRedisCommandCounter } from '../observability/redis-commands.js';
 import { createAnswerStore } from './answer-store.js';
 import { createBudgetStore } from './budget-store.js';
 import { createFlightCoordinator } from './flight-coordinator.js';
@@ -62,8 +63,9 @@ export interface SharedStateOptions {
   logger: Logger;
   /**
    * Registers the shared state's metrics here (observability/metrics.ts `createSharedStateMetrics`):
-   * `gateway_redis_up`, `gateway_redis_errors_total{operation}`, `gateway_redis_topology{role,topology}`
-   * and `gateway_redis_topology_changes_total{role}` only when a Redis URL is set (in memory mode there
+   * `gateway_redis_up`, `gateway_redis_errors_total{operation}`, `gateway_redis_topology{role,topology}`,
+   * `gateway_redis_topology_changes_total{role}` and `gateway_redis_commands_total{purpose}`
+   * (observability/redis-commands.ts) only when a Redis URL is set (in memory mode there
    * is no Redis to report on, and a constant 0 would page whoever alerts on it), and
    * `gateway_apq_documents_dropped_total{reason}`. One SharedState per registry.
    * @default undefined (no metrics)
@@ -144,6 +146,8 @@ export function createSharedState(options: SharedStateOptions): SharedState {
   const anyRedis = options.redisUrl !== undefined || cacheUrl !== undefined;
   const metrics =
     registry === undefined ? undefined : createSharedStateMetrics(registry, { redis: anyRedis });
+  // gateway_redis_commands_total{purpose}: with a Redis URL only, as the other gateway_redis_* metrics.
+  const commands = registry === undefined || !anyRedis ? undefined : createRedisCommandCounter(registry);
   metrics?.setRedisSource(() =>
     links.flatMap(({ link, roles }) =>
       roles.map((role) => ({ role, topology: link.topology, up: link.usable() })),
@@ -163,6 +167,7 @@ export function createSharedState(options: SharedStateOptions): SharedState {
           ? undefined
           : {
               error: (operation) => metrics.redisError(operation),
+              commands,
               topologyChanged: () => {
                 for (const role of roles) metrics.redisTopologyChanged(role);
               },

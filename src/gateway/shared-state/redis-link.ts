@@ -35,6 +35,7 @@ import {
   type RedisTopology,
   secretsOf,
 } from '../../shared/redis-url.js';
+import type { RedisPurpose } from '../observability/redis-commands.js';
 
 /** What a failed (or timed out) command resolves to: the callers never see a rejection. */
 export const FAILED: unique symbol = Symbol('redis command failed');
@@ -57,6 +58,23 @@ export type RedisOperation =
   | 'budget_window'
   | 'scores_write'
   | 'info';
+
+/**
+ * What a command of `operation` is for (`gateway_redis_commands_total{purpose}`): its prefix, so a new
+ * `budget_…` or `flight_…` operation counts under its store without a change here.
+ */
+export function purposeOf(operation: RedisOperation): RedisPurpose | undefined {
+  if (operation === 'connection') return undefined; // not a command
+  if (operation === 'probe' || operation === 'info') return 'health';
+  const prefix = operation.slice(0, operation.indexOf('_'));
+  return prefix === 'budget' ||
+    prefix === 'flight' ||
+    prefix === 'cache' ||
+    prefix === 'documents' ||
+    prefix === 'scores'
+    ? prefix
+    : undefined;
+}
 
 /** A Lua script defined on the connection, called with its keys then its arguments. */
 export type ScriptCall = (...keysAndArgs: Array<string | number>) => Promise<unknown>;
@@ -85,6 +103,8 @@ export interface RedisLinkMetrics {
   error(operation: RedisOperation): void;
   /** The primary changed (Sentinel) or the masters did (Cluster). */
   topologyChanged(): void;
+  /** `count` commands sent (round trips), for `purpose` (observability/redis-commands.ts). */
+  commands?(purpose: RedisPurpose, count: number): void;
 }
 
 /** What Redis says of its memory limit (INFO memory). */
@@ -112,6 +132,11 @@ export interface RedisLink {
     command: (client: RedisClient) => Promise<T>,
     timeoutMs?: number,
   ): Promise<T | Failed>;
+  /**
+   * Counts commands a `run` callback sent beyond its first (`run` counts one per call), or commands
+   * sent on this connection outside `run` (a pipeline of n commands: n), under `operation`'s purpose.
+   */
+  countCommands(operation: RedisOperation, count: number): void;
   /**
    * Defines a Lua script (EVALSHA, EVAL when Redis lost it) and returns its caller. `numberOfKeys`
    * undefined: each call gives the number of its keys first. On a Cluster every key of one call must
@@ -188,6 +213,10 @@ function within<T>(pending: Promise<T>, ms: number): Promise<T> {
 
 export function createRedisLink(options: RedisLinkOptions): RedisLink {
   const { keyPrefix, timeoutMs, metrics } = options;
+  const countCommands = (operation: RedisOperation, count: number) => {
+    const purpose = purposeOf(operation);
+    if (purpose !== undefined && count > 0) metrics?.commands?.(purpose, count);
+  };
   // ioredis times every command out at the longest wait any caller may ask for; the shorter waits
   // (the cache's, the flights') are timed here, per call.
   const slowTimeoutMs = Math.max(timeoutMs, options.slowTimeoutMs ?? timeoutMs);
@@ -285,6 +314,7 @@ export function createRedisLink(options: RedisLinkOptions): RedisLink {
     if (probe !== undefined) return;
     probe = setInterval(() => {
       if (client.status !== 'ready') return; // the socket is down: ioredis' ready event ends the outage
+      countCommands('probe', 1);
       client.set(probeKey, '1', 'PX', 10_000).then(markUp, (error: unknown) => {
         metrics?.error('probe');
         lastError = messageOf(error, secrets);
@@ -332,6 +362,7 @@ export function createRedisLink(options: RedisLinkOptions): RedisLink {
   ): Promise<RedisMemoryPolicy | Failed> => {
     let info: string;
     try {
+      countCommands('info', 1);
       info = await server.info('memory');
     } catch (error) {
       metrics?.error('info');
@@ -356,6 +387,7 @@ export function createRedisLink(options: RedisLinkOptions): RedisLink {
       let pending: Promise<T>;
       try {
         pending = command(client);
+        countCommands(operation, 1);
         if (callTimeoutMs < slowTimeoutMs) pending = within(pending, callTimeoutMs);
       } catch (error) {
         fail(operation, error);
@@ -374,6 +406,7 @@ export function createRedisLink(options: RedisLinkOptions): RedisLink {
         },
       );
     },
+    countCommands,
     script(name, numberOfKeys, lua) {
       client.defineCommand(name, { numberOfKeys, lua });
       // defineCommand adds a method ioredis' types cannot know of.

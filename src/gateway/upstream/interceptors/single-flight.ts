@@ -7,11 +7,19 @@
  * name (identity.ts: the sha256 of its API key, or `anonymous`), so an answer never crosses callers
  * (tiers decide 418s, clamps and sponsor messages).
  *
+ * Across replicas a claim costs Redis a `SET NX` and the leader a settle script, so only a call that may
+ * coincide with another replica's claims: one whose key this process has itself called within the
+ * last `recentMs` (a key in flight here is shared in-process before that point). A key seen here for
+ * the first time (every call of a distinct value) goes straight to the upstream and costs Redis
+ * nothing; so a burst of identical new calls reaches the upstream at most once per replica, and from
+ * a replica's second call of the key on they are shared across replicas (docs/operations.md).
+ *
  * The shared call is the first caller's own call (its key, request id, cancellation and deadline):
  * alone, a call behaves exactly as without this layer. If that caller goes away and the call fails
  * for it, each waiter still wanting the answer makes its own call. Waiters get the answer marked
  * `source: 'shared'`: it costs them nothing.
  */
+import { LRUCache } from 'lru-cache';
 import { callerIdOf } from '../../identity.js';
 import {
   type AnswerHandler,
@@ -34,6 +42,18 @@ export interface SingleFlightOptions {
   coordinator?: FlightCoordinator | undefined;
   /** How long a cross-replica lock (and a follower's wait) lasts, in ms. @default 5000 */
   lockTtlMs?: number;
+  /**
+   * Which calls claim across replicas: `recent`, a key this process called within `recentMs` (a new
+   * key costs Redis nothing); `always`, every call with a share key.
+   * @default 'recent'
+   */
+  claim?: 'recent' | 'always';
+  /** How long a called key counts as recent, in ms. @default 10000 */
+  recentMs?: number;
+  /** Most keys remembered as recent (the least recently called are forgotten first). @default 10000 */
+  recentMaxKeys?: number;
+  /** Clock of `recentMs`, in ms. @default performance.now */
+  now?: () => number;
   /** Told of each call saved by sharing (metrics). */
   onShared?: ((request: UpstreamRequest, across: 'process' | 'replicas') => void) | undefined;
 }
@@ -44,6 +64,9 @@ export function sharingKey(request: UpstreamRequest): string | undefined {
   // Per caller (identity.ts): a cached or shared answer never crosses keys.
   return `${request.upstream}\n${callerIdOf(request.operation?.apiKey)}\n${shareKey}`;
 }
+
+/** Characters of keys remembered as recent (2 bytes each at most): 8 MiB of keys. */
+const RECENT_MAX_CHARS = 4 * 1024 * 1024;
 
 const shared = <T>(answer: UpstreamAnswer<T>): UpstreamAnswer<T> => ({ ...answer, source: 'shared' });
 
@@ -57,6 +80,27 @@ export function singleFlight(options: SingleFlightOptions = {}): Interceptor {
   const { coordinator, onShared } = options;
   const lockTtlMs = options.lockTtlMs ?? 5000;
   const inFlight = new Map<string, Flight<unknown>>();
+  const recentMs = options.recentMs ?? 10_000;
+  const now = options.now ?? (() => performance.now());
+  /** Key → when this process last called it. Bounded in keys and in characters (keys hold values). */
+  const recent =
+    coordinator === undefined || options.claim === 'always'
+      ? undefined
+      : new LRUCache<string, number>({
+          max: options.recentMaxKeys ?? 10_000,
+          maxSize: RECENT_MAX_CHARS,
+          sizeCalculation: (_, key) => Math.max(1, key.length),
+        });
+
+  /** Whether a call of `key` may coincide with another replica's: recorded as called either way. */
+  const worthClaiming = (key: string): boolean => {
+    if (recent === undefined) return true;
+    const time = now();
+    const seen = recent.get(key);
+    // A key longer than the bound is never remembered (lru-cache refuses it): it is never claimed.
+    recent.set(key, time);
+    return seen !== undefined && time - seen <= recentMs;
+  };
 
   /**
    * One call in flight, made for its first caller (whose handler hears first, as its own call) and
@@ -142,7 +186,7 @@ export function singleFlight(options: SingleFlightOptions = {}): Interceptor {
     // In the map before the call starts: the call may answer before `next` returns.
     const flight = new Flight(next, key, request, handler);
     inFlight.set(key, flight as Flight<unknown>);
-    if (coordinator === undefined) {
+    if (coordinator === undefined || !worthClaiming(key)) {
       next(request, flight);
       return;
     }
