@@ -3,7 +3,7 @@
  * of the line under a redaction path shows the censor, whatever logger the report is given (the
  * gateway's root logger, a child of it, or another pino). A writer that wrote the line around pino,
  * or a child logger without redaction paths, fails here. The line's fields and values are those of
- * docs/observability.md (every name kept when the writer went, issue 39).
+ * docs/operations.md, Logs (every name kept when the writer around pino went, issue 39).
  */
 import { Writable } from 'node:stream';
 import { parse } from 'graphql';
