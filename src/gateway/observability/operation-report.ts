@@ -13,11 +13,11 @@ import type { Logger } from 'pino';
 import { roundUsd } from '../../shared/usd.js';
 import type { CostAdmission, Operation } from '../operation/operation.js';
 import type { RequestFacts } from '../request/facts.js';
-import type { OperationMetrics, OperationOutcome } from './operation-metrics.js';
+import type { GatewayMetrics, OperationOutcome } from './metrics.js';
 import { SpanStatusCode, type Tracing } from './tracing.js';
 
 export interface OperationReporterOptions {
-  metrics: OperationMetrics;
+  metrics: GatewayMetrics;
   logger: Logger;
   /** Undefined when tracing is off: then no tracer call is made at all. */
   tracing: Tracing | undefined;
