@@ -11,13 +11,15 @@
  * A real gateway (`createApp`) in front of a scripted upstream (deterministic answers, so the label
  * sets are too): isNull, pi and inference calls, a response-cache hit, a call shared in an operation,
  * routing by quality, wrong answers scored against the truth, a deprecated and a sponsored answer, an
- * upstream failure, an invalid document and a refusal by X-Max-Cost-Usd.
+ * upstream failure, an invalid document, a refusal by X-Max-Cost-Usd, a budget warning and a call
+ * abandoned by a client that went away.
  */
 import { describe, expect, it } from 'vitest';
 import { scriptModels } from '../fixtures/scripted-models.js';
 import { gql } from '../support/graphql-client.js';
 import { useScriptedGateways } from '../support/scripted-gateways.js';
 import { nullHealth, piBody, piHealth } from '../support/upstream-bodies.js';
+import { until } from '../support/waits.js';
 
 const scripted = useScriptedGateways();
 
@@ -41,6 +43,9 @@ describe('the metrics exposition', () => {
       RESPONSE_CACHE: 'true',
       RETRY_MAX_ATTEMPTS: '1',
       MODEL_MIN_SAMPLES: '2',
+      // A budget no operation here reaches, and a warning early in it.
+      COST_BUDGET_USD_PER_HOUR: '1',
+      COST_BUDGET_WARNING_RATIO: '0.01',
     });
     const post = (query: string, headers: Record<string, string> = {}) => gql(g.url, query, { headers });
 
@@ -82,6 +87,28 @@ describe('the metrics exposition', () => {
     up.route('GET', '/api/v1/pi', { status: 503 });
     const failed = await post('query Fails { pi(digits: 6, temperature: 0.9) { __typename } }');
     expect(failed.errors).toBeDefined();
+    // A client that goes away while its call is in flight: the call is abandoned.
+    up.route('POST', '/api/v1/check', { hang: true });
+    const before = up.count('POST', '/api/v1/check');
+    const controller = new AbortController();
+    const gone = gql(g.url, 'query Gone { isNull(value: "hang") { __typename } }', {
+      signal: controller.signal,
+    }).catch(() => 'gone');
+    expect(await until(() => up.count('POST', '/api/v1/check') > before)).toBe(true);
+    controller.abort();
+    expect(await gone).toBe('gone');
+    // Counted as the client's going away is noticed: the abandoned call, its attempt and the operation.
+    const counted = [
+      'gateway_upstream_calls_abandoned_total{upstream="null-check"}',
+      'gateway_upstream_requests_total{upstream="null-check",endpoint="check",status="none",outcome="cancelled"}',
+      'gateway_operations_total{operation="Gone",type="query",outcome="cancelled"}',
+    ];
+    expect(
+      await until(async () => {
+        const text = await g.app.metrics.render();
+        return counted.every((series) => text.includes(series));
+      }),
+    ).toBe(true);
 
     const text = await g.app.metrics.render();
     await expect(`${expositionShape(text).join('\n')}\n`).toMatchFileSnapshot(
