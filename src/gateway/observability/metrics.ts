@@ -27,8 +27,9 @@
  * `labels(...)` and kept; open label sets are given to `inc`/`observe` as an object. prom-client
  * refuses a metric name twice on a registry: each area is made once per registry.
  * test/integration/observability-exposition.test.ts holds the exposition's names, labels, help texts
- * and buckets against a record: a new metric adds lines to test/fixtures/metrics-exposition.txt
- * (`npx vitest run -u` on that file), a changed one must not.
+ * and buckets against a record, test/fixtures/metrics-exposition.txt: a new metric adds lines to it
+ * (delete the record and run that one test file: it is written afresh; its diff must only add), a
+ * changed name, label, help text or bucket must not happen.
  */
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { type CostMetrics, createCostMetrics } from './cost-metrics.js';
