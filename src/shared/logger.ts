@@ -7,7 +7,7 @@
  */
 import { isatty } from 'node:tty';
 import { type Logger, pino } from 'pino';
-import { fdSink, type LogStream, type Sink, streamSink } from './log-sinks.js';
+import { fdSink, type LogStream, streamSink } from './log-sinks.js';
 import { loadPinoPretty, messageFormat, prettySink } from './pretty-log.js';
 
 export type { Logger, LogStream };
@@ -57,18 +57,13 @@ function isTerminal(destination: number | LogStream): boolean {
   return typeof destination === 'number' ? isatty(destination) : destination.isTTY === true;
 }
 
-/** JSON loggers made by createLogger, and their children: the sink their lines go to (fixedLineWriter). */
-const jsonSinks = new WeakMap<Logger, Sink>();
-
 export function createLogger(options: LoggerOptions = {}): Logger {
   const level = options.level ?? 'info';
   const redact = { paths: REDACT_PATHS, censor: '[redacted]' };
   const destination = options.destination ?? 1;
   const raw = typeof destination === 'number' ? fdSink(destination) : streamSink(destination);
   if (options.format !== 'pretty') {
-    const logger = pino({ level, redact, onChild: (child) => jsonSinks.set(child, raw) }, raw);
-    jsonSinks.set(logger, raw);
-    return logger;
+    return pino({ level, redact }, raw);
   }
 
   const pinoPretty = loadPinoPretty();
@@ -93,49 +88,6 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     messageFormat: messageFormat(full),
   });
   return pino({ level, redact }, prettySink(raw, prettify));
-}
-
-/**
- * Writes `logger[level](fields, message)`'s line (see fixedLineWriter). False when it did not: a
- * string with an escape pino may write otherwise (a lone surrogate); then log through pino.
- */
-export type FixedLineWriter = (level: 'info' | 'warn', fields: Readonly<Record<string, unknown>>) => boolean;
-
-/**
- * A writer of one frequent line, byte for byte the line `logger[level](fields, message)` writes, for a
- * JSON logger made by createLogger (or a child of one); undefined for any other logger (pretty lines, a
- * pino made elsewhere), which then logs through pino.
- *
- * Why: pino builds a line by concatenating each key and value in turn (some 60 short strings, 2.1 KB
- * allocated for the operation line of every request); one JSON.stringify of the fields builds them in
- * one piece (docs/benchmarks/2026-11-27-round3.md, stall). It applies to plain JSON values only
- * (strings, finite numbers, arrays of them), to which pino applies no serializer and, in a logger
- * without redaction paths for them, no redaction: the caller's to ensure. pino serializes a string as
- * JSON.stringify does (pino does so on Node ≥ 25; before, the same bytes for any string without lone
- * surrogates, which the writer leaves to pino); the chindings (pid, hostname, a child's bindings) are the logger's own, read through
- * `pino.symbols` (pino's documented access for custom serialization); the level check stays the caller's.
- */
-export function fixedLineWriter(logger: Logger, message: string): FixedLineWriter | undefined {
-  const sink = jsonSinks.get(logger);
-  if (sink === undefined) return undefined;
-  const chindings = (logger as unknown as Record<symbol, unknown>)[pino.symbols.chindingsSym];
-  if (typeof chindings !== 'string') return undefined;
-  const head = {
-    info: `{"level":${logger.levels.values.info},"time":`,
-    warn: `{"level":${logger.levels.values.warn},"time":`,
-  };
-  const tail = `,"msg":${JSON.stringify(message)}}\n`;
-  return (level, fields) => {
-    const body = JSON.stringify(fields);
-    // `\u` escapes: lone surrogates (which pino on Node < 25 writes raw) or control characters.
-    if (body.includes('\\u')) return false;
-    sink.write(
-      body.length === 2
-        ? head[level] + Date.now() + chindings + tail
-        : `${head[level]}${Date.now()}${chindings},${body.slice(1, -1)}${tail}`,
-    );
-    return true;
-  };
 }
 
 /**

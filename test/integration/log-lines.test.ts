@@ -32,6 +32,25 @@ describe('log lines and health figures', () => {
       expect(JSON.stringify(JSON.parse(line))).toBe(line);
       expect(line.match(/"pid":/g)).toHaveLength(1);
     }
+    // The operation line's fields, in order, as log pipelines read them (docs/operations.md, Logs).
+    const operation = gateway.lines.find((l) => l.msg === 'graphql operation');
+    expect(Object.keys(operation ?? {})).toEqual([
+      'level',
+      'time',
+      'pid',
+      'hostname',
+      'requestId',
+      'operation',
+      'operationType',
+      'outcome',
+      'durationMs',
+      'upstreamCalls',
+      'costUsd',
+      'cacheHits',
+      'estimatedCostUsd',
+      'msg',
+    ]);
+    expect(operation).toMatchObject({ level: 30, operation: null, operationType: 'query', outcome: 'ok' });
   });
 
   it('answers health latencies to 0.01 ms', async () => {

@@ -1,6 +1,12 @@
-import { register as globalRegistry, Registry } from 'prom-client';
+import { Counter, Gauge, register as globalRegistry, Histogram, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { createGatewayMetrics, OTHER_OPERATION } from '../../src/gateway/observability/metrics.js';
+import { createCostMetrics } from '../../src/gateway/observability/cost-metrics.js';
+import { boundedLabel } from '../../src/gateway/observability/metric-labels.js';
+import {
+  createGatewayMetrics,
+  createSharedStateMetrics,
+  OTHER_OPERATION,
+} from '../../src/gateway/observability/metrics.js';
 import { sample } from '../support/metric-values.js';
 
 describe('gateway metrics', () => {
@@ -224,6 +230,34 @@ describe('gateway metrics', () => {
     text = await m.render();
     expect(sample(text, 'gateway_upstream_breaker_state', 'upstream="pi-digits",state="disabled"')).toBe(1);
     expect(sample(text, 'gateway_upstream_breaker_state', 'upstream="pi-digits",state="half-open"')).toBe(0);
+  });
+
+  it('are prom-client’s own Counter, Gauge and Histogram, every area on the one registry', async () => {
+    const m = createGatewayMetrics({ defaultMetrics: false });
+    createSharedStateMetrics(m.registry, { redis: true });
+    const metrics = m.registry.getMetricsAsArray();
+    expect(metrics.length).toBeGreaterThan(20);
+    for (const metric of metrics)
+      expect(
+        metric instanceof Counter || metric instanceof Gauge || metric instanceof Histogram,
+        metric.name,
+      ).toBe(true);
+    const names = metrics.map((metric) => metric.name);
+    for (const name of [
+      'gateway_operations_total',
+      'gateway_upstream_request_duration_seconds',
+      'gateway_gpu_cost_usd_total',
+      'gateway_model_answers_total',
+      'gateway_redis_up',
+    ])
+      expect(names).toContain(name);
+  });
+
+  it('refuses an area made twice on one registry (prom-client refuses a metric name twice)', () => {
+    const m = createGatewayMetrics({ defaultMetrics: false });
+    expect(() => createCostMetrics(m.registry, { modelLabel: boundedLabel(1, 'unknown') })).toThrow(
+      /already been registered/,
+    );
   });
 
   it('includes the default process metrics unless turned off', async () => {

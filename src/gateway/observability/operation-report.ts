@@ -10,7 +10,6 @@
 import type { DocumentNode, ExecutionResult } from 'graphql';
 import { getOperationAST } from 'graphql';
 import type { Logger } from 'pino';
-import { fixedLineWriter } from '../../shared/logger.js';
 import { roundUsd } from '../../shared/usd.js';
 import type { CostAdmission, Operation } from '../operation/operation.js';
 import type { RequestFacts } from '../operation/request-facts.js';
@@ -80,12 +79,9 @@ function errorCodesOf(result: ExecutionResult): string[] | undefined {
 }
 
 export function createOperationReporter(options: OperationReporterOptions): OperationReporter {
-  const { metrics, tracing, responseCache } = options;
-  // The line is built from fixed fields only (no headers, no keys), so the root logger's redaction,
-  // whose wildcard paths cost more than the rest of the line, has nothing to find in it.
-  const logger = options.logger.child({}, { redact: { paths: [] } });
-  // The same line built in one piece (strings, numbers, an array of codes), when the logger allows.
-  const writeLine = fixedLineWriter(logger, 'graphql operation');
+  // The line goes through the logger given, with its redaction: a field added to the line later is
+  // redacted as every other line's would be (test/unit/observability-operation-report.test.ts).
+  const { metrics, logger, tracing, responseCache } = options;
 
   return {
     start(operation, facts) {
@@ -162,8 +158,7 @@ export function createOperationReporter(options: OperationReporterOptions): Oper
         if (codes !== undefined) line.errorCodes = codes;
         // Each call in full (status, duration, source, code) is for debugging.
         if (ledger.calls !== undefined && logger.isLevelEnabled('debug')) line.calls = ledger.calls;
-        if (writeLine === undefined || line.calls !== undefined || !writeLine(level, line))
-          logger[level](line, 'graphql operation');
+        logger[level](line, 'graphql operation');
       }
 
       const span = operation.span;

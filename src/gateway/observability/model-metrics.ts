@@ -1,0 +1,29 @@
+/** The models' metrics: each model answer scored against the truth (models/scoreboard.ts). */
+import { Counter, type Registry } from 'prom-client';
+import type { UpstreamName } from '../errors.js';
+import type { BoundedLabel } from './metric-labels.js';
+
+export interface ModelMetrics {
+  /** A model answer scored against the truth (models/scoreboard.ts), by band and outcome. */
+  recordModelAnswer(upstream: UpstreamName, model: string, band: string, outcome: string): void;
+}
+
+export interface ModelMetricsOptions {
+  /** The label value of an upstream's model name (bounded: the upstreams name their models). */
+  modelLabel: BoundedLabel;
+}
+
+export function createModelMetrics(registry: Registry, options: ModelMetricsOptions): ModelMetrics {
+  const { modelLabel } = options;
+  const answers = new Counter({
+    name: 'gateway_model_answers_total',
+    help: 'Model answers the upstreams gave, scored against the truth the gateway computes, by upstream, model, temperature band ("0", "(0, 0.7]", "(0.7, 1]") and outcome (correct, incorrect, maybe, existential, e_instead_of_pi). Cache hits and shared calls are not counted.',
+    labelNames: ['upstream', 'model', 'band', 'outcome'] as const,
+    registers: [registry],
+  });
+  return {
+    recordModelAnswer(upstream, model, band, outcome) {
+      answers.inc({ upstream, model: modelLabel(model), band, outcome });
+    },
+  };
+}
