@@ -128,7 +128,7 @@ export const serverSettings = settingsGroup('gateway', {
   mcp: setting(
     'MCP',
     bool().default(true),
-    'Serve the Model Context Protocol on POST /mcp (Streamable HTTP, stateless): every GraphQL query operation of the gateway (or of TRUSTED_DOCUMENTS) as a tool, under the same keys, budgets and costs (docs/agents.md). false: /mcp is 404.',
+    'Serve the Model Context Protocol on POST /mcp (Streamable HTTP, stateless): every GraphQL query operation of the gateway (or of TRUSTED_DOCUMENTS) as a tool, under the same API keys, budgets, costs and error codes as POST /graphql. false: /mcp is 404.',
   ),
   mcpAllowedOrigins: setting(
     'MCP_ALLOWED_ORIGINS',
