@@ -31,12 +31,8 @@ import { roundUsd } from '../../shared/usd.js';
 import { listPrice } from '../cost/price-table.js';
 import { modelCalls, type OperationPlan } from '../operation/operation-plan.js';
 import type { DocumentRequest, Manifest, TrustedDocumentsMode } from '../request/trusted-documents.js';
-import {
-  builtInToolDocuments,
-  toolInputSchema,
-  toolNameOf,
-  toolOutputSchema,
-} from './interim-tool-sources.js';
+import { builtInTools } from './built-in-tools.js';
+import { toolInputSchema, toolNameOf, toolOutputSchema } from './tool-schemas.js';
 
 /** One tool: what tools/list shows, and what a call runs. */
 export interface McpTool {
@@ -118,11 +114,8 @@ export function createToolset(options: ToolsetOptions): Toolset {
   const { schema, mode, manifest } = options;
   const sources = new Map<string, ToolSource>();
   if (mode !== 'enforce') {
-    for (const { name, document: text } of builtInToolDocuments) {
-      const document = parse(text);
-      const operation = namedQueries(document)[0];
-      if (operation !== undefined) sources.set(name, { name, operation, document, request: { query: text } });
-    }
+    for (const { name, operation, document, source } of builtInTools(schema))
+      sources.set(name, { name, operation, document, request: { query: source } });
   }
   const fromManifest = new Set<string>();
   for (const [id, text] of manifest ?? []) {
@@ -141,7 +134,7 @@ export function createToolset(options: ToolsetOptions): Toolset {
   for (const source of sources.values()) {
     const { name, operation, document } = source;
     const operationName = operation.name?.value as string;
-    const inputSchema = toolInputSchema(schema, operation) as Tool['inputSchema'];
+    const inputSchema = toolInputSchema(schema, operation, document) as Tool['inputSchema'];
     const outputSchema = toolOutputSchema(schema, document, operation) as Tool['outputSchema'];
     const plan = options.plan(document, operationName);
     const validateArguments: ValidateFunction = ajv.compile(inputSchema);
