@@ -188,9 +188,11 @@ export function createMcpLane(options: McpLaneOptions): McpLane {
       maxRequestBodySize: maxBodyBytes,
     });
     res.once('close', () => {
-      // The client left before its answer: its tool calls stop spending (§8).
-      if (!res.writableFinished)
-        for (const state of calls.states) pipeline.cancel(state, new Error('client went away'));
+      if (res.writableFinished) return;
+      // The client left before its answer: its tool calls stop spending (§8), the SDK's handlers are
+      // aborted. (An answered request's server and transport are left to the garbage collector:
+      // closing them makes an error with a stack per request.)
+      for (const state of calls.states) pipeline.cancel(state, new Error('client went away'));
       void server.close();
     });
     await server.connect(transport);

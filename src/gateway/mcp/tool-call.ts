@@ -13,8 +13,8 @@
  * - `_meta`: `requestId`, `cost` (extensions.cost), `sponsoredBy` (extensions.sponsoredBy: every sponsor
  *   message of the answer), `routing` (extensions.cost.routing) where minAccuracy chose the model.
  *
- * The answer is the pipeline's own encoding (application/json) read back: the errors an agent sees
- * are byte for byte those a GraphQL client sees (masking and internal extensions included).
+ * With errors, the answer is the pipeline's own encoding (application/json) read back: the errors an
+ * agent sees are byte for byte those a GraphQL client sees (masking and internal extensions included).
  */
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { ExecutionResult, GraphQLFormattedError } from 'graphql';
@@ -96,8 +96,13 @@ export function createToolCaller(
     calls.states.add(state);
     try {
       const result = await run(state, tool, args);
-      const encoded = pipeline.encode(result, 'application/json');
-      return toolResult(JSON.parse(encoded.body) as GraphQLAnswer, state.facts.requestId);
+      // Without errors the result is plain JSON already (data and the reporter's extensions); with
+      // errors, the pipeline's encoding (masking, internal extensions dropped) is read back.
+      const answer =
+        result.errors === undefined
+          ? (result as GraphQLAnswer)
+          : (JSON.parse(pipeline.encode(result, 'application/json').body) as GraphQLAnswer);
+      return toolResult(answer, state.facts.requestId);
     } finally {
       calls.states.delete(state);
       pipeline.end(state);
