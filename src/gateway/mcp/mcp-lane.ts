@@ -7,9 +7,10 @@
  *
  * The official SDK does the protocol: its low-level `Server` with the gateway's handlers for
  * tools/list and tools/call (its `McpServer` answers an unknown tool with a result and bad arguments
- * without a code), and its `StreamableHTTPServerTransport`, stateless (no session id) with JSON
- * answers, one pair per HTTP request, as the SDK requires of a stateless transport: any replica
- * answers any request. The transport answers what it defines itself: a body that is not JSON or not
+ * without a code), and its Streamable HTTP transport, stateless (no session id) with JSON answers,
+ * one pair per HTTP request, as the SDK requires of a stateless transport: any replica answers any
+ * request. The transport is the SDK's web-standard one, which its node class wraps; the lane hands it
+ * the request's body read and parsed (fetch-exchange.ts). The transport answers what it defines itself: a body that is not JSON or not
  * JSON-RPC (400 with a JSON-RPC error), over MAX_REQUEST_BODY_BYTES (413), a wrong Accept (406) or
  * Content-Type (415).
  *
@@ -22,7 +23,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import {
   CallToolRequestSchema,
   ErrorCode,
@@ -34,6 +35,7 @@ import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv
 import type { YogaLogger } from 'graphql-yoga';
 import { requestFactsOf } from '../request/facts.js';
 import { MASKED_MESSAGE, type RequestPipeline } from '../request/pipeline.js';
+import { fetchRequestOf, sendFetchResponse } from './fetch-exchange.js';
 import { type McpMetrics, type McpOutcome, NO_METHOD, OTHER_METHOD } from './mcp-metrics.js';
 import { createToolCaller, type ToolCalls } from './tool-call.js';
 import type { Toolset } from './toolset.js';
@@ -126,7 +128,7 @@ export function createMcpLane(options: McpLaneOptions): McpLane {
   };
 
   /** Counts each message by method and outcome (mcp-metrics.ts), through the transport's public hooks. */
-  const observe = (transport: StreamableHTTPServerTransport): { seen: () => boolean } => {
+  const observe = (transport: WebStandardStreamableHTTPServerTransport): { seen: () => boolean } => {
     const methods = new Map<string | number, string>();
     let seen = false;
     const receive = transport.onmessage;
@@ -182,7 +184,7 @@ export function createMcpLane(options: McpLaneOptions): McpLane {
     }
     const calls: ToolCalls = { facts, states: new Set() };
     const server = serverFor(calls);
-    const transport = new StreamableHTTPServerTransport({
+    const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
       enableJsonResponse: true,
       maxRequestBodySize: maxBodyBytes,
@@ -197,8 +199,13 @@ export function createMcpLane(options: McpLaneOptions): McpLane {
     });
     await server.connect(transport);
     const observed = observe(transport);
-    await transport.handleRequest(req, res);
-    if (!observed.seen() && res.statusCode >= 400) metrics.record(NO_METHOD, 'refused');
+    const { request, parsedBody } = await fetchRequestOf(req, maxBodyBytes);
+    const response = await transport.handleRequest(
+      request,
+      parsedBody === undefined ? undefined : { parsedBody },
+    );
+    if (!observed.seen() && response.status >= 400) metrics.record(NO_METHOD, 'refused');
+    await sendFetchResponse(response, res);
   };
 
   const fail = (error: unknown, res: ServerResponse) => {
