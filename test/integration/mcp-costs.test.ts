@@ -5,7 +5,7 @@
  * retryAfterSeconds, nothing called), and each upstream failure's code as a tool result.
  */
 import { describe, expect, it } from 'vitest';
-import type { ScriptedResponse } from '../fixtures/scripted-upstream.js';
+import type { RecordedRequest, ScriptedResponse } from '../fixtures/scripted-upstream.js';
 import {
   callTool,
   connectMcp,
@@ -130,6 +130,42 @@ describe("a key's budget", () => {
     } finally {
       await client.close();
     }
+    // The answer carries the budget as RateLimit header fields (micro-dollars), as on /graphql.
+    const answer = await postMcp(gateway.origin, toolsCall('budget'), {
+      'x-api-key': 'agent-key',
+      'mcp-protocol-version': '2025-06-18',
+    });
+    expect(answer.headers.get('ratelimit-policy')).toBe('"1h";q=5000;w=3600;qu="usd-micro"');
+    expect(answer.headers.get('ratelimit')).toMatch(/^"1h";r=800;t=\d+$/);
+  });
+});
+
+describe('a client that leaves', () => {
+  it('stops the tool call: the upstream call in flight is aborted', async () => {
+    routeSpecAnswers(scripted.upstream);
+    let arrived: (request: RecordedRequest) => void = () => {};
+    const reached = new Promise<RecordedRequest>((resolve) => (arrived = resolve));
+    scripted.upstream.route('POST', CHECK, (request) => {
+      arrived(request);
+      return { hang: true };
+    });
+    // Nothing but the client leaving can end the upstream call within the test's time.
+    const gateway = await scripted.gateway({
+      ...PLAIN,
+      UPSTREAM_TIMEOUT_MS: '120000',
+      OPERATION_DEADLINE_MS: '120000',
+    });
+    const leaving = new AbortController();
+    const call = fetch(`${gateway.origin}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: toolsCall('is_null', { value: 1 }),
+      signal: leaving.signal,
+    }).catch((error: unknown) => error);
+    const upstreamCall = await reached;
+    leaving.abort();
+    await call;
+    expect(await upstreamCall.ended).toBe('client-closed');
   });
 });
 

@@ -62,13 +62,18 @@ export async function fetchRequestOf(req: IncomingMessage, limit: number): Promi
 }
 
 /** Writes the transport's answer, unless the client went away meanwhile. */
-export async function sendFetchResponse(response: Response, res: ServerResponse): Promise<void> {
+export async function sendFetchResponse(
+  response: Response,
+  res: ServerResponse,
+  added: Record<string, string> | undefined,
+): Promise<void> {
   const body = response.body === null ? undefined : Buffer.from(await response.arrayBuffer());
   if (res.destroyed || res.writableEnded) return;
   const headers: Record<string, string | number> = {};
   response.headers.forEach((value, name) => {
     headers[name] = value;
   });
+  if (added !== undefined) Object.assign(headers, added);
   if (body !== undefined) headers['content-length'] = body.length;
   res.writeHead(response.status, headers);
   res.end(body);

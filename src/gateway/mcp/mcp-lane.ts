@@ -205,7 +205,9 @@ export function createMcpLane(options: McpLaneOptions): McpLane {
       parsedBody === undefined ? undefined : { parsedBody },
     );
     if (!observed.seen() && response.status >= 400) metrics.record(NO_METHOD, 'refused');
-    await sendFetchResponse(response, res);
+    // A caller with a budget sees it on the answer, as on /graphql (RateLimit header fields).
+    const added = calls.ran === undefined ? undefined : await pipeline.answerHeaders(calls.ran);
+    await sendFetchResponse(response, res, added);
   };
 
   const fail = (error: unknown, res: ServerResponse) => {

@@ -37,6 +37,8 @@ interface GraphQLAnswer {
 export interface ToolCalls {
   readonly facts: RequestFacts;
   readonly states: Set<RequestState>;
+  /** The state of a call that ran (the caller's budget on the answer: RateLimit header fields). */
+  ran?: RequestState;
 }
 
 const errorText = (error: GraphQLFormattedError) => {
@@ -94,6 +96,7 @@ export function createToolCaller(
     // One state per call: each call is capped (X-Max-Cost-Usd) and settled on its own.
     const state = pipeline.begin(calls.facts);
     calls.states.add(state);
+    calls.ran = state;
     try {
       const result = await run(state, tool, args);
       // Without errors the result is plain JSON already (data and the reporter's extensions); with
