@@ -73,6 +73,38 @@ describe('refused before anything runs', () => {
     if (status === 403) expect((await refusal(response)).message).toMatch(/Origin/);
   });
 
+  it("an allowed origin's page may call it (CORS preflight, Access-Control-Allow-Origin); another's may not", async () => {
+    const preflight = (origin: string) =>
+      fetch(`${gateway.origin}/mcp`, {
+        method: 'OPTIONS',
+        headers: {
+          origin,
+          'access-control-request-method': 'POST',
+          'access-control-request-headers': 'content-type, authorization, mcp-protocol-version',
+        },
+      });
+    const allowed = await preflight('http://localhost:6274');
+    expect(allowed.status).toBe(204);
+    expect(allowed.headers.get('access-control-allow-origin')).toBe('http://localhost:6274');
+    expect(allowed.headers.get('access-control-allow-methods')).toBe('POST');
+    expect(allowed.headers.get('access-control-allow-headers')).toMatch(
+      /authorization.*mcp-protocol-version/,
+    );
+    expect((await preflight('http://evil.example.com')).status).toBe(403);
+    const answer = await postMcp(gateway.origin, toolsCall('budget'), {
+      origin: 'https://agent.example.com',
+      'mcp-protocol-version': '2025-06-18',
+    });
+    expect(answer.status).toBe(200);
+    expect(answer.headers.get('access-control-allow-origin')).toBe('https://agent.example.com');
+    expect(answer.headers.get('access-control-expose-headers')).toMatch(/x-request-id/);
+    // Without an Origin, nothing of CORS.
+    const plain = await postMcp(gateway.origin, toolsCall('budget'), {
+      'mcp-protocol-version': '2025-06-18',
+    });
+    expect(plain.headers.get('access-control-allow-origin')).toBeNull();
+  });
+
   it('a malformed Authorization: 401 with WWW-Authenticate: Bearer, the header not echoed', async () => {
     const response = await postMcp(gateway.origin, toolsCall('health'), {
       authorization: 'Basic c2VjcmV0LWtleQ==',

@@ -16,7 +16,8 @@
  *
  * Before the transport sees a request, in this order, nothing having run:
  * - an `Origin` that is neither loopback (localhost, 127.0.0.1, [::1], any port) nor in
- *   MCP_ALLOWED_ORIGINS: 403 (DNS-rebinding protection); no Origin passes;
+ *   MCP_ALLOWED_ORIGINS: 403 (DNS-rebinding protection); no Origin passes; an allowed origin's CORS
+ *   preflight is answered (origins.ts);
  * - any method but POST: 405 with `Allow: POST` (no standalone stream without sessions; the SDK
  *   would open one on GET and answer DELETE with 200);
  * - a malformed Authorization header: 401 with `WWW-Authenticate: Bearer` (identity.ts).
@@ -37,6 +38,7 @@ import { requestFactsOf } from '../request/facts.js';
 import { MASKED_MESSAGE, type RequestPipeline } from '../request/pipeline.js';
 import { fetchRequestOf, sendFetchResponse } from './fetch-exchange.js';
 import { type McpMetrics, type McpOutcome, NO_METHOD, OTHER_METHOD } from './mcp-metrics.js';
+import { corsFields, originAllowed, preflightFields } from './origins.js';
 import { createToolCaller, type ToolCalls } from './tool-call.js';
 import type { Toolset } from './toolset.js';
 
@@ -65,20 +67,6 @@ const INSTRUCTIONS =
   'Each tool is a GraphQL query of the gateway. Results carry the data as structuredContent and, in _meta, what the call cost (cost), the sponsor messages the services require shown (sponsoredBy), the request id and, with minAccuracy, which model was chosen (routing). A result with isError lists each error with its code in _meta.errors: BUDGET_EXCEEDED (with retryAfterSeconds) means the key or X-Max-Cost-Usd does not allow the call.';
 /** Longest tool name echoed back in an error. */
 const MAX_ECHOED = 64;
-const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
-
-/** Whether an `Origin` is a loopback origin or one of `allowed`. */
-export function originAllowed(origin: string, allowed: readonly string[]): boolean {
-  let url: URL;
-  try {
-    url = new URL(origin);
-  } catch {
-    return false;
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') return false;
-  return LOOPBACK_HOSTS.has(url.hostname) || allowed.includes(url.origin);
-}
-
 /** A refusal before any message ran: a JSON-RPC error without an id, as the transport words its own. */
 function refuse(
   res: ServerResponse,
@@ -165,6 +153,15 @@ export function createMcpLane(options: McpLaneOptions): McpLane {
         403,
         'Forbidden: this Origin may not use /mcp (loopback origins and MCP_ALLOWED_ORIGINS only).',
       );
+    }
+    if (origin !== undefined) {
+      // An allowed page may read every answer, refusals included (origins.ts).
+      if (req.method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined) {
+        res.writeHead(204, { ...preflightFields(origin), 'content-length': 0 });
+        res.end();
+        return;
+      }
+      for (const [name, value] of Object.entries(corsFields(origin))) res.setHeader(name, value);
     }
     if (req.method !== 'POST') {
       metrics.record(NO_METHOD, 'refused');
