@@ -1,0 +1,510 @@
+/**
+ * src/gateway/mcp/tool-schemas.ts and built-in-tools.ts on their own: tool names; input schemas on
+ * every GraphQL input kind, checked against graphql-js's own variable coercion (the oracle: the
+ * schema, compiled by ajv, accepts exactly what `getVariableValues` accepts); output schemas on
+ * every selection form; both on the gateway's schema for the built-in tools and a manifest's
+ * operation. Real answers of a running gateway against the output schemas:
+ * test/integration/mcp-output-schemas.test.ts.
+ */
+import { Ajv, type Options } from 'ajv';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import {
+  buildSchema,
+  type DocumentNode,
+  type GraphQLSchema,
+  getVariableValues,
+  type OperationDefinitionNode,
+  parse,
+  validate,
+} from 'graphql';
+import { describe, expect, it } from 'vitest';
+import { BUILT_IN_TOOL_SPECS, builtInTools, fullSelection } from '../../src/gateway/mcp/built-in-tools.js';
+import {
+  type JsonSchema,
+  type ToolOutputSchemaOptions,
+  toolInputSchema,
+  toolNameOf,
+  toolOutputSchema,
+} from '../../src/gateway/mcp/tool-schemas.js';
+import { schema as gatewaySchema } from '../../src/gateway/schema/index.js';
+
+/** The MCP SDK's own ajv (draft-07, its options), and a strict draft 2020-12 one (MCP 2025-11-25's dialect). */
+const sdkOptions: Options = { strict: false, validateFormats: true, validateSchema: false, allErrors: true };
+const validators = {
+  sdk: new Ajv(sdkOptions),
+  strict2020: new Ajv2020({ strict: true, allowUnionTypes: true, allErrors: true }),
+};
+
+/** Compiles with both ajvs (the strict one refuses unknown keywords) and checks they agree on `data`. */
+function accepts(schema: JsonSchema, data: unknown): boolean {
+  const sdk = validators.sdk.compile(schema)(data);
+  const strict = validators.strict2020.compile(schema)(data);
+  expect(strict, `draft-07 and 2020-12 agree on ${JSON.stringify(data)}`).toBe(sdk);
+  return sdk;
+}
+
+function operationOf(document: DocumentNode, name?: string): OperationDefinitionNode {
+  const operation = document.definitions.find(
+    (d): d is OperationDefinitionNode =>
+      d.kind === 'OperationDefinition' && (name === undefined || d.name?.value === name),
+  );
+  if (operation === undefined) throw new Error(`no operation ${name ?? ''}`);
+  return operation;
+}
+
+function inputSchemaOf(schema: GraphQLSchema, source: string): JsonSchema {
+  const document = parse(source);
+  return toolInputSchema(schema, operationOf(document), document);
+}
+
+function outputSchemaOf(
+  schema: GraphQLSchema,
+  source: string,
+  options?: ToolOutputSchemaOptions,
+): JsonSchema {
+  const document = parse(source);
+  return toolOutputSchema(schema, document, operationOf(document), options);
+}
+
+const testSchema = buildSchema(`
+  "Any JSON value."
+  scalar JSON
+  "An instant, ISO 8601."
+  scalar Date
+
+  "A colour."
+  enum Color {
+    "Like blood."
+    RED
+    GREEN @deprecated(reason: "gone")
+    BLUE
+  }
+
+  "A point on the grid."
+  input Point {
+    "Across."
+    x: Int!
+    "Up; 0 when omitted."
+    y: Int! = 0
+    label: String
+    tags: [String!]
+    color: Color = BLUE
+    legacy: Int @deprecated(reason: "unused")
+  }
+
+  input Options { verbose: Boolean, depth: Int = 2 }
+
+  "A tree of values."
+  input Tree { value: Int!, children: [Tree!] }
+
+  input Ping { pong: Pong }
+  input Pong { ping: Ping, n: Int }
+
+  input Pick @oneOf { id: ID, name: String }
+
+  interface Named { name: String! }
+  type Cat implements Named { name: String!, lives: Int!, owner: Person }
+  type Dog implements Named { name: String!, good: Boolean, tags: [[String!]] }
+  type Person implements Named { name: String!, pets: [Named!]!, born: Date, data: JSON, favourite: Color }
+  type Rock { weight: Float }
+  union Thing = Cat | Dog | Rock
+
+  type Query {
+    "Finds things."
+    things(
+      "How many at most."
+      first: Int
+      near: Point
+      color: Color
+      filter: JSON
+    ): [Thing!]!
+    named(id: ID!): Named
+    person(options: Options, tree: Tree, pick: Pick, points: [[Point]]): Person!
+    echo(value: JSON, date: Date, ping: Ping): String
+  }
+`);
+
+describe('toolNameOf', () => {
+  it.each([
+    ['PiDigits', 'pi_digits'],
+    ['isNull', 'is_null'],
+    ['HTTPHealth', 'http_health'],
+    ['Health', 'health'],
+    ['ModelScores', 'model_scores'],
+    ['PiInference', 'pi_inference'],
+    ['piV2Digits', 'pi_v2_digits'],
+    ['already_snake', 'already_snake'],
+    ['GetHTTP2Health', 'get_http2_health'],
+  ])('%s → %s', (operationName, tool) => {
+    expect(toolNameOf(operationName)).toBe(tool);
+    expect(tool).toMatch(/^[a-z0-9_]{1,128}$/); // MCP's tool name characters
+  });
+});
+
+describe('toolInputSchema: every input kind', () => {
+  it('scalars, enums, non-null, defaults and the JSON scalar', () => {
+    const schema = inputSchemaOf(
+      testSchema,
+      `query($first: Int, $id: ID!, $f: Float = 1.5, $color: Color!, $filter: JSON, $flag: Boolean! = true,
+              $s: String, $date: Date) {
+        things(first: $first, color: $color, filter: $filter) { __typename }
+        named(id: $id) { name }
+        echo(date: $date)
+      }`,
+    );
+    expect(schema).toMatchObject({
+      type: 'object',
+      required: ['id', 'color'],
+      additionalProperties: false,
+      properties: {
+        first: {
+          type: ['integer', 'null'],
+          minimum: -2147483648,
+          maximum: 2147483647,
+          description: 'How many at most.',
+        },
+        id: { type: ['string', 'integer'] },
+        f: { type: ['number', 'null'], default: 1.5 },
+        color: {
+          type: 'string',
+          enum: ['RED', 'GREEN', 'BLUE'],
+          description: 'A colour.\n- RED: Like blood.\n- GREEN\n- BLUE',
+        },
+        filter: { description: 'Any JSON value.' },
+        flag: { type: 'boolean', default: true },
+        s: { type: ['string', 'null'] },
+        date: { description: 'An instant, ISO 8601.' },
+      },
+    });
+    const properties = schema.properties as Record<string, JsonSchema>;
+    expect(Object.keys(properties.filter as object)).toEqual(['description']); // any value, null included
+    expect(properties.s).not.toHaveProperty('description'); // the built-in scalars' own texts say nothing here
+  });
+
+  it('input objects: nested properties, required fields without defaults, defaults, closed', () => {
+    const schema = inputSchemaOf(testSchema, 'query($near: Point!) { things(near: $near) { __typename } }');
+    expect(schema.properties).toEqual({
+      near: {
+        type: 'object',
+        title: 'Point',
+        description: 'A point on the grid.',
+        properties: {
+          x: { type: 'integer', minimum: -2147483648, maximum: 2147483647, description: 'Across.' },
+          y: {
+            type: 'integer',
+            minimum: -2147483648,
+            maximum: 2147483647,
+            description: 'Up; 0 when omitted.',
+            default: 0,
+          },
+          label: { type: ['string', 'null'] },
+          tags: {
+            anyOf: [{ type: 'array', items: { type: 'string' } }, { type: 'string' }, { type: 'null' }],
+          },
+          color: {
+            type: ['string', 'null'],
+            enum: ['RED', 'GREEN', 'BLUE', null],
+            description: 'A colour.\n- RED: Like blood.\n- GREEN\n- BLUE',
+            default: 'BLUE',
+          },
+          legacy: { type: ['integer', 'null'], minimum: -2147483648, maximum: 2147483647, deprecated: true },
+        },
+        required: ['x'],
+        additionalProperties: false,
+      },
+    });
+  });
+
+  it('lists and nested lists take one item as GraphQL does', () => {
+    const schema = inputSchemaOf(
+      testSchema,
+      'query($points: [[Point]]) { person(points: $points) { name } }',
+    );
+    const points = (schema.properties as Record<string, JsonSchema>).points as JsonSchema;
+    expect(accepts(points, [[{ x: 1 }], [null]])).toBe(true);
+    expect(accepts(points, [{ x: 1 }])).toBe(true); // [[{x:1}]]
+    expect(accepts(points, { x: 1 })).toBe(true); // [[{x:1}]]
+    expect(accepts(points, [[{ y: 1 }]])).toBe(false);
+  });
+
+  it('a recursive input object is written once in $defs', () => {
+    const schema = inputSchemaOf(
+      testSchema,
+      'query($tree: Tree, $ping: Ping) { person(tree: $tree) { name } echo(ping: $ping) }',
+    );
+    expect(Object.keys(schema.$defs as object).sort()).toEqual(['Ping', 'Tree']);
+    const deep = {
+      value: 1,
+      children: [
+        { value: 2, children: [{ value: 3 }] },
+        { value: 4, children: [] },
+      ],
+    };
+    expect(accepts(schema, { tree: deep })).toBe(true);
+    expect(
+      accepts(schema, { tree: { value: 1, children: [{ value: 2, children: [{ value: 'x' }] }] } }),
+    ).toBe(false);
+    expect(accepts(schema, { ping: { pong: { ping: { pong: { n: 1 } } } } })).toBe(true);
+    expect(accepts(schema, { ping: { pong: { ping: { pong: { n: 'x' } } } } })).toBe(false);
+  });
+
+  it('descriptions: a root argument, else an input field the variable fills, else the type', () => {
+    const schema = inputSchemaOf(
+      testSchema,
+      `query($n: Int, $first: Int, $near: Point) {
+        things(first: $first, near: { x: $n }) { __typename }
+        other: things(near: $near) { __typename }
+      }`,
+    );
+    expect(schema.properties).toMatchObject({
+      n: { description: 'Across.' },
+      first: { description: 'How many at most.' },
+      near: { description: 'A point on the grid.' },
+    });
+    const document = parse(
+      'query($first: Int) { ...F } fragment F on Query { things(first: $first) { __typename } }',
+    );
+    expect(toolInputSchema(testSchema, operationOf(document), document).properties).toMatchObject({
+      first: { description: 'How many at most.' },
+    });
+    const plain = toolInputSchema(testSchema, operationOf(document), document, { descriptions: false });
+    expect(JSON.stringify(plain)).not.toContain('description');
+  });
+
+  it('an operation without variables takes an empty object and nothing else', () => {
+    const schema = inputSchemaOf(testSchema, '{ things { __typename } }');
+    expect(schema).toEqual({ type: 'object', properties: {}, additionalProperties: false });
+    expect(accepts(schema, {})).toBe(true);
+    expect(accepts(schema, { extra: 1 })).toBe(false);
+  });
+
+  it('custom scalars take the schema given for them', () => {
+    const document = parse('query($date: Date!) { echo(date: $date) }');
+    const schema = toolInputSchema(testSchema, operationOf(document), document, {
+      scalars: { Date: { type: 'string', format: 'date-time' } },
+    });
+    expect(schema.properties).toEqual({
+      date: { type: 'string', format: 'date-time', description: 'An instant, ISO 8601.' },
+    });
+  });
+});
+
+/**
+ * Sample values for every variable type below; `undefined` stands for the argument left out.
+ * Chosen to sit on each rule's edges: 32-bit bounds, 1.0 vs 1.5, an integer ID, single items for
+ * lists, nulls inside and outside lists, missing and unknown fields, @oneOf with 0, 1 and 2 keys.
+ */
+const SAMPLES: unknown[] = [
+  undefined,
+  null,
+  0,
+  1,
+  -1,
+  1.5,
+  2 ** 31 - 1,
+  2 ** 31,
+  -(2 ** 31),
+  -(2 ** 31) - 1,
+  1e20,
+  true,
+  false,
+  '',
+  'x',
+  '7',
+  'RED',
+  'GREEN',
+  'red',
+  [],
+  [1],
+  [1, 2],
+  [null],
+  [1, null],
+  ['RED', 'BLUE'],
+  [[1], [2, 3]],
+  [[1], null],
+  [[null]],
+  [[1], 2],
+  [{ x: 1 }],
+  [[{ x: 1 }], [null]],
+  {},
+  { x: 1 },
+  { x: 1, y: 2, label: 'a', tags: ['t'], color: 'RED' },
+  { x: 1, tags: 't' },
+  { x: 1, tags: [null] },
+  { x: null },
+  { y: 2 },
+  { x: 1, z: 3 },
+  { x: 1.5 },
+  { x: 1, color: 'PURPLE' },
+  { verbose: true },
+  { verbose: null, depth: null },
+  { depth: 'deep' },
+  { value: 1 },
+  { value: 1, children: [{ value: 2, children: [{ value: 3 }] }] },
+  { value: 1, children: { value: 2 } },
+  { value: 1, children: [{ value: '2' }] },
+  { value: 1, children: [null] },
+  { id: '1' },
+  { id: 1 },
+  { id: 1.5 },
+  { name: 'n' },
+  { id: '1', name: 'n' },
+  { id: null },
+  { a: [1, { b: null }] },
+];
+
+const VARIABLE_TYPES = [
+  'Int',
+  'Int!',
+  'Float',
+  'Float!',
+  'String',
+  'String!',
+  'Boolean',
+  'Boolean!',
+  'ID',
+  'ID!',
+  'Color',
+  'Color!',
+  'JSON',
+  'JSON!',
+  'Point',
+  'Point!',
+  'Options',
+  'Tree',
+  'Pick',
+  'Pick!',
+  '[Int]',
+  '[Int!]',
+  '[Int]!',
+  '[Int!]!',
+  '[[Int]]',
+  '[[Int!]!]',
+  '[Color!]',
+  '[Point]',
+  '[[Point]]',
+  '[JSON]',
+  'Int = 3',
+  'Int! = 3',
+  'Color! = RED',
+  'Point = { x: 1 }',
+  '[Int] = [1, 2]',
+];
+
+describe('toolInputSchema accepts exactly what GraphQL variable coercion accepts', () => {
+  it.each(VARIABLE_TYPES)('$v: %s', (type) => {
+    const document = parse(`query($v: ${type}) { __typename }`);
+    const operation = operationOf(document);
+    const schema = toolInputSchema(testSchema, operation, document);
+    for (const value of SAMPLES) {
+      const args = value === undefined ? {} : { v: value };
+      const graphql = getVariableValues(testSchema, operation.variableDefinitions ?? [], args);
+      expect(accepts(schema, args), `${type} with ${JSON.stringify(value)}`).toBe(
+        graphql.errors === undefined,
+      );
+    }
+  });
+
+  it('on the gateway schema: the built-in tools, and values an agent may send', () => {
+    const samples: Record<string, unknown[]> = {
+      is_null: [{}, { value: null }, { value: { a: [1, 'x'] } }, { model: 'NULL_X_MINI', temperature: 0.5 }],
+      pi_digits: [{ digits: 3 }, { digits: '3' }, { digits: 2.5 }, { model: 'pi-x-4o' }, { sponsored: 1 }],
+      pi_inference: [
+        {},
+        { input: { desiredDigits: 5, liabilityWaiverSigned: true } },
+        { input: { desiredDigits: 5 } },
+        { input: { desiredDigits: 5, liabilityWaiverSigned: true, model: 'PI_X_MINI', minAccuracy: 0.9 } },
+        { input: { desiredDigits: 5, liabilityWaiverSigned: true, extra: 1 } },
+        { input: null },
+      ],
+      health: [{}, { verbose: true }],
+      budget: [{}],
+      model_scores: [{}, { service: 'pi-digits' }],
+    };
+    for (const tool of builtInTools(gatewaySchema)) {
+      const schema = toolInputSchema(gatewaySchema, tool.operation, tool.document);
+      for (const args of samples[tool.name] ?? []) {
+        const variables = tool.operation.variableDefinitions ?? [];
+        const graphql = getVariableValues(gatewaySchema, variables, args as object);
+        // The one difference: GraphQL ignores a variable nobody declared; the tool refuses the argument.
+        const declared = Object.keys(args as object).every((key) =>
+          variables.some((v) => v.variable.name.value === key),
+        );
+        expect(accepts(schema, args), `${tool.name} ${JSON.stringify(args)}`).toBe(
+          declared && graphql.errors === undefined,
+        );
+      }
+    }
+  });
+});
+
+describe('toolInputSchema on the gateway schema', () => {
+  it('the built-in tools take the arguments of §13', () => {
+    const tools = Object.fromEntries(builtInTools(gatewaySchema).map((tool) => [tool.name, tool]));
+    const argumentsOf = (name: string) => {
+      const tool = tools[name];
+      if (tool === undefined) throw new Error(`no tool ${name}`);
+      return toolInputSchema(gatewaySchema, tool.operation, tool.document);
+    };
+    expect(Object.keys(tools)).toEqual([
+      'is_null',
+      'pi_digits',
+      'pi_inference',
+      'health',
+      'budget',
+      'model_scores',
+    ]);
+    const isNull = argumentsOf('is_null');
+    expect(Object.keys(isNull.properties as object).sort()).toEqual(
+      ['minAccuracy', 'model', 'strictMode', 'temperature', 'value'].sort(),
+    );
+    expect(isNull).not.toHaveProperty('required');
+    expect(isNull.properties).toMatchObject({
+      value: { description: 'The value to check, any JSON. Omitted = undefined; `null` = null.' },
+      model: { type: ['string', 'null'], enum: ['NULL_X_4O', 'NULL_X_MINI', 'NULL_X_OPUS', null] },
+      temperature: { type: ['number', 'null'] },
+      strictMode: { type: ['boolean', 'null'] },
+      minAccuracy: { type: ['number', 'null'] },
+    });
+    expect((isNull.properties as Record<string, JsonSchema>).model?.description).toContain(
+      '- NULL_X_MINI: `null-x-mini`: faster, less accurate.',
+    );
+    expect(Object.keys(argumentsOf('pi_digits').properties as object).sort()).toEqual(
+      ['digits', 'minAccuracy', 'model', 'sponsored', 'temperature'].sort(),
+    );
+    const inference = argumentsOf('pi_inference');
+    expect(inference.required).toEqual(['input']);
+    expect(inference.properties).toMatchObject({
+      input: {
+        type: 'object',
+        required: ['desiredDigits', 'liabilityWaiverSigned'],
+        additionalProperties: false,
+        description: 'What to infer, and the signed waiver.',
+      },
+    });
+    for (const name of ['health', 'budget', 'model_scores']) {
+      expect(argumentsOf(name)).toEqual({ type: 'object', properties: {}, additionalProperties: false });
+    }
+  });
+
+  it("a manifest's named query", () => {
+    const document = parse(`
+      query PiDigits($digits: Int! = 3, $model: PiModel, $temperature: Float) {
+        pi(digits: $digits, model: $model, temperature: $temperature, sponsored: true) {
+          __typename
+          ... on ConstantDigits { digits correctDigits }
+        }
+      }`);
+    const operation = operationOf(document);
+    expect(toolNameOf(operation.name?.value ?? '')).toBe('pi_digits');
+    const schema = toolInputSchema(gatewaySchema, operation, document);
+    expect(schema).not.toHaveProperty('required');
+    expect(schema.properties).toMatchObject({
+      digits: { type: 'integer', default: 3, description: expect.stringContaining('Decimal places wanted') },
+      model: { enum: ['PI_X_4O', 'PI_X_MINI', 'PI_X_OPUS_ALMOST_CORRECT', null] },
+    });
+    expect(accepts(schema, { digits: 5, model: 'PI_X_MINI' })).toBe(true);
+    expect(accepts(schema, { digits: null })).toBe(false);
+    expect(accepts(schema, { sponsored: false })).toBe(false);
+  });
+});
