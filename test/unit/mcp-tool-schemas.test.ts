@@ -508,3 +508,191 @@ describe('toolInputSchema on the gateway schema', () => {
     expect(accepts(schema, { sponsored: false })).toBe(false);
   });
 });
+
+describe('toolOutputSchema: the selection as GraphQL runs it', () => {
+  const source = `
+    query Things($withOwner: Boolean!) {
+      __typename
+      all: things {
+        __typename
+        ... on Named { name }
+        ... on Cat { lives owner @include(if: $withOwner) { name } }
+        ...DogFields
+      }
+      person { ... on Person { pets { __typename name } born data favourite } name }
+      skipped: named(id: 2) @skip(if: true) { name }
+      kept: named(id: 3) @include(if: true) { name }
+    }
+    fragment DogFields on Dog { good tags }`;
+  const cat = { __typename: 'Cat', name: 'Tom', lives: 9, owner: { name: 'Ann' } };
+  const rootValue = {
+    things: [cat, { __typename: 'Dog', name: 'Rex', good: true, tags: [['a'], []] }, { __typename: 'Rock' }],
+    person: { name: 'Ann', pets: [cat], born: '2020-01-01', data: { any: [1, null] }, favourite: 'RED' },
+    named: { __typename: 'Dog', name: 'Rex' },
+  };
+  const run = async (variables: Record<string, unknown>) => {
+    const { graphql } = await import('graphql');
+    const result = await graphql({ schema: testSchema, source, rootValue, variableValues: variables });
+    expect(result.errors).toBeUndefined();
+    return result.data;
+  };
+
+  it('keys by alias, required unless a variable decides, __typename as const, unions as anyOf', () => {
+    const schema = outputSchemaOf(testSchema, source, { descriptions: false });
+    expect(schema.required).toEqual(['__typename', 'all', 'person', 'kept']);
+    const properties = schema.properties as Record<string, JsonSchema>;
+    expect(properties.__typename).toEqual({ type: 'string', const: 'Query' });
+    expect(properties).not.toHaveProperty('skipped');
+    const alternatives = (properties.all as { items: JsonSchema }).items.anyOf as JsonSchema[];
+    expect(alternatives.at(-1)).toEqual({ type: 'null' });
+    const members = alternatives.slice(0, -1).map((m) => ({
+      title: m.title,
+      keys: Object.keys(m.properties as object),
+      required: m.required,
+    }));
+    expect(members).toEqual([
+      {
+        title: 'Cat',
+        keys: ['__typename', 'name', 'lives', 'owner'],
+        required: ['__typename', 'name', 'lives'],
+      },
+      {
+        title: 'Dog',
+        keys: ['__typename', 'name', 'good', 'tags'],
+        required: ['__typename', 'name', 'good', 'tags'],
+      },
+      { title: 'Rock', keys: ['__typename'], required: ['__typename'] },
+    ]);
+  });
+
+  it.each([
+    ['every-field', {}],
+    ['as-graphql', { nulls: 'as-graphql' }],
+    ['closed, as-graphql', { nulls: 'as-graphql', closed: true }],
+  ] as const)('admits what graphql-js answers (%s)', async (_name, options) => {
+    const schema = outputSchemaOf(testSchema, source, options);
+    expect(accepts(schema, await run({ withOwner: true }))).toBe(true);
+    expect(accepts(schema, await run({ withOwner: false }))).toBe(true);
+  });
+
+  it('every field admits null by default; as-graphql only the nullable ones', () => {
+    const failed = {
+      __typename: 'Query',
+      all: [{ __typename: 'Cat', name: null, lives: null }],
+      person: null,
+      kept: null,
+    };
+    expect(accepts(outputSchemaOf(testSchema, source), failed)).toBe(true);
+    expect(accepts(outputSchemaOf(testSchema, source, { nulls: 'as-graphql' }), failed)).toBe(false);
+    expect(accepts(outputSchemaOf(testSchema, source), { ...failed, all: null })).toBe(true);
+  });
+
+  it('still names the types: a wrong value, a wrong member, a missing key', () => {
+    const schema = outputSchemaOf(testSchema, source);
+    const good = { __typename: 'Query', all: [], person: null, kept: null };
+    expect(accepts(schema, good)).toBe(true);
+    expect(accepts(schema, { ...good, all: [{ __typename: 'Cat', name: 7, lives: 1 }] })).toBe(false);
+    expect(accepts(schema, { ...good, all: [{ __typename: 'Cow' }] })).toBe(false);
+    expect(accepts(schema, { ...good, all: [{ __typename: 'Dog', name: 'Rex', good: true }] })).toBe(false);
+    expect(
+      accepts(schema, { ...good, person: { name: 'A', pets: [], born: 1, data: 1, favourite: 'PINK' } }),
+    ).toBe(false);
+    const { kept: _kept, ...withoutKept } = good;
+    expect(accepts(schema, withoutKept)).toBe(false);
+  });
+
+  it('members that look alike are one alternative; closed refuses what was not selected', () => {
+    const schema = outputSchemaOf(testSchema, '{ named(id: 1) { name } }', { closed: true });
+    expect((schema.properties as Record<string, JsonSchema>).named).toEqual({
+      type: ['object', 'null'],
+      properties: { name: { type: ['string', 'null'] } },
+      required: ['name'],
+      additionalProperties: false,
+    });
+    expect(accepts(schema, { named: { name: 'x', lives: 9 } })).toBe(false);
+  });
+
+  it('descriptions of fields and enum values, and introspection fields', async () => {
+    const schema = outputSchemaOf(testSchema, '{ things(first: 1) { __typename } person { favourite } }');
+    expect((schema.properties as Record<string, JsonSchema>).things?.description).toBe('Finds things.');
+    expect(JSON.stringify(schema)).toContain('- RED: Like blood.');
+    const introspection =
+      '{ __schema { queryType { name } types { name kind } } __type(name: "Cat") { name fields { name } } }';
+    const { graphql } = await import('graphql');
+    const result = await graphql({ schema: testSchema, source: introspection });
+    expect(
+      accepts(outputSchemaOf(testSchema, introspection, { nulls: 'as-graphql', closed: true }), result.data),
+    ).toBe(true);
+  });
+});
+
+describe('the built-in tools', () => {
+  const tools = builtInTools(gatewaySchema);
+
+  it('are the six of §13, each a valid operation of the gateway schema', () => {
+    expect(tools.map((tool) => tool.name)).toEqual(
+      BUILT_IN_TOOL_SPECS.map((spec) => toolNameOf(spec.operationName)),
+    );
+    expect(tools.map((tool) => tool.name)).toEqual([
+      'is_null',
+      'pi_digits',
+      'pi_inference',
+      'health',
+      'budget',
+      'model_scores',
+    ]);
+    for (const tool of tools) {
+      expect(validate(gatewaySchema, tool.document), tool.name).toEqual([]);
+      expect(tool.operation.name?.value).toBe(tool.operationName);
+    }
+  });
+
+  it("select every field of their root field's answer (every member, with __typename)", () => {
+    const objectsSeen = new Set<string>();
+    /** Every object schema with a title has exactly the fields of that GraphQL type. */
+    const check = (schema: unknown): void => {
+      if (typeof schema !== 'object' || schema === null) return;
+      const s = schema as Record<string, unknown>;
+      if (typeof s.title === 'string' && s.properties !== undefined) {
+        const type = gatewaySchema.getType(s.title) as { getFields(): Record<string, unknown> };
+        const keys = Object.keys(s.properties as object).filter((key) => key !== '__typename');
+        expect(keys.sort(), s.title).toEqual(Object.keys(type.getFields()).sort());
+        objectsSeen.add(s.title);
+      }
+      for (const value of Object.values(s)) {
+        if (Array.isArray(value)) value.forEach(check);
+        else check(value);
+      }
+    };
+    for (const tool of tools) {
+      const schema = toolOutputSchema(gatewaySchema, tool.document, tool.operation);
+      expect(Object.keys(schema.properties as object)).toEqual([tool.rootField]);
+      check(schema);
+    }
+    for (const union of ['NullCheckResult', 'PiResult', 'InferenceResult']) {
+      const members = gatewaySchema.getPossibleTypes(gatewaySchema.getType(union) as never);
+      for (const member of members) expect(objectsSeen, member.name).toContain(member.name);
+    }
+    for (const name of [
+      'PhilosophicalAnalysis',
+      'Health',
+      'NullCheckHealth',
+      'PiHealth',
+      'Budget',
+      'BudgetWindow',
+      'ModelScore',
+    ]) {
+      expect(objectsSeen).toContain(name);
+    }
+  });
+
+  it('fullSelection: nothing for a leaf, and a cycle is cut where it re-enters a type', async () => {
+    const { print, GraphQLString } = await import('graphql');
+    expect(fullSelection(testSchema, GraphQLString)).toBeUndefined();
+    const person = fullSelection(testSchema, testSchema.getType('Person') as never);
+    const text = print(person as never);
+    expect(text).toContain('... on Cat');
+    expect(text).not.toContain('owner'); // Cat.owner is a Person: inside Person, not again
+    expect(validate(testSchema, parse(`{ person ${text} }`))).toEqual([]);
+  });
+});
