@@ -406,7 +406,7 @@ describe('toolInputSchema accepts exactly what GraphQL variable coercion accepts
   });
 
   it('on the gateway schema: the built-in tools, and values an agent may send', () => {
-    const samples: Record<string, unknown[]> = {
+    const samples: Record<string, Record<string, unknown>[]> = {
       is_null: [{}, { value: null }, { value: { a: [1, 'x'] } }, { model: 'NULL_X_MINI', temperature: 0.5 }],
       pi_digits: [{ digits: 3 }, { digits: '3' }, { digits: 2.5 }, { model: 'pi-x-4o' }, { sponsored: 1 }],
       pi_inference: [
@@ -425,9 +425,9 @@ describe('toolInputSchema accepts exactly what GraphQL variable coercion accepts
       const schema = toolInputSchema(gatewaySchema, tool.operation, tool.document);
       for (const args of samples[tool.name] ?? []) {
         const variables = tool.operation.variableDefinitions ?? [];
-        const graphql = getVariableValues(gatewaySchema, variables, args as object);
+        const graphql = getVariableValues(gatewaySchema, variables, args);
         // The one difference: GraphQL ignores a variable nobody declared; the tool refuses the argument.
-        const declared = Object.keys(args as object).every((key) =>
+        const declared = Object.keys(args).every((key) =>
           variables.some((v) => v.variable.name.value === key),
         );
         expect(accepts(schema, args), `${tool.name} ${JSON.stringify(args)}`).toBe(
