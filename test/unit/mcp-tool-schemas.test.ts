@@ -455,9 +455,13 @@ describe('toolInputSchema on the gateway schema', () => {
       'model_scores',
     ]);
     const isNull = argumentsOf('is_null');
-    expect(Object.keys(isNull.properties as object).sort()).toEqual(
-      ['minAccuracy', 'model', 'strictMode', 'temperature', 'value'].sort(),
-    );
+    expect(Object.keys(isNull.properties as object)).toEqual([
+      'value',
+      'model',
+      'temperature',
+      'strictMode',
+      'minAccuracy',
+    ]);
     expect(isNull).not.toHaveProperty('required');
     expect(isNull.properties).toMatchObject({
       value: { description: 'The value to check, any JSON. Omitted = undefined; `null` = null.' },
@@ -469,9 +473,13 @@ describe('toolInputSchema on the gateway schema', () => {
     expect((isNull.properties as Record<string, JsonSchema>).model?.description).toContain(
       '- NULL_X_MINI: `null-x-mini`: faster, less accurate.',
     );
-    expect(Object.keys(argumentsOf('pi_digits').properties as object).sort()).toEqual(
-      ['digits', 'minAccuracy', 'model', 'sponsored', 'temperature'].sort(),
-    );
+    expect(Object.keys(argumentsOf('pi_digits').properties as object)).toEqual([
+      'digits',
+      'model',
+      'temperature',
+      'sponsored',
+      'minAccuracy',
+    ]);
     const inference = argumentsOf('pi_inference');
     expect(inference.required).toEqual(['input']);
     expect(inference.properties).toMatchObject({
@@ -601,6 +609,51 @@ describe('toolOutputSchema: the selection as GraphQL runs it', () => {
     expect(accepts(schema, withoutKept)).toBe(false);
   });
 
+  it('the fields members share are written once beside their anyOf (not when closed)', () => {
+    const source = '{ named(id: 1) { __typename name ... on Cat { lives } ... on Person { born } } }';
+    const named = (
+      outputSchemaOf(testSchema, source, { descriptions: false }).properties as Record<string, JsonSchema>
+    ).named;
+    expect(named).toEqual({
+      type: ['object', 'null'],
+      properties: { name: { type: ['string', 'null'] } },
+      required: ['name'],
+      anyOf: [
+        {
+          title: 'Cat',
+          properties: { __typename: { type: 'string', const: 'Cat' }, lives: { type: ['integer', 'null'] } },
+          required: ['__typename', 'lives'],
+        },
+        {
+          title: 'Dog',
+          properties: { __typename: { type: 'string', const: 'Dog' } },
+          required: ['__typename'],
+        },
+        {
+          title: 'Person',
+          properties: { __typename: { type: 'string', const: 'Person' }, born: {} },
+          required: ['__typename', 'born'],
+        },
+      ],
+    });
+    const schema = outputSchemaOf(testSchema, source);
+    expect(accepts(schema, { named: null })).toBe(true);
+    expect(accepts(schema, { named: { __typename: 'Cat', name: 'Tom', lives: 9 } })).toBe(true);
+    expect(accepts(schema, { named: { __typename: 'Cat', name: 'Tom' } })).toBe(false);
+    expect(accepts(schema, { named: { __typename: 'Dog', name: 1 } })).toBe(false);
+    expect(accepts(schema, { named: { __typename: 'Cow', name: 'x' } })).toBe(false);
+    const closed = (
+      outputSchemaOf(testSchema, source, { closed: true }).properties as Record<string, JsonSchema>
+    ).named;
+    expect(
+      (closed?.anyOf as JsonSchema[]).slice(0, -1).map((member) => Object.keys(member.properties as object)),
+    ).toEqual([
+      ['__typename', 'name', 'lives'],
+      ['__typename', 'name'],
+      ['__typename', 'name', 'born'],
+    ]);
+  });
+
   it('members that look alike are one alternative; closed refuses what was not selected', () => {
     const schema = outputSchemaOf(testSchema, '{ named(id: 1) { name } }', { closed: true });
     expect((schema.properties as Record<string, JsonSchema>).named).toEqual({
@@ -665,7 +718,8 @@ describe('the built-in tools', () => {
       }
     };
     for (const tool of tools) {
-      const schema = toolOutputSchema(gatewaySchema, tool.document, tool.operation);
+      // closed: each member whole (not factored), so that its keys can be read off.
+      const schema = toolOutputSchema(gatewaySchema, tool.document, tool.operation, { closed: true });
       expect(Object.keys(schema.properties as object)).toEqual([tool.rootField]);
       check(schema);
     }

@@ -14,7 +14,9 @@
  *   where GraphQL ignores a variable nobody declared: an agent that misspells an argument is told.
  * - `outputSchema` describes `structuredContent`, the operation's `data`: the selection as run
  *   (fragments resolved, aliases as keys, `__typename` as a `const`, a union or interface as
- *   `anyOf` of one object per possible type). The MCP SDK's client validates `structuredContent`
+ *   `anyOf` of one object per possible type, the fields they share written once beside it). Every
+ *   selected key is `required` (present, possibly null) unless `@skip`/`@include` with a variable or
+ *   `@defer` may leave it out. The MCP SDK's client validates `structuredContent`
  *   against it on every result, an error result's included, so by default every field also admits
  *   null (a field that failed is null, and null propagation blanks its parents).
  *
