@@ -405,6 +405,45 @@ describe('toolInputSchema accepts exactly what GraphQL variable coercion accepts
     }
   });
 
+  const inferenceSamples = [
+    { desiredDigits: 5, liabilityWaiverSigned: true },
+    {
+      desiredDigits: 5,
+      liabilityWaiverSigned: false,
+      model: 'PI_X_MINI',
+      temperature: 1,
+      useChainOfThought: null,
+    },
+    { desiredDigits: 5, liabilityWaiverSigned: true, minAccuracy: 0.9, model: null },
+    { desiredDigits: 5 },
+    { desiredDigits: '5', liabilityWaiverSigned: true },
+    { desiredDigits: 5, liabilityWaiverSigned: 'yes' },
+    { desiredDigits: 5, liabilityWaiverSigned: true, model: 'pi-x-mini' },
+    { desiredDigits: 5, liabilityWaiverSigned: true, digits: 5 },
+  ];
+  it.each([
+    'JSON',
+    'JSON!',
+    'NullModel',
+    'PiModel!',
+    'InferenceInput',
+    'InferenceInput!',
+    '[InferenceInput!]',
+    'Float',
+    'Int',
+  ])('on the gateway schema, $v: %s', (type) => {
+    const document = parse(`query($v: ${type}) { __typename }`);
+    const operation = operationOf(document);
+    const schema = toolInputSchema(gatewaySchema, operation, document);
+    for (const value of [...SAMPLES, 'NULL_X_MINI', 'PI_X_4O', 'null-x-4o', ...inferenceSamples]) {
+      const args = value === undefined ? {} : { v: value };
+      const graphql = getVariableValues(gatewaySchema, operation.variableDefinitions ?? [], args);
+      expect(accepts(schema, args), `${type} with ${JSON.stringify(value)}`).toBe(
+        graphql.errors === undefined,
+      );
+    }
+  });
+
   it('on the gateway schema: the built-in tools, and values an agent may send', () => {
     const samples: Record<string, Record<string, unknown>[]> = {
       is_null: [{}, { value: null }, { value: { a: [1, 'x'] } }, { model: 'NULL_X_MINI', temperature: 0.5 }],
