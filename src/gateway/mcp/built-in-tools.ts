@@ -39,13 +39,26 @@ export interface BuiltInToolSpec {
   readonly operationName: string;
   /** The root field of Query the operation selects. */
   readonly rootField: string;
+  /**
+   * The arguments in the order §13 lists them (an agent reads the first ones first); any other
+   * argument of the root field follows, as the schema has them.
+   */
+  readonly arguments?: readonly string[];
 }
 
 /** The built-in tools of §13, in the order `tools/list` shows them. */
 export const BUILT_IN_TOOL_SPECS: readonly BuiltInToolSpec[] = [
-  { operationName: 'IsNull', rootField: 'isNull' }, // is_null
-  { operationName: 'PiDigits', rootField: 'pi' }, // pi_digits
-  { operationName: 'PiInference', rootField: 'inference' }, // pi_inference
+  {
+    operationName: 'IsNull', // is_null
+    rootField: 'isNull',
+    arguments: ['value', 'model', 'temperature', 'strictMode', 'minAccuracy'],
+  },
+  {
+    operationName: 'PiDigits', // pi_digits
+    rootField: 'pi',
+    arguments: ['digits', 'model', 'temperature', 'sponsored', 'minAccuracy'],
+  },
+  { operationName: 'PiInference', rootField: 'inference', arguments: ['input'] }, // pi_inference
   { operationName: 'Health', rootField: 'health' }, // health
   { operationName: 'Budget', rootField: 'budget' }, // budget
   { operationName: 'ModelScores', rootField: 'models' }, // model_scores
@@ -65,7 +78,7 @@ export interface BuiltInTool extends BuiltInToolSpec {
 /** The built-in tools' operations, generated from `schema`. Throws when a root field is missing. */
 export function builtInTools(schema: GraphQLSchema): BuiltInTool[] {
   return BUILT_IN_TOOL_SPECS.map((spec) => {
-    const source = rootFieldOperation(schema, spec.operationName, spec.rootField);
+    const source = rootFieldOperation(schema, spec.operationName, spec.rootField, spec.arguments);
     const document = parse(source);
     const operation = document.definitions[0] as OperationDefinitionNode;
     return { ...spec, name: toolNameOf(spec.operationName), source, document, operation };
@@ -77,11 +90,22 @@ export function builtInTools(schema: GraphQLSchema): BuiltInTool[] {
  * type (omitted variable: omitted argument, so `isNull`'s omitted `value` stays undefined), selecting
  * everything of its answer.
  */
-export function rootFieldOperation(schema: GraphQLSchema, operationName: string, rootField: string): string {
+export function rootFieldOperation(
+  schema: GraphQLSchema,
+  operationName: string,
+  rootField: string,
+  /** Arguments to list first, in this order. */
+  leading: readonly string[] = [],
+): string {
   const query = schema.getQueryType();
   const field = query?.getFields()[rootField];
   if (query == null || field === undefined) throw new TypeError(`the schema has no Query.${rootField}`);
-  const variableDefinitions: VariableDefinitionNode[] = field.args.map((arg) => ({
+  const rank = (name: string) => {
+    const index = leading.indexOf(name);
+    return index === -1 ? leading.length : index;
+  };
+  const args = [...field.args].sort((a, b) => rank(a.name) - rank(b.name)); // stable: the rest keep their order
+  const variableDefinitions: VariableDefinitionNode[] = args.map((arg) => ({
     kind: Kind.VARIABLE_DEFINITION,
     variable: { kind: Kind.VARIABLE, name: name(arg.name) },
     type: typeNode(arg.type),
@@ -89,7 +113,7 @@ export function rootFieldOperation(schema: GraphQLSchema, operationName: string,
   const selection: FieldNode = {
     kind: Kind.FIELD,
     name: name(rootField),
-    arguments: field.args.map((arg) => ({
+    arguments: args.map((arg) => ({
       kind: Kind.ARGUMENT,
       name: name(arg.name),
       value: { kind: Kind.VARIABLE, name: name(arg.name) },

@@ -119,7 +119,7 @@ export function toolOutputSchema(
       }
       if (members.size === 0) return { not: {} }; // no possible type: only null
       if (members.size === 1) return [...members.values()][0] as Schema;
-      return { anyOf: [...members.values()] };
+      return options.closed ? { anyOf: [...members.values()] } : factored([...members.values()]);
     }
     if (isEnumType(type)) return { type: 'string', enum: type.getValues().map((v) => v.name) };
     return scalar(type.name, 'output', options);
@@ -127,6 +127,44 @@ export function toolOutputSchema(
 
   const result = object(root, [operation.selectionSet]);
   delete result.title;
+  return result;
+}
+
+/**
+ * Alternatives with the fields they share written once: `{ type: 'object', properties: <shared>,
+ * anyOf: [<each member's own>] }`. The members of a union or interface usually share most of their
+ * selection (an interface's fields), and an agent reads `tools/list` whole: the is_null tool's
+ * output schema is less than half as long so. Not with `closed`: `additionalProperties` cannot see
+ * the properties of an `anyOf` beside it.
+ */
+function factored(alternatives: readonly Schema[]): Schema {
+  const [first, ...others] = alternatives as [Schema, ...Schema[]];
+  const propertiesOf = (alternative: Schema) => alternative.properties as Schema;
+  const requiredOf = (alternative: Schema) => (alternative.required as string[] | undefined) ?? [];
+  const shared: Schema = {};
+  for (const [key, property] of Object.entries(propertiesOf(first))) {
+    const text = JSON.stringify(property);
+    const required = requiredOf(first).includes(key);
+    const same = (other: Schema) =>
+      JSON.stringify(propertiesOf(other)[key]) === text && requiredOf(other).includes(key) === required;
+    if (others.every(same)) shared[key] = property;
+  }
+  if (Object.keys(shared).length === 0) return { anyOf: alternatives };
+  const own = alternatives.map((alternative) => {
+    // No `type` here: the object around says it, and null (a nullable field) passes `properties`.
+    const result: Schema = {};
+    if (alternative.title !== undefined) result.title = alternative.title;
+    result.properties = Object.fromEntries(
+      Object.entries(propertiesOf(alternative)).filter(([k]) => !(k in shared)),
+    );
+    const required = requiredOf(alternative).filter((key) => !(key in shared));
+    if (required.length > 0) result.required = required;
+    return result;
+  });
+  const result: Schema = { type: 'object', properties: shared };
+  const required = requiredOf(first).filter((key) => key in shared);
+  if (required.length > 0) result.required = required;
+  result.anyOf = own;
   return result;
 }
 

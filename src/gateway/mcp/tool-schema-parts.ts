@@ -25,9 +25,20 @@ export interface ToolSchemaOptions {
   descriptions?: boolean;
 }
 
+/** Every JSON type but null (`integer` is in `number`). */
+const ANY_BUT_NULL = ['object', 'array', 'string', 'number', 'boolean'] as const;
+
 /** `schema`, null admitted too. */
 export function orNull(schema: Schema): Schema {
   const { type } = schema;
+  if (
+    Array.isArray(type) &&
+    type.length === ANY_BUT_NULL.length &&
+    ANY_BUT_NULL.every((t) => type.includes(t))
+  ) {
+    delete schema.type; // any value at all: `{}` says it best
+    return schema;
+  }
   if (typeof type === 'string') schema.type = [type, 'null'];
   else if (Array.isArray(type)) {
     if (!type.includes('null')) schema.type = [...type, 'null'];
@@ -61,7 +72,8 @@ export function scalar(name: string, direction: 'input' | 'output', options: Too
     case 'ID':
       return direction === 'input' ? { type: ['string', 'integer'] } : { type: 'string' };
     default:
-      return {}; // JSON and any scalar without a given schema: any value
+      // JSON and any scalar without a given schema: any value (but null, until orNull says so).
+      return { type: [...ANY_BUT_NULL] };
   }
 }
 

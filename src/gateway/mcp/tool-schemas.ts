@@ -9,11 +9,14 @@
  *   operation's variables for its shape. Hence: Int is an integer within 32 bits; ID is a string or
  *   an integer (GraphQL turns `7` into `"7"`); a list also accepts one item (GraphQL's input
  *   coercion wraps it: `[Int]` takes `5` as `[5]`); a `@oneOf` input object takes exactly one
- *   non-null field. The one deliberate difference: graphql-js takes a JSON array for an input object
- *   without required fields (arrays are objects in JavaScript); the schema wants an object.
+ *   non-null field; a non-null `JSON` any value but null. The one deliberate difference: an
+ *   argument that is not a variable of the operation is refused (`additionalProperties: false`),
+ *   where GraphQL ignores a variable nobody declared: an agent that misspells an argument is told.
  * - `outputSchema` describes `structuredContent`, the operation's `data`: the selection as run
  *   (fragments resolved, aliases as keys, `__typename` as a `const`, a union or interface as
- *   `anyOf` of one object per possible type). The MCP SDK's client validates `structuredContent`
+ *   `anyOf` of one object per possible type, the fields they share written once beside it). Every
+ *   selected key is `required` (present, possibly null) unless `@skip`/`@include` with a variable or
+ *   `@defer` may leave it out. The MCP SDK's client validates `structuredContent`
  *   against it on every result, an error result's included, so by default every field also admits
  *   null (a field that failed is null, and null propagation blanks its parents).
  *
