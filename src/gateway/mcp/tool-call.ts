@@ -19,7 +19,6 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { ExecutionResult, GraphQLFormattedError } from 'graphql';
 import { gatewayError } from '../errors.js';
-import type { RequestFacts } from '../request/facts.js';
 import type { RequestPipeline, RequestState } from '../request/pipeline.js';
 import type { McpTool } from './toolset.js';
 
@@ -35,7 +34,7 @@ interface GraphQLAnswer {
 
 /** The tool calls of one HTTP request: their states, so that a client leaving cancels them. */
 export interface ToolCalls {
-  readonly facts: RequestFacts;
+  readonly facts: RequestState['facts'];
   readonly states: Set<RequestState>;
   /** The state of a call that ran (the caller's budget on the answer: RateLimit header fields). */
   ran?: RequestState;
