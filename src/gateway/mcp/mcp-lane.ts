@@ -10,9 +10,9 @@
  * without a code), and its Streamable HTTP transport, stateless (no session id) with JSON answers,
  * one pair per HTTP request, as the SDK requires of a stateless transport: any replica answers any
  * request. The transport is the SDK's web-standard one, which its node class wraps; the lane hands it
- * the request's body read and parsed (fetch-exchange.ts). The transport answers what it defines itself: a body that is not JSON or not
- * JSON-RPC (400 with a JSON-RPC error), over MAX_REQUEST_BODY_BYTES (413), a wrong Accept (406) or
- * Content-Type (415).
+ * the request's body read and parsed (fetch-exchange.ts). The transport answers what it defines
+ * itself: a body that is not JSON or not JSON-RPC (400 with a JSON-RPC error), over
+ * MAX_REQUEST_BODY_BYTES (413), a wrong Accept (406) or Content-Type (415).
  *
  * Before the transport sees a request, in this order, nothing having run:
  * - an `Origin` that is neither loopback (localhost, 127.0.0.1, [::1], any port) nor in
@@ -67,6 +67,7 @@ const INSTRUCTIONS =
   'Each tool is a GraphQL query of the gateway. Results carry the data as structuredContent and, in _meta, what the call cost (cost), the sponsor messages the services require shown (sponsoredBy), the request id and, with minAccuracy, which model was chosen (routing). A result with isError lists each error with its code in _meta.errors: BUDGET_EXCEEDED (with retryAfterSeconds) means the key or X-Max-Cost-Usd does not allow the call.';
 /** Longest tool name echoed back in an error. */
 const MAX_ECHOED = 64;
+
 /** A refusal before any message ran: a JSON-RPC error without an id, as the transport words its own. */
 function refuse(
   res: ServerResponse,
