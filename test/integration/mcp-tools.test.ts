@@ -3,10 +3,16 @@
  * against a real gateway in front of the reference services: every built-in tool, what a result
  * carries (structuredContent, _meta cost, sponsors, request id, routing), the errors an agent can act
  * on as results with their §2 codes, arguments the input schema refuses, an unknown tool, and each
- * tool call counted as an operation of its name (metrics, log line) with no key anywhere.
+ * tool call counted as an operation of its name (metrics, log line, span) with no key anywhere.
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { trace } from '@opentelemetry/api';
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
 import { capturedLogger } from '../support/logs.js';
@@ -209,5 +215,33 @@ describe('observability', () => {
       outcome: 'ok',
       costUsd: 0.0042,
     });
+  });
+
+  it('each tool call is an operation span, its upstream call a child span', async () => {
+    const exporter = new InMemorySpanExporter();
+    const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    const traced = await startTestGateway({
+      env: { FREE_RATE_LIMIT: '0', OTEL_TRACING: 'true' },
+      tracerProvider: provider,
+    });
+    const tracedClient = await connectMcp(traced.origin);
+    try {
+      const result = await callTool(tracedClient, 'is_null', { value: 'traced' });
+      const spans = exporter.getFinishedSpans();
+      const operation = spans.find(
+        (span) => span.attributes['gateway.request_id'] === result._meta?.requestId,
+      );
+      expect(operation?.name).toBe('query IsNull');
+      expect(operation?.attributes).toMatchObject({ 'graphql.operation.name': 'IsNull' });
+      const children = spans.filter(
+        (span) => span.parentSpanContext?.spanId === operation?.spanContext().spanId,
+      );
+      expect(children.map((span) => span.name)).toEqual(['null-check check']);
+    } finally {
+      await tracedClient.close();
+      await traced.close();
+      await provider.shutdown();
+      trace.disable();
+    }
   });
 });
