@@ -40,6 +40,7 @@ describe('refused before anything runs', () => {
       const response = await postMcp(gateway.origin, '{}', { accept: 'text/event-stream' }, method);
       expect(response.status).toBe(405);
       expect(response.headers.get('allow')).toBe('POST');
+      expect(response.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
       expect((await refusal(response)).message).toMatch(/POST/);
     },
   );

@@ -146,7 +146,11 @@ export function createMcpLane(options: McpLaneOptions): McpLane {
   };
 
   const serve = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const origin = req.headers.origin;
+    const headers = req.headers;
+    const facts = requestFactsOf((name) => headers[name] as string | undefined, req.socket.remoteAddress);
+    // On every answer, refusals included, as on the other routes.
+    res.setHeader('x-request-id', facts.requestId);
+    const origin = headers.origin;
     if (origin !== undefined && !originAllowed(origin, allowedOrigins)) {
       metrics.record(NO_METHOD, 'refused');
       return refuse(
@@ -173,9 +177,6 @@ export function createMcpLane(options: McpLaneOptions): McpLane {
         { allow: 'POST' },
       );
     }
-    const headers = req.headers;
-    const facts = requestFactsOf((name) => headers[name] as string | undefined, req.socket.remoteAddress);
-    res.setHeader('x-request-id', facts.requestId);
     if (facts.authRefusal !== undefined) {
       metrics.record(NO_METHOD, 'refused');
       return refuse(res, 401, facts.authRefusal.message, { 'www-authenticate': 'Bearer' });
