@@ -18,6 +18,9 @@ import { createFastPath, type FastPath } from './http/fast-path/fast-path.js';
 import { createPreparedOperations } from './http/fast-path/prepared-operations.js';
 import { createGatewayServer, type GatewayServer } from './http/server.js';
 import { createGatewayYoga, type GatewayYoga } from './http/yoga.js';
+import { createMcpLane } from './mcp/mcp-lane.js';
+import { createMcpMetrics } from './mcp/mcp-metrics.js';
+import { createToolset } from './mcp/toolset.js';
 import { createModelScoring, type ModelScoring } from './models/model-scoring.js';
 import { createGatewayMetrics, type GatewayMetrics } from './observability/metrics.js';
 import { createOperationReporter } from './observability/operation-report.js';
@@ -140,12 +143,13 @@ export async function createApp(config: GatewayConfig, options: AppOptions): Pro
     introspection: config.server.introspection,
     hideSuggestions: production,
   });
+  const manifest =
+    config.server.trustedDocuments === undefined
+      ? undefined
+      : loadManifest(config.server.trustedDocuments, validate);
   const trusted = createTrustedDocuments({
     mode: trustedMode(config.server.trustedDocuments, config.server.trustedDocumentsMode),
-    manifest:
-      config.server.trustedDocuments === undefined
-        ? undefined
-        : loadManifest(config.server.trustedDocuments, validate),
+    manifest,
     store: sharedState.documents,
     introspection: config.server.introspection,
     apq: config.server.apq,
@@ -216,7 +220,18 @@ export async function createApp(config: GatewayConfig, options: AppOptions): Pro
     // CORS answers depend on each request's Origin; the fast path does not replicate them.
     enabled: config.server.httpFastPath && config.server.corsOrigins === undefined,
   });
-  const http = createGatewayServer(yoga, fastPath);
+  // MCP (docs/agents.md): a third lane of the same pipeline, each tool call one of its operations.
+  const mcp = config.server.mcp
+    ? createMcpLane({
+        pipeline,
+        toolset: createToolset({ schema, mode: trusted.mode, manifest, validate, plan }),
+        metrics: createMcpMetrics(metrics.registry),
+        maxBodyBytes: config.limits.maxRequestBodyBytes,
+        allowedOrigins: config.server.mcpAllowedOrigins ?? [],
+        logger: yogaLogger(logger),
+      })
+    : undefined;
+  const http = createGatewayServer(yoga, fastPath, mcp === undefined ? [] : [mcp]);
 
   let closing: Promise<{ timedOut: boolean; inFlight: number }> | undefined;
   return {

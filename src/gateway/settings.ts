@@ -18,6 +18,32 @@ import {
 import { parseBudgets } from './budget-settings.js';
 import { parseApiKeys } from './identity.js';
 
+/** MCP_ALLOWED_ORIGINS: each entry an origin (scheme://host[:port]), as browsers send it in `Origin`. */
+function parseOrigins(text: string): string[] {
+  const origins: string[] = [];
+  text.split(',').forEach((raw, index) => {
+    const entry = raw.trim();
+    if (entry === '') return;
+    let url: URL | undefined;
+    try {
+      url = new URL(entry);
+    } catch {
+      url = undefined;
+    }
+    if (
+      url === undefined ||
+      url.origin === 'null' ||
+      url.pathname !== '/' ||
+      url.search !== '' ||
+      url.hash !== ''
+    )
+      throw new Error(`entry #${index + 1} is not an origin such as https://agent.example.com`);
+    const origin = url.origin;
+    origins.push(origin);
+  });
+  return origins;
+}
+
 export const serverSettings = settingsGroup('gateway', {
   port: setting('PORT', int(0, 65535).default(4000), 'Port the gateway listens on.'),
   graphiql: setting(
@@ -98,6 +124,28 @@ export const serverSettings = settingsGroup('gateway', {
     'COMPRESSION_MIN_BYTES',
     int(0, 1_073_741_824).default(1024),
     'Answers of at least this many bytes are compressed when the client accepts it (Accept-Encoding: zstd, br or gzip), with Vary: Accept-Encoding; smaller ones are sent as they are.',
+  ),
+  mcp: setting(
+    'MCP',
+    bool().default(true),
+    'Serve the Model Context Protocol on POST /mcp (Streamable HTTP, stateless): every GraphQL query operation of the gateway (or of TRUSTED_DOCUMENTS) as a tool, under the same API keys, budgets, costs and error codes as POST /graphql. false: /mcp is 404.',
+  ),
+  mcpAllowedOrigins: setting(
+    'MCP_ALLOWED_ORIGINS',
+    z
+      .string()
+      .optional()
+      .transform((value, context) => {
+        if (value === undefined) return undefined;
+        try {
+          return parseOrigins(value);
+        } catch (error) {
+          context.addIssue({ code: 'custom', message: (error as Error).message });
+          return z.NEVER;
+        }
+      }),
+    'Comma-separated browser origins (scheme://host[:port]) whose requests /mcp accepts besides loopback ones (localhost, 127.0.0.1, [::1], any port); a request with any other Origin is refused with 403 (DNS-rebinding protection). Requests without Origin are not affected.',
+    '(none: loopback origins only)',
   ),
 });
 

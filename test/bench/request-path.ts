@@ -9,8 +9,12 @@
  *
  * It runs the compiled gateway (bench-results/dist, built by `npm run bench` or `--build`), as in
  * production: `npx tsx test/bench/request-path.ts [--build] [--requests n] [--rounds n]
- * [--concurrency n] [--warmup n] [--dist dir] [--log-level level] [--workload distinct|literal|pi|trusted|cache|proxy]`. Log lines go to /dev/null, as in the
+ * [--concurrency n] [--warmup n] [--dist dir] [--log-level level] [--workload distinct|literal|pi|trusted|cache|proxy|mcp|tool]`. Log lines go to /dev/null, as in the
  * benchmark. Prints the median CPU µs per request over the rounds, and each round's.
+ *
+ * `mcp`: a tools/call of `is_null` with distinct values on POST /mcp (the MCP lane, through the SDK's
+ * transport), handed to the gateway's HTTP server as the same in-memory requests; `tool`: the same
+ * operation (the is_null tool's document) over POST /graphql, its baseline.
  *
  * `--stalls [--stall-ms 2] [--cpu-profile [--stall-detail module]]`: also traces the event loop's stalls over the measured
  * rounds and what filled them (loop-stalls.ts: GC, timers, log writes, CPU samples, the p99 tail). The
@@ -23,6 +27,7 @@ import { openSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { type AddressInfo, createServer } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { Readable } from 'node:stream';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { GCProfiler } from 'node:v8';
 import { Pool } from 'undici';
@@ -75,6 +80,35 @@ class FakeRequest extends EventEmitter {
   }
 }
 
+/**
+ * An in-memory request for the MCP lane: the SDK's node transport (through @hono/node-server) reads
+ * the body as a stream and the headers from `rawHeaders`, so this one is a Readable.
+ */
+class FakeStreamRequest extends Readable {
+  readonly method = 'POST';
+  readonly httpVersionMajor = 1;
+  readonly httpVersion = '1.1';
+  readonly socket = { remoteAddress: '127.0.0.1', encrypted: false };
+  readonly rawHeaders: string[];
+  complete = false;
+  constructor(
+    readonly url: string,
+    readonly headers: Record<string, string>,
+    private readonly body: Buffer,
+  ) {
+    super();
+    this.rawHeaders = Object.entries(headers).flat();
+  }
+  override _read(): void {}
+  send(): void {
+    setImmediate(() => {
+      this.push(this.body);
+      this.push(null);
+      this.complete = true;
+    });
+  }
+}
+
 /** The parts of ServerResponse the fast path writes; `done` is told the status and body. */
 class FakeResponse extends EventEmitter {
   destroyed = false;
@@ -85,11 +119,28 @@ class FakeResponse extends EventEmitter {
   constructor(private readonly done: (status: number, body: string) => void) {
     super();
   }
+  readonly writable = true;
+  private readonly fields = new Map<string, unknown>();
   writeHead(status: number): this {
     this.status = status;
     this.headersSent = true;
     return this;
   }
+  get statusCode(): number {
+    return this.status;
+  }
+  /** What the MCP lane and the SDK's transport also call. */
+  setHeader(name: string, value: unknown): this {
+    this.fields.set(name.toLowerCase(), value);
+    return this;
+  }
+  hasHeader(name: string): boolean {
+    return this.fields.has(name.toLowerCase());
+  }
+  getHeader(name: string): unknown {
+    return this.fields.get(name.toLowerCase());
+  }
+  flushHeaders(): void {}
   private chunks: string[] = [];
   /** Yoga's answers (handed-over requests) are written in chunks. */
   write(chunk: string | Uint8Array): boolean {
@@ -158,11 +209,20 @@ async function main(): Promise<void> {
     cache: (n) => ({ query: isNullQuery, operationName: 'IsNull', variables: { value: `path-${n % 100}` } }),
     // The raw proxy's work (raw-proxy.ts) in the same harness: the floor the gateway is compared with.
     proxy: (n) => ({ query: isNullQuery, operationName: 'IsNull', variables: { value: `path-${n}` } }),
+    // MCP: the is_null tool (its own document, every field of the answer), and the same over /graphql.
+    mcp: (n) => ({
+      jsonrpc: '2.0',
+      id: n,
+      method: 'tools/call',
+      params: { name: 'is_null', arguments: { value: `path-${n}` } },
+    }),
+    tool: (n) => ({ query: toolQuery, operationName: 'IsNull', variables: { value: `path-${n}` } }),
   };
+  let toolQuery = '';
   const bodyOf = bodies[WORKLOAD];
   if (bodyOf === undefined) throw new Error(`--workload is one of ${Object.keys(bodies).join(', ')}`);
 
-  let handle: (req: FakeRequest, res: FakeResponse) => boolean;
+  let handle: (req: FakeRequest | FakeStreamRequest, res: FakeResponse) => boolean;
   let served = () => '';
   let close: () => Promise<unknown>;
   if (WORKLOAD === 'proxy') {
@@ -209,6 +269,7 @@ async function main(): Promise<void> {
           handle(req: unknown, res: unknown): boolean;
           served: { fast: number; handedOver: number };
         };
+        server: { emit(event: 'request', req: unknown, res: unknown): boolean };
         clients: { ready(): Promise<void> };
         close(): Promise<unknown>;
       }>;
@@ -231,26 +292,42 @@ async function main(): Promise<void> {
     const logger = createLogger({ level: LOG_LEVEL, destination: openSync('/dev/null', 'w') });
     const app = await createApp(config, { logger, defaultMetrics: true });
     await app.clients.ready();
-    handle = (req, res) => app.fastPath.handle(req, res);
+    if (WORKLOAD === 'tool' || WORKLOAD === 'mcp') {
+      const { builtInTools } = (await import(
+        pathToFileURL(fileURLToPath(new URL('gateway/mcp/built-in-tools.js', DIST))).href
+      )) as { builtInTools: (schema: unknown) => Array<{ name: string; source: string }> };
+      const { schema } = (await import(
+        pathToFileURL(fileURLToPath(new URL('gateway/schema/index.js', DIST))).href
+      )) as { schema: unknown };
+      toolQuery = builtInTools(schema).find((tool) => tool.name === 'is_null')?.source ?? '';
+    }
+    // The MCP lane is reached through the server's request listener, as node:http calls it.
+    handle =
+      WORKLOAD === 'mcp'
+        ? (req, res) => app.server.emit('request', req, res)
+        : (req, res) => app.fastPath.handle(req, res);
     served = () => `; fast path ${app.fastPath.served.fast}, handed over ${app.fastPath.served.handedOver}`;
     close = () => app.close();
   }
 
   let sent = 0;
-  const headers = {
+  const headers: Record<string, string> = {
     host: '127.0.0.1',
     'content-type': 'application/json',
-    accept: 'application/graphql-response+json',
+    accept: WORKLOAD === 'mcp' ? 'application/json, text/event-stream' : 'application/graphql-response+json',
+    ...(WORKLOAD === 'mcp' ? { 'mcp-protocol-version': '2025-06-18' } : {}),
   };
   let trace: StallTrace | undefined;
   const one = (): Promise<void> =>
     new Promise((resolve, reject) => {
       const started = trace === undefined ? 0 : performance.now();
       const body = Buffer.from(JSON.stringify(bodyOf(sent++)));
-      const req = new FakeRequest({ ...headers, 'content-length': String(body.length) }, body);
+      const fields = { ...headers, 'content-length': String(body.length) };
+      const req =
+        WORKLOAD === 'mcp' ? new FakeStreamRequest('/mcp', fields, body) : new FakeRequest(fields, body);
       const res = new FakeResponse((status, text) => {
         const expected = WORKLOAD === 'proxy' ? '"is_null"' : WORKLOAD === 'pi' ? '"pi"' : '"isNull"';
-        if (status !== 200 || !text.includes(expected))
+        if (status !== 200 || !text.includes(expected) || text.includes('"isError":true'))
           reject(new Error(`unexpected answer ${status}: ${text.slice(0, 300)}`));
         else {
           trace?.request(started, performance.now());

@@ -45,6 +45,9 @@ describe('loadConfig', () => {
     expect(config.resilience.breakerThreshold).toBe(0);
     expect(config.cache.responseCache).toBe(false);
     expect(config.services.apiKeys).toBe('k1:pro, k2:enterprise');
+    const mcp = loadConfig({ MCP_ALLOWED_ORIGINS: 'https://Agent.Example.com, http://10.0.0.2:8080/' });
+    expect(mcp.server.mcp).toBe(true);
+    expect(mcp.server.mcpAllowedOrigins).toEqual(['https://agent.example.com', 'http://10.0.0.2:8080']);
   });
 
   it.each([
@@ -56,6 +59,9 @@ describe('loadConfig', () => {
     ['BREAKER_THRESHOLD', '2.5'],
     ['NODE_ENV', 'staging'],
     ['API_KEYS', 'k1:gold'],
+    ['MCP', 'perhaps'],
+    ['MCP_ALLOWED_ORIGINS', 'agent.example.com'],
+    ['MCP_ALLOWED_ORIGINS', 'https://agent.example.com/path'],
   ])('refuses %s=%s with one line naming the variable', (name, value) => {
     let error: unknown;
     try {

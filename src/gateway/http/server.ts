@@ -1,9 +1,16 @@
 /**
- * The gateway's HTTP server: node:http, the fast path first, Yoga's handler for everything else;
+ * The gateway's HTTP server: node:http, the lanes above this layer (the MCP lane: `Lane`) first, then
+ * the fast path, Yoga's handler for everything else;
  * keep-alive timeouts suited to sitting behind a load balancer; and a graceful drain for shutdown
  * (stop accepting, answer what was accepted, then close whatever is left).
  */
-import { createServer, type Server, type ServerResponse, STATUS_CODES } from 'node:http';
+import {
+  createServer,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+  STATUS_CODES,
+} from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { FastPath } from './fast-path/fast-path.js';
 import type { GatewayYoga } from './yoga.js';
@@ -45,13 +52,23 @@ function clientErrorStatus(error: NodeJS.ErrnoException & { rawPacket?: Buffer }
   return lineEnd === -1 || lineEnd > MAX_URI_BYTES + 16 ? 414 : 431;
 }
 
-export function createGatewayServer(yoga: GatewayYoga, fastPath: FastPath): GatewayServer {
+/** A lane of a layer above this one (mcp/): takes the requests it serves and returns true for them. */
+export interface Lane {
+  handle(req: IncomingMessage, res: ServerResponse): boolean;
+}
+
+export function createGatewayServer(
+  yoga: GatewayYoga,
+  fastPath: FastPath,
+  lanes: readonly Lane[] = [],
+): GatewayServer {
   const server = createServer((req, res) => {
     if ((req.url?.length ?? 0) > MAX_URI_BYTES) {
       res.writeHead(414, { 'content-length': 0, connection: 'close' });
       res.end();
       return;
     }
+    for (const lane of lanes) if (lane.handle(req, res)) return;
     if (!fastPath.handle(req, res)) yoga(req, res);
   });
   server.on('clientError', (error: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket) => {

@@ -1,0 +1,236 @@
+/**
+ * The MCP lane: `POST /mcp`, the Model Context Protocol over Streamable HTTP (contract §13;
+ * docs/agents.md), a third lane of the request pipeline beside the fast path and Yoga's. Like them it
+ * decides only how bytes travel: JSON-RPC in, tool results out. Each tool call is an operation of
+ * the request pipeline (tool-call.ts); identity is read by the same `requestFactsOf` as on the
+ * GraphQL lanes.
+ *
+ * The official SDK does the protocol: its low-level `Server` with the gateway's handlers for
+ * tools/list and tools/call (its `McpServer` answers an unknown tool with a result and bad arguments
+ * without a code), and its Streamable HTTP transport, stateless (no session id) with JSON answers,
+ * one pair per HTTP request, as the SDK requires of a stateless transport: any replica answers any
+ * request. The transport is the SDK's web-standard one, which its node class wraps; the lane hands it
+ * the request's body read and parsed (fetch-exchange.ts). The transport answers what it defines
+ * itself: a body that is not JSON or not JSON-RPC (400 with a JSON-RPC error), over
+ * MAX_REQUEST_BODY_BYTES (413), a wrong Accept (406) or Content-Type (415).
+ *
+ * Before the transport sees a request, in this order, nothing having run:
+ * - an `Origin` that is neither loopback (localhost, 127.0.0.1, [::1], any port) nor in
+ *   MCP_ALLOWED_ORIGINS: 403 (DNS-rebinding protection); no Origin passes; an allowed origin's CORS
+ *   preflight is answered (origins.ts);
+ * - any method but POST: 405 with `Allow: POST` (no standalone stream without sessions; the SDK
+ *   would open one on GET and answer DELETE with 200);
+ * - a malformed Authorization header: 401 with `WWW-Authenticate: Bearer` (identity.ts).
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  type JSONRPCMessage,
+  ListToolsRequestSchema,
+  McpError,
+} from '@modelcontextprotocol/sdk/types.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
+import type { YogaLogger } from 'graphql-yoga';
+import { requestFactsOf } from '../request/facts.js';
+import { MASKED_MESSAGE, type RequestPipeline } from '../request/pipeline.js';
+import { fetchRequestOf, sendFetchResponse } from './fetch-exchange.js';
+import { type McpMetrics, type McpOutcome, NO_METHOD, OTHER_METHOD } from './mcp-metrics.js';
+import { corsFields, originAllowed, preflightFields } from './origins.js';
+import { createToolCaller, type ToolCalls } from './tool-call.js';
+import type { Toolset } from './toolset.js';
+
+export const MCP_ENDPOINT = '/mcp';
+
+export interface McpLaneOptions {
+  pipeline: RequestPipeline;
+  toolset: Toolset;
+  metrics: McpMetrics;
+  /** MAX_REQUEST_BODY_BYTES: a larger body is 413, as on /graphql. */
+  maxBodyBytes: number;
+  /** MCP_ALLOWED_ORIGINS, as origins (`https://host[:port]`), besides loopback ones. */
+  allowedOrigins: readonly string[];
+  /** Where unexpected errors are logged (the answer says only "Unexpected error."). */
+  logger: YogaLogger;
+}
+
+export interface McpLane {
+  /** Serves `req` when it is for /mcp and returns true; false leaves it to the other lanes. */
+  handle(req: IncomingMessage, res: ServerResponse): boolean;
+}
+
+/** What the gateway says of itself in `initialize`. */
+const SERVER_INFO = { name: 'null-pi-gateway', title: 'null-pi GraphQL gateway', version: '0.1.0' };
+const INSTRUCTIONS =
+  'Each tool is a GraphQL query of the gateway. Results carry the data as structuredContent and, in _meta, what the call cost (cost), the sponsor messages the services require shown (sponsoredBy), the request id and, with minAccuracy, which model was chosen (routing). A result with isError lists each error with its code in _meta.errors: BUDGET_EXCEEDED (with retryAfterSeconds) means the key or X-Max-Cost-Usd does not allow the call.';
+/** Longest tool name echoed back in an error. */
+const MAX_ECHOED = 64;
+
+/** A refusal before any message ran: a JSON-RPC error without an id, as the transport words its own. */
+function refuse(
+  res: ServerResponse,
+  status: number,
+  message: string,
+  headers: Record<string, string> = {},
+): void {
+  const body = JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message }, id: null });
+  res.writeHead(status, {
+    ...headers,
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(body),
+  });
+  res.end(body);
+}
+
+export function createMcpLane(options: McpLaneOptions): McpLane {
+  const { pipeline, toolset, metrics, maxBodyBytes, allowedOrigins, logger } = options;
+  const callTool = createToolCaller(pipeline);
+  // One validator for every request's Server (the SDK would make an Ajv instance per Server).
+  const jsonSchemaValidator = new AjvJsonSchemaValidator();
+
+  /** The SDK's server for one HTTP request, its handlers bound to that request's tool calls. */
+  const serverFor = (calls: ToolCalls): Server => {
+    const server = new Server(SERVER_INFO, {
+      capabilities: { tools: { listChanged: false } },
+      instructions: INSTRUCTIONS,
+      jsonSchemaValidator,
+    });
+    server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [...toolset.list] }));
+    server.setRequestHandler(CallToolRequestSchema, async (request) => {
+      const { name, arguments: args } = request.params;
+      const tool = toolset.get(name);
+      if (tool === undefined)
+        throw new McpError(
+          ErrorCode.InvalidParams,
+          `Unknown tool: ${name.length > MAX_ECHOED ? `${name.slice(0, MAX_ECHOED)}…` : name}. tools/list names the tools.`,
+        );
+      try {
+        return await callTool(calls, tool, args ?? {});
+      } catch (error) {
+        logger.error(error);
+        throw new McpError(ErrorCode.InternalError, MASKED_MESSAGE);
+      }
+    });
+    return server;
+  };
+
+  /** Counts each message by method and outcome (mcp-metrics.ts), through the transport's public hooks. */
+  const observe = (transport: WebStandardStreamableHTTPServerTransport): { seen: () => boolean } => {
+    const methods = new Map<string | number, string>();
+    let seen = false;
+    const receive = transport.onmessage;
+    transport.onmessage = (message, extra) => {
+      seen = true;
+      if ('method' in message) {
+        if ('id' in message) methods.set(message.id, message.method);
+        else metrics.record(message.method, 'ok');
+      }
+      receive?.(message, extra);
+    };
+    const send = transport.send.bind(transport);
+    transport.send = (message: JSONRPCMessage, sendOptions) => {
+      if ('id' in message && !('method' in message)) {
+        const outcome: McpOutcome =
+          'error' in message
+            ? 'rpc_error'
+            : (message.result as { isError?: unknown }).isError === true
+              ? 'tool_error'
+              : 'ok';
+        metrics.record(methods.get(message.id as string | number) ?? OTHER_METHOD, outcome);
+      }
+      return send(message, sendOptions);
+    };
+    return { seen: () => seen };
+  };
+
+  const serve = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const headers = req.headers;
+    const facts = requestFactsOf((name) => headers[name] as string | undefined, req.socket.remoteAddress);
+    // On every answer, refusals included, as on the other routes.
+    res.setHeader('x-request-id', facts.requestId);
+    const origin = headers.origin;
+    if (origin !== undefined && !originAllowed(origin, allowedOrigins)) {
+      metrics.record(NO_METHOD, 'refused');
+      return refuse(
+        res,
+        403,
+        'Forbidden: this Origin may not use /mcp (loopback origins and MCP_ALLOWED_ORIGINS only).',
+      );
+    }
+    if (origin !== undefined) {
+      // An allowed page may read every answer, refusals included (origins.ts).
+      if (req.method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined) {
+        res.writeHead(204, { ...preflightFields(origin), 'content-length': 0 });
+        res.end();
+        return;
+      }
+      for (const [name, value] of Object.entries(corsFields(origin))) res.setHeader(name, value);
+    }
+    if (req.method !== 'POST') {
+      metrics.record(NO_METHOD, 'refused');
+      return refuse(
+        res,
+        405,
+        'Method not allowed: this server is stateless and offers no standalone stream; send JSON-RPC messages with POST.',
+        { allow: 'POST' },
+      );
+    }
+    if (facts.authRefusal !== undefined) {
+      metrics.record(NO_METHOD, 'refused');
+      return refuse(res, 401, facts.authRefusal.message, { 'www-authenticate': 'Bearer' });
+    }
+    const calls: ToolCalls = { facts, states: new Set() };
+    const server = serverFor(calls);
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      enableJsonResponse: true,
+      maxRequestBodySize: maxBodyBytes,
+    });
+    res.once('close', () => {
+      if (res.writableFinished) return;
+      // The client left before its answer: its tool calls stop spending (§8), the SDK's handlers are
+      // aborted. (An answered request's server and transport are left to the garbage collector:
+      // closing them makes an error with a stack per request.)
+      for (const state of calls.states) pipeline.cancel(state, new Error('client went away'));
+      void server.close();
+    });
+    await server.connect(transport);
+    const observed = observe(transport);
+    const { request, parsedBody } = await fetchRequestOf(req, maxBodyBytes);
+    const response = await transport.handleRequest(
+      request,
+      parsedBody === undefined ? undefined : { parsedBody },
+    );
+    if (!observed.seen() && response.status >= 400) metrics.record(NO_METHOD, 'refused');
+    // A caller with a budget sees it on the answer, as on /graphql (RateLimit header fields).
+    const added = calls.ran === undefined ? undefined : await pipeline.answerHeaders(calls.ran);
+    await sendFetchResponse(response, res, added);
+  };
+
+  const fail = (error: unknown, res: ServerResponse) => {
+    logger.error(error);
+    if (res.headersSent || res.destroyed) {
+      res.destroy();
+      return;
+    }
+    const body = JSON.stringify({
+      jsonrpc: '2.0',
+      error: { code: ErrorCode.InternalError, message: MASKED_MESSAGE },
+      id: null,
+    });
+    res.writeHead(500, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+    res.end(body);
+  };
+
+  return {
+    handle(req, res) {
+      const url = req.url ?? '';
+      const query = url.indexOf('?');
+      if ((query === -1 ? url : url.slice(0, query)) !== MCP_ENDPOINT) return false;
+      serve(req, res).catch((error: unknown) => fail(error, res));
+      return true;
+    },
+  };
+}

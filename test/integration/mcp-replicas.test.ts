@@ -1,0 +1,74 @@
+/**
+ * Any replica answers any MCP request (contract §13: stateless, no session, no affinity): one SDK
+ * client whose requests go to two gateway processes in turn (initialize to one, the next message to
+ * the other, and so on) works as against one gateway, and each process ran, and logged, its share of
+ * the tool calls.
+ */
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
+import { type GatewayProcess, startGatewayProcess } from '../support/gateway-process.js';
+import { callTool, connectMcp } from '../support/mcp-client.js';
+import { routeSpecAnswers } from '../support/upstream-bodies.js';
+import { until } from '../support/waits.js';
+
+let upstream: ScriptedUpstream;
+let replicas: GatewayProcess[] = [];
+beforeAll(async () => {
+  upstream = await startScriptedUpstream();
+  routeSpecAnswers(upstream);
+  const env = {
+    NULL_BASE_URL: upstream.url,
+    PI_BASE_URL: upstream.url,
+    NULL_API_VERSION: 'v1',
+    PI_API_VERSION: 'v1',
+    FREE_RATE_LIMIT: '0',
+    LOG_LEVEL: 'info',
+  };
+  replicas = await Promise.all([startGatewayProcess(env), startGatewayProcess(env)]);
+}, 120_000);
+afterAll(async () => {
+  await Promise.all(replicas.map((replica) => replica.stop()));
+  await upstream?.close();
+});
+
+it('one client, its requests answered by two gateway processes in turn', async () => {
+  const origins = replicas.map((replica) => new URL(replica.url).origin);
+  let sent = 0;
+  const alternating: typeof fetch = (input, init) => {
+    const url = new URL(input instanceof Request ? input.url : String(input));
+    const origin = origins[sent++ % origins.length] as string;
+    return fetch(new URL(`${url.pathname}${url.search}`, origin), init);
+  };
+  const client = await connectMcp(origins[0] as string, { fetch: alternating });
+  const requestIds: string[] = [];
+  try {
+    expect((await client.listTools()).tools.length).toBe(6);
+    for (const [name, args] of [
+      ['is_null', { value: 1 }],
+      ['pi_digits', { digits: 3 }],
+      ['is_null', { value: null }],
+      ['pi_digits', { digits: 2 }],
+    ] as const) {
+      const result = await callTool(client, name, args);
+      expect(result.isError, name).toBeUndefined();
+      expect(result._meta?.cost?.upstreamCalls).toBe(1);
+      requestIds.push(result._meta?.requestId as string);
+    }
+  } finally {
+    await client.close();
+  }
+  expect(sent).toBeGreaterThanOrEqual(6);
+  // Each call was one operation, logged by exactly one of the processes (once its line is read); both took some.
+  const logged = (id: string) =>
+    replicas.some((replica) =>
+      replica.lines.some((line) => line.msg === 'graphql operation' && line.requestId === id),
+    );
+  expect(await until(() => requestIds.every(logged), 200)).toBe(true);
+  const served = replicas.map((replica) =>
+    requestIds.filter((id) =>
+      replica.lines.some((line) => line.msg === 'graphql operation' && line.requestId === id),
+    ),
+  );
+  expect(served.flat().sort()).toEqual([...requestIds].sort());
+  for (const share of served) expect(share.length).toBeGreaterThan(0);
+});
