@@ -11,7 +11,12 @@
 -- field left at float noise (1e-12, budget-windows.ts' NOISE_USD). `sweep()`: every expired lease (at
 -- most 64, budget-windows.ts' SWEEP_PER_CALL) moves from reservation to spend in its bucket of each
 -- window and leaves the set; answers how many and their dollars. The slack of a fit is 1e-9
--- (FIT_EPSILON_USD).
+-- (FIT_EPSILON_USD). `replicas_of(token)`: how many replicas hold a lease of the key (a
+-- share or a reservation in flight), this one counted whatever: the key's lease set is how replicas
+-- know each other (a lease id starts with its replica's 8-character token; a share is
+-- `share<token>`). `remainder(totals,
+-- extra, at, stride)`: the least of every window's limit (ARGV[at + stride * i]) less its total and
+-- `extra`.
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local windows = #KEYS - 1
@@ -82,6 +87,26 @@ local function sweep()
     end
   end
   return #due, usd
+end
+local function replicas_of(token)
+  local seen = {[token] = true}
+  local count = 1
+  for _, member in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+    local who = string.match(member, '^share(.-):') or string.sub(member, 1, 8)
+    if not seen[who] then
+      seen[who] = true
+      count = count + 1
+    end
+  end
+  return count
+end
+local function remainder(totals, extra, limit_at, stride)
+  local least = nil
+  for i = 1, windows do
+    local left = tonumber(ARGV[limit_at + stride * i]) - totals[i] - extra
+    if least == nil or left < least then least = left end
+  end
+  return least or 0
 end
 local lapsed, lapsed_usd = sweep()
 local base = 2 * windows

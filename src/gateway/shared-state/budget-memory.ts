@@ -66,13 +66,17 @@ export interface MemoryBudget {
    * of the same time and amount.
    */
   release(budgetKey: string, at: number, usd: number, id: string | undefined): Lease | undefined;
-  /** This replica's decision, on its own buckets (`limitOf`: each window's limit here), with a lease. */
+  /**
+   * This replica's decision, on its own buckets, with a lease. `limitOf`: each window's limit here
+   * (default its own; during a Redis outage, this replica's part of it).
+   */
   reserve(
     budgetKey: string,
     windows: readonly BudgetWindowSpec[],
     usd: number,
     now: number,
     leaseMs: number,
+    limitOf?: (spec: BudgetWindowSpec) => number,
   ): BudgetReserveResult;
   /** A copy of this replica's buckets of the windows ending at `now`. */
   read(budgetKey: string, windows: readonly BudgetWindowSpec[], now: number): Map<number, Amounts>[];
@@ -180,12 +184,13 @@ export function createMemoryBudget(maxKeys: number, options: MemoryBudgetOptions
       return lease;
     },
 
-    reserve(budgetKey, windows, usd, now, leaseMs) {
+    reserve(budgetKey, windows, usd, now, leaseMs, limitOf) {
       let fits = true;
       const views = windows.map((spec) => {
         const window = windowOf(budgetKey, spec);
         prune(window, spec, now);
-        if (totalOf(window.buckets) + usd > spec.limitUsd + FIT_EPSILON_USD) fits = false;
+        const limit = limitOf === undefined ? spec.limitUsd : limitOf(spec);
+        if (totalOf(window.buckets) + usd > limit + FIT_EPSILON_USD) fits = false;
         return window;
       });
       if (!fits) return { ok: false, at: now, windows: views.map((window) => listOf(window.buckets)) };

@@ -9,6 +9,7 @@
 import { createOutageLedger, type LedgerSender, type PendingSettle } from './budget-ledger.js';
 import { createMemoryBudget } from './budget-memory.js';
 import { BUDGET_SCRIPTS } from './budget-scripts.js';
+import { createBudgetShares } from './budget-shares.js';
 import {
   bucketsOfFields,
   DEFAULT_LEASE_MS,
@@ -34,6 +35,14 @@ export interface RedisBudgetStoreOptions {
   timeoutMs?: number | undefined;
   /** Hears of leases that lapsed (count, their estimates in USD), once each, whoever noticed. */
   onLapse?: ((count: number, usd: number) => void) | undefined;
+  /** Hears of each share top-up Redis granted (budget-shares.ts). */
+  onShareRefill?: (() => void) | undefined;
+}
+
+/** The Redis store, and what its shares hold now. */
+export interface RedisBudgetStore extends BudgetStore {
+  /** USD this replica's shares hold (budget-shares.ts). */
+  sharesHeldUsd(): number;
 }
 
 type Warned = ((warning: BudgetWarning) => void) | undefined;
@@ -42,7 +51,7 @@ export function createRedisBudgetStore(
   link: RedisLink,
   maxKeys: number,
   options: RedisBudgetStoreOptions = {},
-): BudgetStore {
+): RedisBudgetStore {
   const { timeoutMs, onLapse } = options;
   const ledger = createOutageLedger(maxKeys);
   const memory = createMemoryBudget(maxKeys, {
@@ -69,6 +78,75 @@ export function createRedisBudgetStore(
   const lapsedIn = (count: unknown, usd: unknown) => {
     const n = Number(count);
     if (n > 0 && onLapse !== undefined) onLapse(n, Number(usd) || 0);
+  };
+
+  const shares = createBudgetShares(link.script('sharedStateBudgetShare', undefined, BUDGET_SCRIPTS.share), {
+    link,
+    timeoutMs,
+    keysOf,
+    token: memory.token,
+    lapsedIn,
+    onRefill: options.onShareRefill,
+  });
+
+  /**
+   * Decided here (Redis away, or its script failed): this replica's part of what was left at its last
+   * contact with Redis for the key; a key it never reached Redis for, on its own buckets with each
+   * limit divided by the replicas it last saw.
+   */
+  const decideHere = (
+    budgetKey: string,
+    windows: readonly BudgetWindowSpec[],
+    usd: number,
+    now: number,
+    leaseMs: number,
+  ): BudgetReserveResult => {
+    const fits = shares.outageFits(budgetKey, usd);
+    if (fits === false)
+      return { ok: false, at: now, windows: memory.read(budgetKey, windows, now).map(listOf) };
+    const replicas = shares.replicas();
+    return memory.reserve(budgetKey, windows, usd, now, leaseMs, (spec) =>
+      fits === true ? Number.POSITIVE_INFINITY : spec.limitUsd / replicas,
+    );
+  };
+
+  /** Per operation, in one script (no share, or none with room). */
+  const reserveInRedis = (
+    budgetKey: string,
+    windows: readonly BudgetWindowSpec[],
+    usd: number,
+    now: number,
+    leaseMs: number,
+  ): Promise<BudgetReserveResult> => {
+    ledger.flush(now, sender);
+    const keys = keysOf(budgetKey, windows);
+    const args = windowArgs(windows);
+    args.push(usd, FIT_EPSILON_USD, memory.newLeaseId(), Math.ceil(leaseMs));
+    for (const spec of windows) args.push(spec.limitUsd, spec.warnUsd);
+    args.push(memory.token);
+    return link
+      .run('budget_reserve', () => reserveScript(keys.length, ...keys, ...args), timeoutMs)
+      .then((answer): BudgetReserveResult => {
+        // Failed or timed out: decided here. Had the script run after all, its lease lapses at
+        // the deadline and counts as spent: an error towards the budget, bounded.
+        if (answer === FAILED || !Array.isArray(answer))
+          return decideHere(budgetKey, windows, usd, now, leaseMs);
+        const at = Number(answer[1]);
+        lapsedIn(answer[2], answer[3]);
+        if (Number(answer[0]) !== 1) {
+          return {
+            ok: false,
+            at,
+            windows: windows.map((spec, i) => listOf(bucketsOfFields(answer[i + 4], spec, at))),
+          };
+        }
+        // This replica's own figure (the outage fallback), in Redis' bucket.
+        memory.book({ budgetKey, windows, at, reservedUsd: usd, spentUsd: 0 }, now, false);
+        const member = String(answer[4]);
+        const lease = memory.hold({ budgetKey, windows, at, usd, expiresAt: now + leaseMs, member });
+        shares.contact(budgetKey, windows, usd, Number(answer[6]), Number(answer[7]));
+        return { ok: true, at, shared: true, warnings: warningsOf(answer[5]), lease };
+      });
   };
 
   /**
@@ -143,39 +221,25 @@ export function createRedisBudgetStore(
   return {
     reserve(budgetKey, windows, usd, now, leaseMs = DEFAULT_LEASE_MS): MaybePromise<BudgetReserveResult> {
       memory.sweep(budgetKey, now);
-      if (!link.usable()) return memory.reserve(budgetKey, windows, usd, now, leaseMs);
-      ledger.flush(now, sender);
-      const keys = keysOf(budgetKey, windows);
-      const args = windowArgs(windows);
-      args.push(usd, FIT_EPSILON_USD, memory.newLeaseId(), Math.ceil(leaseMs));
-      for (const spec of windows) args.push(spec.limitUsd, spec.warnUsd);
-      return link
-        .run('budget_reserve', () => reserveScript(keys.length, ...keys, ...args), timeoutMs)
-        .then((answer): BudgetReserveResult => {
-          // Failed or timed out: decided here. Had the script run after all, its lease lapses at
-          // the deadline and counts as spent: an error towards the budget, bounded.
-          if (answer === FAILED || !Array.isArray(answer))
-            return memory.reserve(budgetKey, windows, usd, now, leaseMs);
-          const at = Number(answer[1]);
-          lapsedIn(answer[2], answer[3]);
-          if (Number(answer[0]) !== 1) {
-            return {
-              ok: false,
-              at,
-              windows: windows.map((spec, i) => listOf(bucketsOfFields(answer[i + 4], spec, at))),
-            };
-          }
-          // This replica's own figure (the outage fallback), in Redis' bucket.
-          memory.book({ budgetKey, windows, at, reservedUsd: usd, spentUsd: 0 }, now, false);
-          const member = String(answer[4]);
-          const lease = memory.hold({ budgetKey, windows, at, usd, expiresAt: now + leaseMs, member });
-          return { ok: true, at, shared: true, warnings: warningsOf(answer[5]), lease };
-        });
+      const shared = shares.admit(budgetKey, windows, usd, now);
+      if (!(shared instanceof Promise)) {
+        if (shared !== undefined) return shared;
+        if (!link.usable()) return decideHere(budgetKey, windows, usd, now, leaseMs);
+        return reserveInRedis(budgetKey, windows, usd, now, leaseMs);
+      }
+      // A refill under way: once it is done, the share again, else per operation.
+      return shared.then(() => {
+        const again = shares.admit(budgetKey, windows, usd, now);
+        if (again !== undefined && !(again instanceof Promise)) return again;
+        if (!link.usable()) return decideHere(budgetKey, windows, usd, now, leaseMs);
+        return reserveInRedis(budgetKey, windows, usd, now, leaseMs);
+      });
     },
 
     settle(budgetKey, windows, at, reservedUsd, spentUsd, now, onWarning, leaseId) {
       const spent = spentUsd > 0 && Number.isFinite(spentUsd) ? spentUsd : 0;
       const reserved = Number.isFinite(reservedUsd) ? reservedUsd : 0;
+      if (shares.settle(leaseId, spent)) return;
       memory.sweep(budgetKey, now);
       const lease = memory.release(budgetKey, at, reserved, leaseId);
       // Lapsed already (here, and in Redis for a Redis lease): counted at its estimate, once.
@@ -183,6 +247,7 @@ export function createRedisBudgetStore(
       const moved = { budgetKey, windows, at: lease.at, reservedUsd: -lease.usd, spentUsd: spent };
       const shared = bookHere(moved, now, onWarning);
       if (lease.member === undefined) {
+        shares.outageSettle(budgetKey, lease.usd, spent);
         // Reserved here only: Redis learns the spend.
         if (!shared) ledger.owe(budgetKey, windows, lease.at, spent);
         else if (spent > 0) sendSpend(budgetKey, windows, lease.at, spent, lease.at, onWarning);
@@ -208,6 +273,9 @@ export function createRedisBudgetStore(
     read(budgetKey, windows, now): MaybePromise<BudgetRead> {
       memory.sweep(budgetKey, now);
       if (!link.usable()) return { at: now, windows: memory.read(budgetKey, windows, now).map(listOf) };
+      // Holding a share: its last script's figures (at most VIEW_MS old), no round trip.
+      const view = shares.view(budgetKey, windows, now);
+      if (view !== undefined) return view;
       const keys = keysOf(budgetKey, windows);
       const args = windowArgs(windows);
       return link
@@ -233,5 +301,9 @@ export function createRedisBudgetStore(
           };
         });
     },
+
+    sharesHeldUsd: () => shares.heldUsd(),
+
+    close: () => shares.close(),
   };
 }

@@ -1,9 +1,10 @@
 -- budgets.reserve (budget-redis.ts). Own ARGV: base+1 dollars, base+2 slack, base+3 lease id, base+4
--- lease ms, then per window i: base+3+2i limit, base+4+2i warning figure. Books the dollars as
--- reserved in the current bucket of every window when every window's total plus them stays within
--- its limit (+ slack), with a lease: answers {1, now, lapsed, lapsed usd, lease member, {index,
--- total, …} of windows due a warning}; else books nothing and answers {0, now, lapsed, lapsed usd,
--- fields of window 1, …}.
+-- lease ms, then per window i: base+3+2i limit, base+4+2i warning figure, then base+5+2n this
+-- replica's token (the replica set's member). Books the dollars as reserved in the current bucket of
+-- every window when every window's total plus them stays within its limit (+ slack), with a lease:
+-- answers {1, now, lapsed, lapsed usd, lease member, {index, total, …} of windows due a warning, what
+-- is left of the tightest window after it, replicas counting}; else books nothing and answers {0, now,
+-- lapsed, lapsed usd, fields of window 1, …}.
 local usd = tonumber(ARGV[base + 1])
 local slack = tonumber(ARGV[base + 2])
 local totals = {}
@@ -41,4 +42,6 @@ redis.call('ZADD', KEYS[1], now + lease_ms, member)
 -- The set outlives every lease in it until its bucket has left every window.
 local keep = longest + lease_ms
 if redis.call('PTTL', KEYS[1]) < keep then redis.call('PEXPIRE', KEYS[1], keep) end
-return {1, now, lapsed, tostring(lapsed_usd), member, warned}
+local left = remainder(totals, usd, base + 3, 2)
+local replicas = replicas_of(ARGV[base + 5 + 2 * windows])
+return {1, now, lapsed, tostring(lapsed_usd), member, warned, tostring(left), replicas}

@@ -14,6 +14,7 @@ export interface BudgetScripts {
   readonly settle: string;
   readonly add: string;
   readonly read: string;
+  readonly share: string;
 }
 
 const helpers = read('budget-helpers.lua');
@@ -24,4 +25,5 @@ export const BUDGET_SCRIPTS: BudgetScripts = {
   settle: script('settle'),
   add: script('add'),
   read: script('read'),
+  share: script('share'),
 };

@@ -44,7 +44,11 @@
  * still counts for every replica after it. A Redis lease settled while Redis is away is settled there
  * once it is back (or has lapsed meanwhile: then nothing is booked twice).
  *
- * Files: budget-windows.ts (buckets, constants), budget-memory.ts (this process' buckets and leases:
+ * With Redis, a replica whose key has a budget large against its operations' estimates takes a share
+ * of it (budget-shares.ts) and admits operations against that in memory: Redis is touched per refill
+ * or write-back, not per operation.
+ *
+ * Files: budget-windows.ts (buckets, constants), budget-shares.ts (shares), budget-memory.ts (this process' buckets and leases:
  * the whole store in memory mode), budget-redis.ts (the store with Redis), budget-ledger.ts (what is
  * owed to Redis during an outage, and its flush), budget-scripts.ts and the budget-*.lua files beside
  * it (the scripts, read at start).
@@ -71,6 +75,8 @@ export interface BudgetStoreOptions {
   timeoutMs?: number;
   /** Hears of leases that lapsed (count, their estimates in USD), once each, whoever noticed. */
   onLapse?: (count: number, usd: number) => void;
+  /** Hears of each budget share top-up Redis granted (budget-shares.ts). */
+  onShareRefill?: () => void;
 }
 
 /** The budgets in Redis when there is a link (REDIS_URL), else in this process. */
@@ -78,7 +84,7 @@ export function createBudgetStore(
   link: RedisLink | undefined,
   maxKeys: number,
   options: BudgetStoreOptions = {},
-): BudgetStore {
+): BudgetStore & { sharesHeldUsd?: () => number } {
   if (link === undefined) return createMemoryBudgetStore(maxKeys, options.onLapse);
   return createRedisBudgetStore(link, maxKeys, options);
 }

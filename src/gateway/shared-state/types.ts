@@ -203,6 +203,11 @@ export interface BudgetStore {
    * Redis fails. Never rejects.
    */
   read(budgetKey: string, windows: readonly BudgetWindowSpec[], now: number): MaybePromise<BudgetRead>;
+  /**
+   * Writes back what this replica's shares spent and gives back what they hold unused (Redis; memory
+   * has nothing to do). Never rejects.
+   */
+  close?(): Promise<void>;
 }
 
 /**
