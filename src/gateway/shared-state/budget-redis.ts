@@ -87,6 +87,7 @@ export function createRedisBudgetStore(
     token: memory.token,
     lapsedIn,
     onRefill: options.onShareRefill,
+    onTick: () => ledger.flush(Date.now(), sender),
   });
 
   /**

@@ -92,6 +92,8 @@ export interface BudgetSharesOptions {
   lapsedIn: (count: unknown, usd: unknown) => void;
   /** Hears of each top-up Redis granted. */
   onRefill?: (() => void) | undefined;
+  /** Runs at each flush interval while Redis is usable (the outage ledger's flush: shares make other writes rare). */
+  onTick?: (() => void) | undefined;
 }
 
 export interface BudgetShares {
@@ -133,7 +135,7 @@ export interface BudgetShares {
 }
 
 export function createBudgetShares(script: ScriptCall, options: BudgetSharesOptions): BudgetShares {
-  const { link, timeoutMs, keysOf, token, lapsedIn, onRefill } = options;
+  const { link, timeoutMs, keysOf, token, lapsedIn, onRefill, onTick } = options;
   const shares = new Map<string, Share>();
   const ops = new Map<string, ShareOp>();
   /** Per key: what this replica may still spend during an outage (its part at the last contact). */
@@ -250,6 +252,7 @@ export function createBudgetShares(script: ScriptCall, options: BudgetSharesOpti
     const elapsed = Math.max(1, now - lastTick);
     lastTick = now;
     const usable = link.usable();
+    if (usable) onTick?.();
     for (const share of shares.values()) {
       share.rate = 0.5 * share.rate + (0.5 * share.admitted) / elapsed;
       share.admitted = 0;
