@@ -7,10 +7,11 @@
  * only its share and its part of what was left.
  */
 import { randomUUID } from 'node:crypto';
+import { createServer, type Socket, connect as tcpConnect } from 'node:net';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SHARE_FLOOR_OPS } from '../../src/gateway/shared-state/budget-shares.js';
+import { SHARE_FLOOR_OPS, SHARE_LEASE_MS } from '../../src/gateway/shared-state/budget-shares.js';
 import { createSharedState, type SharedState } from '../../src/gateway/shared-state/index.js';
 import { budgetRedisKeys } from '../../src/gateway/shared-state/redis-keys.js';
 import type { BudgetBucket, BudgetReserveResult } from '../../src/gateway/shared-state/types.js';
@@ -212,4 +213,66 @@ describe('budget shares on one redis-server', () => {
       await own.stop();
     }
   });
+
+  it('a replica cut off holding a share: the share lapses into spend at its whole amount, counted once by the replica that noticed', async () => {
+    // A reaches Redis through a loopback proxy; closing it cuts A off (a partition, or a process gone).
+    const sockets = new Set<Socket>();
+    const proxy = createServer((client) => {
+      const upstream = tcpConnect(server.port, '127.0.0.1');
+      for (const socket of [client, upstream]) {
+        sockets.add(socket);
+        socket.on('error', () => {});
+        socket.on('close', () => sockets.delete(socket));
+      }
+      client.pipe(upstream).pipe(client);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const address = proxy.address();
+    const port = typeof address === 'object' && address !== null ? address.port : 0;
+    const lapses: number[][] = [];
+    const a = createSharedState({
+      redisUrl: `redis://127.0.0.1:${port}`,
+      keyPrefix: prefix,
+      timeoutMs: 1000,
+      logger: silent,
+    });
+    const b = createSharedState({
+      redisUrl: server.url,
+      keyPrefix: prefix,
+      timeoutMs: 1000,
+      logger: silent,
+      onBudgetLapse: (count, usd) => lapses.push([count, usd]),
+    });
+    opened.push(a, b);
+    try {
+      expect(await until(() => a.status() === 'redis' && b.status() === 'redis')).toBe(true);
+      const key = `cut-${randomUUID()}`;
+      for (let i = 0; i < 12; i++) await operation(a, key);
+      // A holds a share (booked in Redis as reserved), with spend not yet written back perhaps.
+      expect(await until(async () => (await inRedis(raw, prefix, key)).reserved > 0)).toBe(true);
+      proxy.close();
+      for (const socket of sockets) socket.destroy();
+      expect(await until(() => a.status() === 'fallback')).toBe(true);
+      const held = await inRedis(raw, prefix, key);
+      // Not renewed, it lapses SHARE_LEASE_MS after A's last script (Redis' clock); B's read sweeps it.
+      const lapsed = await until(
+        async () => {
+          await b.budgets.read(key, windowOf(100), Date.now());
+          return lapses.length > 0;
+        },
+        Math.ceil((SHARE_LEASE_MS + 5000) / 100),
+        100,
+      );
+      expect(lapsed).toBe(true);
+      expect(lapses).toEqual([[1, expect.closeTo(held.reserved, 9)]]);
+      const after = await inRedis(raw, prefix, key);
+      expect(after.reserved).toBe(0);
+      // Everything A held counts as spent: at least what its operations were billed.
+      expect(after.spent).toBeCloseTo(held.spent + held.reserved, 9);
+      expect(after.spent).toBeGreaterThanOrEqual(12 * ESTIMATE - 1e-9);
+    } finally {
+      proxy.close();
+      for (const socket of sockets) socket.destroy();
+    }
+  }, 30_000);
 });
