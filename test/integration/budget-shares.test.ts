@@ -136,6 +136,31 @@ describe('budget shares, two replicas on one redis-server', () => {
     }
   });
 
+  it('a budget too small for shares, Redis killed outright after some spend: each replica spends only its part of what was left', async () => {
+    const own = await startRedisServer();
+    try {
+      const SMALL = 0.05;
+      const [a, b] = await pair(own.url, `spk-${randomUUID().slice(0, 8)}:`, {
+        COST_BUDGET_USD_PER_HOUR: String(SMALL),
+      });
+      const headers = { 'x-api-key': `sk-small-${randomUUID()}` };
+      // Both serve the key at once (each sees the other's reservations), then Redis goes.
+      const first = await spread([a, b], headers, 6);
+      expect(first.answered).toBe(6);
+      const left = SMALL - first.billed;
+      await own.kill();
+      expect(await until(() => [a, b].every((g) => g.app.sharedState.status() === 'fallback'))).toBe(true);
+      const during = await spread([a, b], headers, 40);
+      console.info(
+        `budget-shares Redis killed (per-operation path): ${first.billed.toFixed(3)} USD before, ${during.billed.toFixed(4)} during (${during.answered} answered; left ${left.toFixed(3)})`,
+      );
+      expect(during.billed).toBeLessThanOrEqual(left + MAX_ESTIMATE_ERROR + 1e-9);
+      expect(during.refused).toBeGreaterThan(0);
+    } finally {
+      await own.stop();
+    }
+  });
+
   it('a budgeted operation under a large budget makes about no Redis round trip for the budget', async () => {
     const budgets = await startRedisServer();
     const cache = await startRedisServer();

@@ -88,6 +88,7 @@ export function createRedisBudgetStore(
     lapsedIn,
     onRefill: options.onShareRefill,
     onTick: () => ledger.flush(Date.now(), sender),
+    maxKeys,
   });
 
   /**

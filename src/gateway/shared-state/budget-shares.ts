@@ -25,6 +25,7 @@
  * While Redis cannot be reached, a replica spends its share, and past it only its part of what was
  * left when it last reached Redis (that remainder ÷ the replicas then counting): `outageFits`.
  */
+import { LRUCache } from 'lru-cache';
 import type { Amounts } from './budget-windows.js';
 import { bucketOf, bucketsOfFields, warningsOf, windowArgs } from './budget-windows.js';
 import { FAILED, type RedisLink, type ScriptCall } from './redis-link.js';
@@ -42,6 +43,8 @@ export const SHARE_HORIZON_MS = 1_000;
 export const SHARE_MIN_OPS = 4;
 /** Below this many estimates left in the tightest window: no share, the exact per-operation reserve. */
 export const SHARE_FLOOR_OPS = 32;
+/** How long a replica remembers how many replicas it counted on a key, in ms. */
+const REPLICAS_KEPT_MS = 10_000;
 /** The `budget` field answers from the last share script's view while it is younger than this, in ms. */
 const VIEW_MS = 1_000;
 
@@ -92,6 +95,8 @@ export interface BudgetSharesOptions {
   lapsedIn: (count: unknown, usd: unknown) => void;
   /** Hears of each top-up Redis granted. */
   onRefill?: (() => void) | undefined;
+  /** Budget keys whose outage part is kept, at most (the least recently used go first). */
+  maxKeys: number;
   /** Runs at each flush interval while Redis is usable (the outage ledger's flush: shares make other writes rare). */
   onTick?: (() => void) | undefined;
 }
@@ -135,11 +140,31 @@ export interface BudgetShares {
 }
 
 export function createBudgetShares(script: ScriptCall, options: BudgetSharesOptions): BudgetShares {
-  const { link, timeoutMs, keysOf, token, lapsedIn, onRefill, onTick } = options;
+  const { link, timeoutMs, keysOf, token, lapsedIn, onRefill, onTick, maxKeys } = options;
   const shares = new Map<string, Share>();
   const ops = new Map<string, ShareOp>();
-  /** Per key: what this replica may still spend during an outage (its part at the last contact). */
-  const parts = new Map<string, { left: number }>();
+  /**
+   * Per key: what this replica may still spend during an outage (its part at the last contact), and
+   * the replicas it counted lately (the most within REPLICAS_KEPT_MS: replicas whose operations did
+   * not overlap at the last contact still count each other).
+   */
+  const parts = new LRUCache<string, { left: number; replicas: number; seen: number }>({ max: maxKeys });
+  /** The replicas a contact counts: the most counted for the key within REPLICAS_KEPT_MS. */
+  const counted = (budgetKey: string, replicas: number) => {
+    const before = parts.get(budgetKey);
+    const now = performance.now();
+    const kept = before !== undefined && now - before.seen < REPLICAS_KEPT_MS ? before.replicas : 1;
+    return Math.max(1, replicas, kept);
+  };
+  const noteContact = (budgetKey: string, left: number, replicas: number, halves: number) => {
+    const count = counted(budgetKey, replicas);
+    replicasSeen = count;
+    parts.set(budgetKey, {
+      left: Math.max(0, left) / (halves * count),
+      replicas: count,
+      seen: performance.now(),
+    });
+  };
   let replicasSeen = 1;
   let opCount = 0;
   let lastTick = performance.now();
@@ -216,19 +241,19 @@ export function createBudgetShares(script: ScriptCall, options: BudgetSharesOpti
         const at = Number(reply[0]);
         lapsedIn(reply[1], reply[2]);
         const amount = Number(reply[5]) || 0;
-        if (Number(reply[3]) !== 1 && share.member !== '') {
+        const found = Number(reply[3]) === 1;
+        if (!found && share.member !== '') {
           // Lapsed: its whole amount counted as spent, the operations in flight with it.
           share.gen++;
           share.inflight = 0;
           share.spent = 0;
-        } else if (amount > keep) onRefill?.();
+        }
+        if (amount > (found ? keep : 0)) onRefill?.();
         share.member = String(reply[4]);
         share.held = amount;
-        const replicas = Math.max(1, Number(reply[7]) || 1);
-        replicasSeen = replicas;
         // The other half of what is left is what the replicas' shares may still take: a part of half
         // keeps the sum within what was left however their last contacts are spread.
-        parts.set(budgetKey, { left: Math.max(0, Number(reply[6]) || 0) / (2 * replicas) });
+        noteContact(budgetKey, Number(reply[6]) || 0, Number(reply[7]) || 1, 2);
         share.warnings.push(...warningsOf(reply[8]));
         const views = windows.map((spec, i) => {
           const buckets = bucketsOfFields(reply[i + 9], spec, at);
@@ -304,8 +329,7 @@ export function createBudgetShares(script: ScriptCall, options: BudgetSharesOpti
     },
 
     contact(budgetKey, windows, usd, left, replicas) {
-      replicasSeen = Math.max(1, replicas);
-      parts.set(budgetKey, { left: Math.max(0, left) / replicasSeen });
+      noteContact(budgetKey, left, replicas, 1);
       if (closed || !(left >= SHARE_FLOOR_OPS * usd)) return;
       const share = shares.get(budgetKey) ?? newShare(budgetKey, windows, usd);
       share.estimate = usd;
