@@ -6,10 +6,11 @@
 --
 -- Own ARGV: base+1 the share's member ('' when none), base+2 dollars spent from it since the last
 -- call (moved to spend, in the current bucket), base+3 keep: what stays held (operations in flight
--- and the room not given back), base+4 must: what stays held whatever is left (operations in flight),
+-- and the room not given back), base+4 must: what stays held whatever is left (budget-shares.ts
+-- passes `keep`: operations may be admitted against the room while a refill runs),
 -- base+5 more: the top-up wanted, base+6 least: the smallest top-up worth taking (one operation's
--- estimate), base+7 floor: below this much left after `keep`, no top-up and the room goes back
--- (the last dollars go one operation at a time, by budgets.reserve), base+8 lease ms, base+9 this
+-- estimate), base+7 floor: below this much left after `keep`, no top-up and only `must` stays
+-- held (the last dollars go one operation at a time, by budgets.reserve), base+8 lease ms, base+9 this
 -- replica's token, then per window i: base+8+2i limit, base+9+2i warning figure.
 --
 -- The old lease leaves the set and the windows; if it had lapsed already (gone from the set), its

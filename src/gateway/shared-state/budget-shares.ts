@@ -13,9 +13,10 @@
  *   what it admitted per flush interval), at least SHARE_MIN_OPS × e;
  * - a top-up is at most what is left in the tightest window (after what the replica keeps) ÷ (2 ×
  *   the replicas using the key), none below e, and none at all when less than SHARE_FLOOR_OPS × e is
- *   left: then the share goes back down to the operations in flight and the last dollars go one
- *   operation at a time, by the exact per-operation reserve. So shares shrink as the remainder nears
- *   the limit and the bound of docs/contract.md, Cost is unchanged.
+ *   left: then no share grows, what one holds is used up by its own operations or given back when
+ *   idle, and the last dollars go one operation at a time, by the exact per-operation reserve. So
+ *   shares shrink as the remainder nears the limit and the bound of docs/contract.md, Cost is
+ *   unchanged.
  * - written back every SHARE_FLUSH_MS while there is spend to write, renewed every third of
  *   SHARE_LEASE_MS, refilled when its room falls under half the target, given back after
  *   SHARE_IDLE_MS without an operation, and at `close()`.
@@ -61,8 +62,10 @@ interface Share {
   spent: number;
   /** Bumped when the lease lapsed: operations of an older generation were counted by the lapse. */
   gen: number;
-  /** The script in flight: admissions wait for it. */
+  /** The script in flight (one at a time). */
   busy: Promise<void> | undefined;
+  /** It gives back the room: admissions wait for it (what they would take may be gone). */
+  giving: boolean;
   estimate: number;
   /** What it aims to hold (the target), USD. */
   size: number;
@@ -183,6 +186,7 @@ export function createBudgetShares(script: ScriptCall, options: BudgetSharesOpti
       spent: 0,
       gen: 0,
       busy: undefined,
+      giving: false,
       estimate: usd,
       size: SHARE_MIN_OPS * usd,
       lastRefill: Number.NEGATIVE_INFINITY,
@@ -199,15 +203,18 @@ export function createBudgetShares(script: ScriptCall, options: BudgetSharesOpti
 
   /**
    * One share script: writes back what was spent, keeps what is held (`giveBack`: only what is in
-   * flight), asks for a top-up up to the target. Admissions wait while it runs.
+   * flight; admissions wait for it), asks for a top-up up to the target. Operations admitted while a
+   * refill runs take from what it keeps, so they stay covered whatever it answers.
    */
   const call = (share: Share, giveBack: boolean): Promise<void> => {
     if (share.busy !== undefined) return share.busy;
     const sent = share.spent;
     share.spent = 0;
     share.held -= sent;
-    const keep = giveBack ? share.inflight : share.held;
+    // Spend past the estimates may have eaten into what covers the operations in flight: kept anyway.
+    const keep = giveBack ? share.inflight : Math.max(share.held, share.inflight);
     share.held = keep;
+    share.giving = giveBack;
     const room = keep - share.inflight;
     let more = 0;
     if (!giveBack && !closed) {
@@ -224,7 +231,7 @@ export function createBudgetShares(script: ScriptCall, options: BudgetSharesOpti
     const { budgetKey, windows } = share;
     const keys = keysOf(budgetKey, windows);
     const args = windowArgs(windows);
-    args.push(share.member, sent, keep, share.inflight, more, share.estimate);
+    args.push(share.member, sent, keep, keep, more, share.estimate);
     args.push(SHARE_FLOOR_OPS * share.estimate, SHARE_LEASE_MS, token);
     for (const spec of windows) args.push(spec.limitUsd, spec.warnUsd);
     share.lastSent = performance.now();
@@ -267,6 +274,7 @@ export function createBudgetShares(script: ScriptCall, options: BudgetSharesOpti
       })
       .finally(() => {
         share.busy = undefined;
+        share.giving = false;
       });
     share.busy = running;
     return running;
@@ -297,10 +305,11 @@ export function createBudgetShares(script: ScriptCall, options: BudgetSharesOpti
     admit(budgetKey, windows, usd, now) {
       const share = shares.get(budgetKey);
       if (share === undefined || closed) return undefined;
-      if (share.busy !== undefined) return share.busy;
+      if (share.giving && share.busy !== undefined) return share.busy;
       share.windows = windows;
       if (roomOf(share) + 1e-12 < usd) {
-        // Out of room: refill (Redis usable) and let the caller try again once after it.
+        // Out of room: a refill (Redis usable), and the caller tries again once after it.
+        if (share.busy !== undefined) return share.busy;
         if (share.held > 0 || share.member !== '') share.estimate = usd;
         return link.usable() && share.member !== '' ? call(share, false) : undefined;
       }
