@@ -24,7 +24,7 @@ import type { TestGateway } from '../support/gateway.js';
 import { gql } from '../support/graphql-client.js';
 import { metricValue } from '../support/metric-values.js';
 import { type RedisServer, requireRedisServer, startRedisServer } from '../support/redis-server.js';
-import { type RedisCluster, startRedisCluster } from '../support/redis-topologies.js';
+import { type RedisCluster, startRedisCluster, startRedisSentinel } from '../support/redis-topologies.js';
 import { useScriptedGateways } from '../support/scripted-gateways.js';
 import { until } from '../support/waits.js';
 
@@ -245,4 +245,49 @@ describe('budget shares on a 3-master Cluster', () => {
     expect(warmed + billed).toBeLessThanOrEqual(BUDGET + FIRST_ESTIMATE + 1e-9);
     expect(warmed + billed).toBeGreaterThan(BUDGET - 8 * FIRST_ESTIMATE);
   });
+});
+
+describe('budget shares through a Sentinel failover', () => {
+  it('the primary killed mid-burst across two replicas holding shares: billed within the budget plus the estimation error, shared again after', async () => {
+    const setup = await startRedisSentinel({ downAfterMs: 1000 });
+    try {
+      const [a, b] = await pair(setup.url, `shs-${randomUUID().slice(0, 8)}:`);
+      const headers = { 'x-api-key': `sk-failover-${randomUUID()}` };
+      const warmed = await warm([a, b], headers);
+      // A fifth of the burst on the primary, the rest during the switch.
+      let killed: () => void = () => {};
+      const afterKill = new Promise<void>((resolve) => {
+        killed = resolve;
+      });
+      const before = checks();
+      const results = await burst(
+        80,
+        async (i) => {
+          if (i >= 16) await afterKill;
+          return gql((i % 2 === 0 ? a : b).url, check(`f${i}-${randomUUID()}`), { headers });
+        },
+        async () => {
+          await until(() => checks() - before >= 16, 200);
+          await setup.primary.kill();
+          expect(await until(() => [a, b].every((g) => g.app.sharedState.status() === 'fallback'))).toBe(
+            true,
+          );
+          killed();
+        },
+      );
+      const during = tally(results);
+      expect(during.other).toEqual([]);
+      expect(checks() - before).toBe(during.answered);
+      expect(await until(async () => (await setup.primaryPort()) === setup.replica.port, 600)).toBe(true);
+      expect(await until(() => [a, b].every((g) => g.app.sharedState.status() === 'redis'), 600)).toBe(true);
+      const after = await spread([a, b], headers, 20);
+      const total = warmed + during.billed + after.billed;
+      console.info(
+        `budget-shares failover: ${warmed.toFixed(3)} warm, ${during.billed.toFixed(4)} in the burst (${during.answered} answered, 16 before the kill), ${after.billed.toFixed(4)} after; billed ${total.toFixed(4)} USD of ${BUDGET}`,
+      );
+      expect(total).toBeLessThanOrEqual(BUDGET + FIRST_ESTIMATE + 1e-9);
+    } finally {
+      await setup.stop();
+    }
+  }, 90_000);
 });

@@ -91,6 +91,13 @@ export function createRedisBudgetStore(
     maxKeys,
   });
 
+  // Back: what this replica owes goes at once, not with its next write or tick, so that the other
+  // replicas, deciding in Redis again, count it as soon as possible.
+  link.onConnect(() => {
+    ledger.flush(Date.now(), sender);
+    shares.flushNow();
+  });
+
   /**
    * Decided here (Redis away, or its script failed): this replica's part of what was left at its last
    * contact with Redis for the key; a key it never reached Redis for, on its own buckets with each

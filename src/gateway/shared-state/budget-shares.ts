@@ -136,6 +136,8 @@ export interface BudgetShares {
   replicas(): number;
   /** The key's figures from the last share script, while fresh; else undefined. */
   view(budgetKey: string, windows: readonly BudgetWindowSpec[], now: number): BudgetRead | undefined;
+  /** Writes back what the shares spent now (Redis is back: before other replicas decide without it). */
+  flushNow(): void;
   /** USD this replica's shares hold now. */
   heldUsd(): number;
   /** Writes back every share and gives back what is unused. */
@@ -375,6 +377,11 @@ export function createBudgetShares(script: ScriptCall, options: BudgetSharesOpti
             .sort((x, y) => x[0] - y[0]);
         }),
       };
+    },
+
+    flushNow() {
+      for (const share of shares.values())
+        if (share.spent > 0 && share.busy === undefined && !closed) void call(share, false);
     },
 
     heldUsd() {
