@@ -230,7 +230,7 @@ export function createRedisBudgetStore(
   return {
     reserve(budgetKey, windows, usd, now, leaseMs = DEFAULT_LEASE_MS): MaybePromise<BudgetReserveResult> {
       memory.sweep(budgetKey, now);
-      const shared = shares.admit(budgetKey, windows, usd, now);
+      const shared = shares.admit(budgetKey, windows, usd, now, leaseMs);
       if (!(shared instanceof Promise)) {
         if (shared !== undefined) return shared;
         if (!link.usable()) return decideHere(budgetKey, windows, usd, now, leaseMs);
@@ -238,7 +238,7 @@ export function createRedisBudgetStore(
       }
       // A refill under way: once it is done, the share again, else per operation.
       return shared.then(() => {
-        const again = shares.admit(budgetKey, windows, usd, now);
+        const again = shares.admit(budgetKey, windows, usd, now, leaseMs);
         if (again !== undefined && !(again instanceof Promise)) return again;
         if (!link.usable()) return decideHere(budgetKey, windows, usd, now, leaseMs);
         return reserveInRedis(budgetKey, windows, usd, now, leaseMs);

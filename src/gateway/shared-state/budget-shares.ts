@@ -85,6 +85,8 @@ interface ShareOp {
   readonly share: Share;
   readonly usd: number;
   readonly gen: number;
+  /** Its lease's end (local ms): never settled by then, it counts as spent at its estimate. */
+  readonly expiresAt: number;
 }
 
 export interface BudgetSharesOptions {
@@ -114,6 +116,7 @@ export interface BudgetShares {
     windows: readonly BudgetWindowSpec[],
     usd: number,
     now: number,
+    leaseMs: number,
   ): BudgetReserveResult | Promise<void> | undefined;
   /** Settles an operation admitted against a share; false when `lease` is not one. */
   settle(lease: string | undefined, spentUsd: number): boolean;
@@ -282,8 +285,29 @@ export function createBudgetShares(script: ScriptCall, options: BudgetSharesOpti
     return running;
   };
 
+  /**
+   * Operations admitted against a share and never settled by their lease's end (a bug, a hung
+   * caller) count as spent at their estimates, like a lapsed reservation: the share never holds them
+   * forever.
+   */
+  const sweep = (now: number) => {
+    let count = 0;
+    let usd = 0;
+    for (const [lease, op] of ops) {
+      if (op.expiresAt > now) continue;
+      ops.delete(lease);
+      if (op.gen !== op.share.gen) continue;
+      op.share.inflight = Math.max(0, op.share.inflight - op.usd);
+      op.share.spent += op.usd;
+      count++;
+      usd += op.usd;
+    }
+    if (count > 0) lapsedIn(count, usd);
+  };
+
   const tick = () => {
     const now = performance.now();
+    sweep(now);
     const elapsed = Math.max(1, now - lastTick);
     lastTick = now;
     const usable = link.usable();
@@ -304,7 +328,7 @@ export function createBudgetShares(script: ScriptCall, options: BudgetSharesOpti
   timer.unref();
 
   return {
-    admit(budgetKey, windows, usd, now) {
+    admit(budgetKey, windows, usd, now, leaseMs) {
       const share = shares.get(budgetKey);
       if (share === undefined || closed) return undefined;
       if (share.giving && share.busy !== undefined) return share.busy;
@@ -320,7 +344,7 @@ export function createBudgetShares(script: ScriptCall, options: BudgetSharesOpti
       share.admitted += usd;
       share.lastUse = performance.now();
       const lease = `~${(opCount++).toString(36)}`;
-      ops.set(lease, { share, usd, gen: share.gen });
+      ops.set(lease, { share, usd, gen: share.gen, expiresAt: performance.now() + leaseMs });
       if (roomOf(share) < targetOf(share) / 2 && link.usable()) void call(share, false);
       const at = share.view === undefined ? now : share.view.at + (Date.now() - share.view.seen);
       return { ok: true, at, shared: true, warnings: share.warnings.splice(0), lease };
