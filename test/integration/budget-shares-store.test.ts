@@ -109,6 +109,32 @@ describe('budget shares on one redis-server', () => {
     });
   });
 
+  it('an operation admitted against a share and never settled lapses at its lease into spend at its estimate, counted once', async () => {
+    const lapses: number[][] = [];
+    const s = createSharedState({
+      redisUrl: server.url,
+      keyPrefix: prefix,
+      timeoutMs: 1000,
+      logger: silent,
+      onBudgetLapse: (count, usd) => lapses.push([count, usd]),
+    });
+    opened.push(s);
+    expect(await until(() => s.status() === 'redis')).toBe(true);
+    const key = `unsettled-${randomUUID()}`;
+    for (let i = 0; i < 4; i++) await operation(s, key);
+    expect(await until(async () => (await inRedis(raw, prefix, key)).reserved > ESTIMATE)).toBe(true);
+    // Admitted against the share (no round trip: a synchronous answer), then never settled.
+    const held = s.budgets.reserve(key, windowOf(100), ESTIMATE, Date.now(), 300);
+    expect(held).toMatchObject({ ok: true, shared: true });
+    expect(await until(() => lapses.length > 0)).toBe(true);
+    expect(lapses).toEqual([[1, ESTIMATE]]);
+    await s.close();
+    expect(await inRedis(raw, prefix, key)).toEqual({
+      spent: Math.round(5 * ESTIMATE * 1e10) / 1e10,
+      reserved: 0,
+    });
+  });
+
   it('an idle share goes back by itself; the window then holds the spend only', async () => {
     const s = state();
     expect(await until(() => s.status() === 'redis')).toBe(true);
