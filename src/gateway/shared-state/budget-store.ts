@@ -36,8 +36,9 @@
  * maxmemory is small. (Redis may evict them under any other policy: the gateway refuses to start
  * with budgets on such a Redis, create-shared-state.ts.)
  *
- * While Redis is unavailable (or a reserve fails) this replica decides on its own buckets, with leases
- * of its own (the same rule, on its clock). What it reserves then is never pushed to Redis as a
+ * While Redis is unavailable (or a reserve fails) this replica decides on its share and its part of
+ * what was left at its last contact (budget-shares.ts), with leases of its own (the same rule, on its
+ * clock). What it reserves then is never pushed to Redis as a
  * reservation (a replica that died after pushing it would leave it there): what it owes Redis is only
  * spend, booked when such an operation settles (its actual cost) or its local lease lapses (its
  * estimate), and pushed at the first write once Redis answers again, so spend made during an outage
