@@ -364,8 +364,12 @@ export function createBudgetShares(script: ScriptCall, options: BudgetSharesOpti
     },
 
     contact(budgetKey, windows, usd, left, replicas) {
+      // A share for a key this replica reserved for within SHARE_IDLE_MS: sporadic traffic would pay
+      // a take and a give-back per operation.
+      const last = parts.get(budgetKey)?.seen;
       noteContact(budgetKey, left, replicas, 1);
-      if (closed || !(left >= SHARE_FLOOR_OPS * usd)) return;
+      if (closed || last === undefined || performance.now() - last > SHARE_IDLE_MS) return;
+      if (!(left >= SHARE_FLOOR_OPS * usd)) return;
       const share = shares.get(budgetKey) ?? newShare(budgetKey, windows, usd);
       share.estimate = usd;
       if (share.member === '' && share.busy === undefined) void call(share, false);
