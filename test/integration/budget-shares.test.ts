@@ -144,8 +144,16 @@ describe('budget shares, two replicas on one redis-server', () => {
         COST_BUDGET_USD_PER_HOUR: String(SMALL),
       });
       const headers = { 'x-api-key': `sk-small-${randomUUID()}` };
-      // Both serve the key at once (each sees the other's reservations), then Redis goes.
-      const first = await spread([a, b], headers, 6);
+      // Both serve the key at once, then Redis goes. Replicas count each other by the key's leases:
+      // each operation is sent once the one before reached the upstream (its reservation held), so
+      // each replica's reservations after the first see the other's.
+      const sent = checks();
+      const first = tally(
+        await burst(6, async (i) => {
+          await until(() => checks() - sent >= i, 200);
+          return gql((i % 2 === 0 ? a : b).url, check(`s${i}-${randomUUID()}`), { headers });
+        }),
+      );
       expect(first.answered).toBe(6);
       const left = SMALL - first.billed;
       await own.kill();
