@@ -255,7 +255,8 @@ describe('the container image', { timeout: 120_000 }, () => {
         top: fs.readdirSync('/app').sort(),
         present: excluded.filter((path) => fs.existsSync('/app/' + path)),
         production: fs.existsSync('/app/node_modules/graphql-yoga/package.json'),
-        notJs: walk('/app/dist').filter((f) => !/\\.js(\\.map)?$/.test(f)),
+        notJs: walk('/app/dist').filter((f) => !/\\.(js(\\.map)?|lua)$/.test(f)),
+        lua: walk('/app/dist').filter((f) => f.endsWith('.lua')).length > 0,
         worker: fs.existsSync('/app/dist/digits/digit-worker.js'),
         boot: fs.existsSync('/app/dist/gateway/plugins/graphiql-boot.browser.js'),
       }));`;
@@ -271,6 +272,7 @@ describe('the container image', { timeout: 120_000 }, () => {
       present: [],
       production: true,
       notJs: [],
+      lua: true,
       worker: true,
       boot: true,
     });

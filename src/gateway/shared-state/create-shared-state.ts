@@ -13,6 +13,7 @@
  */
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
+import { createBudgetShareMetrics } from '../observability/budget-share-metrics.js';
 import { createSharedStateMetrics, type RedisConnectionReport } from '../observability/metrics.js';
 import { createRedisCommandCounter } from '../observability/redis-commands.js';
 import { createAnswerStore } from './answer-store.js';
@@ -225,6 +226,16 @@ export function createSharedState(options: SharedStateOptions): SharedState {
   }
 
   const scores = createScoreStore({ link: stateLink });
+  // Shares exist only with Redis: their metrics too.
+  const shareMetrics =
+    registry === undefined || stateLink === undefined ? undefined : createBudgetShareMetrics(registry);
+  const budgets = createBudgetStore(stateLink, maxEntries, {
+    timeoutMs: budgetTimeoutMs,
+    onLapse: options.onBudgetLapse,
+    onShareRefill: shareMetrics?.refilled,
+  });
+  const { sharesHeldUsd } = budgets;
+  if (sharesHeldUsd !== undefined) shareMetrics?.setHeldSource(sharesHeldUsd);
   return {
     cache: createAnswerStore({
       link: cacheLink,
@@ -243,10 +254,7 @@ export function createSharedState(options: SharedStateOptions): SharedState {
       onDropped: metrics === undefined ? undefined : (reason) => metrics.apqDocumentDropped(reason),
     }),
     flights: createFlightCoordinator(cacheLink),
-    budgets: createBudgetStore(stateLink, maxEntries, {
-      timeoutMs: budgetTimeoutMs,
-      onLapse: options.onBudgetLapse,
-    }),
+    budgets,
     scores,
     status: () => {
       if (links.length === 0) return 'memory';
@@ -265,6 +273,8 @@ export function createSharedState(options: SharedStateOptions): SharedState {
     close: async () => {
       if (recheck !== undefined) clearInterval(recheck);
       scores.close();
+      // What the budget shares spent is written back and what they hold goes back, before the links close.
+      await budgets.close?.();
       await Promise.all(links.map(({ link }) => link.close()));
     },
   };

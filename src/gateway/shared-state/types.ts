@@ -157,9 +157,11 @@ export interface BudgetStore {
   /**
    * Reserves `usd` in every window when each window's spend plus reservations (every replica's) plus
    * `usd` stays within its limit; otherwise reserves nothing. Atomic across the windows: in memory
-   * synchronously, in Redis with one Lua script (so two replicas never both take the last dollar).
-   * When Redis is unavailable or the script fails, this replica's own windows decide (and what it
-   * reserved is pushed to Redis, as spend, once it is back). Never rejects.
+   * synchronously, in Redis with one Lua script (so two replicas never both take the last dollar),
+   * or in memory against this replica's share of the key (budget-shares.ts: no round trip; an
+   * answer at once). When Redis is unavailable or the script fails, this replica decides on its share
+   * and its part of what was left (and what it reserved is pushed to Redis, as spend, once it is
+   * back). Never rejects.
    *
    * The reservation is a lease of `leaseMs` (the operation's deadline plus the lease margin; default
    * budget-store.ts' DEFAULT_LEASE_MS): not settled by then, it lapses and counts as spent at `usd`.
@@ -203,6 +205,11 @@ export interface BudgetStore {
    * Redis fails. Never rejects.
    */
   read(budgetKey: string, windows: readonly BudgetWindowSpec[], now: number): MaybePromise<BudgetRead>;
+  /**
+   * Writes back what this replica's shares spent and gives back what they hold unused (Redis; memory
+   * has nothing to do). Never rejects.
+   */
+  close?(): Promise<void>;
 }
 
 /**
