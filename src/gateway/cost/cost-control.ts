@@ -20,16 +20,17 @@ import { isPromise } from '../../shared/is-promise.js';
 import { roundUsd } from '../../shared/usd.js';
 import { gatewayError, type UpstreamName } from '../errors.js';
 import type { ModelRouter } from '../models/router.js';
-import type { CostAdmission, CostEstimate, Operation } from '../operation/operation.js';
+import type { CostEstimate, Operation } from '../operation/operation.js';
 import {
   type ModelCall,
   modelCalls,
   modelCallsByField,
   type OperationPlan,
 } from '../operation/operation-plan.js';
-import type { BudgetHold, BudgetReservation, BudgetWindowStatus, CostBudget } from './cost-budget.js';
+import { Admission, type Estimator, type RoutedField, type StepDown } from './admission.js';
+import type { BudgetReservation, BudgetWindowStatus, CostBudget } from './cost-budget.js';
 import type { CostModel } from './cost-model.js';
-import { cheaperSteps, type Fallback, fallbacksOf, type PricedFieldCalls } from './fallback.js';
+import { cheaperSteps, fallbacksOf } from './fallback.js';
 
 export interface CostControlOptions {
   model: CostModel;
@@ -49,18 +50,6 @@ export interface CostControlOptions {
   router?: ModelRouter | undefined;
   /** Told of each admitted routed field: what it is expected to save against the default model (metrics). */
   onRouted?: ((upstream: UpstreamName, savedUsd: number) => void) | undefined;
-}
-
-/** A field answered by the model routing chose (`extensions.cost.routing`). */
-export interface RoutedField {
-  readonly path: string;
-  readonly minAccuracy: number;
-  readonly model: string;
-  /** The chosen model's lower bound at the request's band; null when it has no answers there yet. */
-  readonly accuracyLowerBound: number | null;
-  readonly answers: number;
-  /** Present (true) only when the model was chosen to measure it (MODEL_EXPLORATION). */
-  readonly explored?: true;
 }
 
 export interface CostControl {
@@ -93,12 +82,6 @@ export interface CostControl {
   ): BudgetWindowStatus[] | undefined | Promise<BudgetWindowStatus[] | undefined>;
 }
 
-/** A step down (fallback.ts): the operation's fields as priced, read once, and the cheaper models. */
-interface StepDown {
-  readonly fields: readonly PricedFieldCalls[];
-  readonly overrides: ReadonlyMap<string, string>;
-}
-
 /** The model calls of a plan for one text of its priced variables, and the last estimate made of them. */
 interface PricedCalls {
   readonly calls: readonly ModelCall[];
@@ -107,69 +90,6 @@ interface PricedCalls {
 
 /** Per plan, the model calls of each distinct text of its priced variables (the arguments are read once). */
 const MAX_ARGUMENT_SETS = 64;
-
-/** How an admission's estimate is made: from the plan and variables, with a step's models if any. */
-type Estimator = (
-  plan: OperationPlan,
-  variables: Record<string, unknown> | undefined,
-  down: StepDown | undefined,
-) => CostEstimate;
-
-/**
- * An operation's admission: its estimate (made once, when first asked) and its reservation until it
- * settles. What the estimate is made from is kept as fields, not in a closure per admission.
- */
-class Admission implements CostAdmission {
-  #estimate: CostEstimate | undefined = undefined;
-  #hold: BudgetHold | undefined = undefined;
-  #settled = false;
-  /** The fields answered by a cheaper model than they asked for (fallback.ts). */
-  fallbacks: readonly Fallback[] | undefined = undefined;
-  /** The fields whose model routing chose (models/router.ts). */
-  routing: readonly RoutedField[] | undefined = undefined;
-
-  constructor(
-    private readonly estimator: Estimator,
-    private readonly plan: OperationPlan,
-    private readonly variables: Record<string, unknown> | undefined,
-    private readonly down: StepDown | undefined,
-    private readonly budget: CostBudget | undefined,
-  ) {}
-
-  modelFor(key: string): string | undefined {
-    return this.down?.overrides.get(key);
-  }
-
-  estimate(): CostEstimate {
-    this.#estimate ??= this.estimator(this.plan, this.variables, this.down);
-    return this.#estimate;
-  }
-
-  get reserving(): boolean {
-    return this.#hold !== undefined;
-  }
-
-  reserve(hold: BudgetHold): void {
-    this.#hold = hold;
-  }
-
-  /** Whether the reservation was still held when the admission settled. */
-  reservedAtSettle = false;
-
-  get settled(): boolean {
-    return this.#settled;
-  }
-
-  /** Settles, once. */
-  settle(actualUsd: number): void {
-    if (this.#settled) return;
-    this.#settled = true;
-    const hold = this.#hold;
-    this.reservedAtSettle = hold !== undefined;
-    this.#hold = undefined;
-    if (hold !== undefined) this.budget?.settle(hold, actualUsd);
-  }
-}
 
 export function createCostControl(options: CostControlOptions): CostControl {
   const { model, budget, onRefusal, onEstimate, onAbandoned, router, onRouted } = options;
