@@ -7,7 +7,6 @@ import type { OperationPlan } from '../operation/operation-plan.js';
 import type { BudgetHold, CostBudget } from './cost-budget.js';
 import type { Fallback, PricedFieldCalls } from './fallback.js';
 
-/** A step down (fallback.ts): the operation's fields as priced, read once, and the cheaper models. */
 /** A field answered by the model routing chose (`extensions.cost.routing`). */
 export interface RoutedField {
   readonly path: string;
@@ -20,6 +19,7 @@ export interface RoutedField {
   readonly explored?: true;
 }
 
+/** A step down (fallback.ts): the operation's fields as priced, read once, and the cheaper models. */
 export interface StepDown {
   readonly fields: readonly PricedFieldCalls[];
   readonly overrides: ReadonlyMap<string, string>;
