@@ -64,8 +64,9 @@ export function createReplicaRegistry(options: ReplicaRegistryOptions): ReplicaR
     if (closed || beating !== undefined || !link.usable()) return;
     beating = send(false)
       .then((reply) => {
+        if (reply === FAILED) return;
         const n = Number(reply);
-        if (reply !== FAILED && Number.isFinite(n)) counted = Math.max(1, n);
+        if (Number.isFinite(n)) counted = Math.max(1, n);
       })
       .finally(() => {
         beating = undefined;
