@@ -37,7 +37,7 @@ export interface ReplicaRegistryOptions {
 }
 
 export interface ReplicaRegistry {
-  /** Starts beating (idempotent): at once if Redis is usable, then every interval. */
+  /** Starts beating (idempotent): at once if Redis is usable, then every interval while it is. */
   start(): void;
   /** The replicas counting at the last beat that succeeded (this one included); 1 before any. */
   count(): number;
@@ -78,8 +78,8 @@ export function createReplicaRegistry(options: ReplicaRegistryOptions): ReplicaR
       if (closed || timer !== undefined || !(intervalMs > 0)) return;
       timer = setInterval(beat, intervalMs);
       timer.unref();
-      // Back from an outage: counted again at once.
-      link.onConnect(beat);
+      // Not at each (re)connection: a Cluster's node connections may still be opening at its `ready`
+      // (no offline queue: the beat would fail); the next interval counts again.
       beat();
     },
     count: () => counted,
