@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RedisBudgetStore } from '../../src/gateway/shared-state/budget-redis.js';
 import { createSharedState, type SharedState } from '../../src/gateway/shared-state/index.js';
 import { type RunningServices, startServices } from '../../src/services/start-services.js';
 import { burstEnv, check, useBurstUpstream } from '../support/budget-bursts.js';
@@ -120,6 +121,9 @@ describe('the shared state on a 3-master Cluster', () => {
       return Math.abs(spent - 0.002) < 1e-9 && Math.abs(reservedUsd) < 1e-9;
     };
     expect(await until(settled)).toBe(true);
+    // The replica registry (one key of its own, beaten by each replica since its first reserve).
+    const replicas = (s: SharedState) => (s.budgets as RedisBudgetStore).replicas();
+    expect(await until(() => replicas(b.state) === 2)).toBe(true);
 
     // Not one Redis error in either replica: no CROSSSLOT, no MOVED left unanswered.
     expect(await redisErrors(a.registry)).toBe(0);

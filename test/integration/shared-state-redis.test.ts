@@ -7,7 +7,12 @@ import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSharedState, type SharedState } from '../../src/gateway/shared-state/index.js';
-import { budgetRedisKeys, redisKey, taggedRedisKey } from '../../src/gateway/shared-state/redis-keys.js';
+import {
+  budgetRedisKeys,
+  redisKey,
+  replicaRegistryKey,
+  taggedRedisKey,
+} from '../../src/gateway/shared-state/redis-keys.js';
 import { metricValue } from '../support/metric-values.js';
 import { type RedisReplicas, startRedisReplicas } from '../support/redis-replicas.js';
 import { freePort, type RedisServer, requireRedisServer, startRedisServer } from '../support/redis-server.js';
@@ -356,7 +361,8 @@ describe('budgets on a Redis that cannot lose them', () => {
     expect(inCache.filter((key) => key.startsWith(`${prefix}budget:`))).toEqual([]);
     const inBudgets = await budgets.raw.keys(`${prefix}*`);
     const k = budgetRedisKeys(prefix, 'k', [HOUR]);
-    expect(inBudgets.sort()).toEqual([...k.windows, k.lease].sort());
+    // The replica registry lives with the budgets (its first beat went before the reserve).
+    expect(inBudgets.sort()).toEqual([...k.windows, k.lease, replicaRegistryKey(prefix)].sort());
   });
 
   it('a full Redis (noeviction, maxmemory reached) still books budgets; only cache writes are lost, and it is no outage', async () => {

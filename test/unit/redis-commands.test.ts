@@ -31,6 +31,7 @@ describe('gateway_redis_commands_total', () => {
     expect(purposeOf('scores_write')).toBe('scores');
     expect(purposeOf('probe')).toBe('health');
     expect(purposeOf('info')).toBe('health');
+    expect(purposeOf('replicas')).toBe('health');
     expect(purposeOf('connection')).toBeUndefined();
   });
 });

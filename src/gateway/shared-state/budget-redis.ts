@@ -21,6 +21,7 @@ import {
 } from './budget-windows.js';
 import { budgetRedisKeys } from './redis-keys.js';
 import { FAILED, type RedisLink, type ScriptCall } from './redis-link.js';
+import { createReplicaRegistry } from './replica-registry.js';
 import type {
   BudgetRead,
   BudgetReserveResult,
@@ -37,12 +38,24 @@ export interface RedisBudgetStoreOptions {
   onLapse?: ((count: number, usd: number) => void) | undefined;
   /** Hears of each share top-up Redis granted (budget-shares.ts). */
   onShareRefill?: (() => void) | undefined;
+  /**
+   * How often this replica beats into the replica registry (replica-registry.ts), in ms; 0: never.
+   * @default REPLICA_HEARTBEAT_MS
+   */
+  replicaHeartbeatMs?: number | undefined;
+  /**
+   * Beat from the start (budgets in use); else from the store's first call.
+   * @default false
+   */
+  beatAtStart?: boolean | undefined;
 }
 
 /** The Redis store, and what its shares hold now. */
 export interface RedisBudgetStore extends BudgetStore {
   /** USD this replica's shares hold (budget-shares.ts). */
   sharesHeldUsd(): number;
+  /** The replicas this one counts now (registry and lease sets; what an outage's part is ÷ by). */
+  replicas(): number;
 }
 
 type Warned = ((warning: BudgetWarning) => void) | undefined;
@@ -80,6 +93,13 @@ export function createRedisBudgetStore(
     if (n > 0 && onLapse !== undefined) onLapse(n, Number(usd) || 0);
   };
 
+  const registry = createReplicaRegistry({
+    link,
+    token: memory.token,
+    intervalMs: options.replicaHeartbeatMs,
+    timeoutMs,
+  });
+  if (options.beatAtStart) registry.start();
   const shares = createBudgetShares(link.script('sharedStateBudgetShare', undefined, BUDGET_SCRIPTS.share), {
     link,
     timeoutMs,
@@ -89,6 +109,7 @@ export function createRedisBudgetStore(
     onRefill: options.onShareRefill,
     onTick: () => ledger.flush(Date.now(), sender),
     maxKeys,
+    registered: registry.count,
   });
 
   // Back: what this replica owes goes at once, not with its next write or tick, so that the other
@@ -229,6 +250,7 @@ export function createRedisBudgetStore(
 
   return {
     reserve(budgetKey, windows, usd, now, leaseMs = DEFAULT_LEASE_MS): MaybePromise<BudgetReserveResult> {
+      registry.start();
       memory.sweep(budgetKey, now);
       const shared = shares.admit(budgetKey, windows, usd, now, leaseMs);
       if (!(shared instanceof Promise)) {
@@ -313,6 +335,10 @@ export function createRedisBudgetStore(
 
     sharesHeldUsd: () => shares.heldUsd(),
 
-    close: () => shares.close(),
+    replicas: () => shares.replicas(),
+
+    close: async () => {
+      await Promise.all([shares.close(), registry.close()]);
+    },
   };
 }

@@ -21,10 +21,10 @@
  *   SHARE_LEASE_MS, refilled when its room falls under half the target, given back after
  *   SHARE_IDLE_MS without an operation, and at `close()`.
  *
- * Replicas know each other through Redis: each budget script that decides notes its replica in the
- * key's replica set (`<prefix>replicas:{<digest>}`, scored with when it stops counting, 10 s on).
- * While Redis cannot be reached, a replica spends its share, and past it only its part of what was
- * left when it last reached Redis (that remainder ÷ the replicas then counting): `outageFits`.
+ * Replicas know each other through Redis: the replica registry (replica-registry.ts, every replica's
+ * beat) and, per key, the distinct tokens in its lease set. While Redis cannot be reached, a replica
+ * spends its share, and past it only its part of what was left when it last reached Redis (that
+ * remainder ÷ the replicas counting: the most of the registry's last count and the key's): `outageFits`.
  */
 import { LRUCache } from 'lru-cache';
 import type { Amounts } from './budget-windows.js';
@@ -104,6 +104,8 @@ export interface BudgetSharesOptions {
   maxKeys: number;
   /** Runs at each flush interval while Redis is usable (the outage ledger's flush: shares make other writes rare). */
   onTick?: (() => void) | undefined;
+  /** The replicas the registry counted at its last beat (replica-registry.ts); 1 without it. */
+  registered?: (() => number) | undefined;
 }
 
 export interface BudgetShares {
@@ -135,7 +137,7 @@ export interface BudgetShares {
   outageFits(budgetKey: string, usd: number): boolean | undefined;
   /** An operation admitted by `outageFits` settled: its unspent estimate goes back to the part. */
   outageSettle(budgetKey: string, usd: number, spentUsd: number): void;
-  /** The most replicas seen counting on any key (1 before any contact). */
+  /** The most replicas counting: the last key's count, or the registry's if more (1 before either). */
   replicas(): number;
   /** The key's figures from the last share script, while fresh; else undefined. */
   view(budgetKey: string, windows: readonly BudgetWindowSpec[], now: number): BudgetRead | undefined;
@@ -149,14 +151,16 @@ export interface BudgetShares {
 
 export function createBudgetShares(script: ScriptCall, options: BudgetSharesOptions): BudgetShares {
   const { link, timeoutMs, keysOf, token, lapsedIn, onRefill, onTick, maxKeys } = options;
+  const registered = options.registered ?? (() => 1);
   const shares = new Map<string, Share>();
   const ops = new Map<string, ShareOp>();
   /**
-   * Per key: what this replica may still spend during an outage (its part at the last contact), and
-   * the replicas it counted lately (the most within REPLICAS_KEPT_MS: replicas whose operations did
-   * not overlap at the last contact still count each other).
+   * Per key: what was left at the last contact (÷ `halves`), what this replica has spent of it since
+   * during an outage, and the replicas the key counted lately (the most within REPLICAS_KEPT_MS).
    */
-  const parts = new LRUCache<string, { left: number; replicas: number; seen: number }>({ max: maxKeys });
+  const parts = new LRUCache<string, { left: number; used: number; replicas: number; seen: number }>({
+    max: maxKeys,
+  });
   /** The replicas a contact counts: the most counted for the key within REPLICAS_KEPT_MS. */
   const counted = (budgetKey: string, replicas: number) => {
     const before = parts.get(budgetKey);
@@ -168,11 +172,18 @@ export function createBudgetShares(script: ScriptCall, options: BudgetSharesOpti
     const count = counted(budgetKey, replicas);
     replicasSeen = count;
     parts.set(budgetKey, {
-      left: Math.max(0, left) / (halves * count),
+      left: Math.max(0, left) / halves,
+      used: 0,
       replicas: count,
       seen: performance.now(),
     });
   };
+  /**
+   * This replica's part of what was left: ÷ the most of the key's count at the contact and the
+   * registry's last (replicas whose operations on the key never overlapped still count each other).
+   */
+  const partOf = (part: { left: number; replicas: number }) =>
+    part.left / Math.max(part.replicas, registered());
   let replicasSeen = 1;
   let opCount = 0;
   let lastTick = performance.now();
@@ -378,17 +389,17 @@ export function createBudgetShares(script: ScriptCall, options: BudgetSharesOpti
     outageFits(budgetKey, usd) {
       const part = parts.get(budgetKey);
       if (part === undefined) return undefined;
-      if (part.left + 1e-9 < usd) return false;
-      part.left -= usd;
+      if (partOf(part) - part.used + 1e-9 < usd) return false;
+      part.used += usd;
       return true;
     },
 
     outageSettle(budgetKey, usd, spentUsd) {
       const part = parts.get(budgetKey);
-      if (part !== undefined) part.left = Math.max(0, part.left + usd - spentUsd);
+      if (part !== undefined) part.used = Math.max(0, part.used - usd + spentUsd);
     },
 
-    replicas: () => replicasSeen,
+    replicas: () => Math.max(replicasSeen, registered()),
 
     view(budgetKey, windows, now) {
       const view = shares.get(budgetKey)?.view;

@@ -78,6 +78,16 @@ export interface BudgetStoreOptions {
   onLapse?: (count: number, usd: number) => void;
   /** Hears of each budget share top-up Redis granted (budget-shares.ts). */
   onShareRefill?: () => void;
+  /**
+   * How often a replica beats into the replica registry (replica-registry.ts), in ms; 0: never.
+   * @default REPLICA_HEARTBEAT_MS (2 s)
+   */
+  replicaHeartbeatMs?: number | undefined;
+  /**
+   * Beat from the start (budgets in use), else from the first reserve.
+   * @default false
+   */
+  beatAtStart?: boolean | undefined;
 }
 
 /** The budgets in Redis when there is a link (REDIS_URL), else in this process. */
@@ -85,7 +95,7 @@ export function createBudgetStore(
   link: RedisLink | undefined,
   maxKeys: number,
   options: BudgetStoreOptions = {},
-): BudgetStore & { sharesHeldUsd?: () => number } {
+): BudgetStore & { sharesHeldUsd?: () => number; replicas?: () => number } {
   if (link === undefined) return createMemoryBudgetStore(maxKeys, options.onLapse);
   return createRedisBudgetStore(link, maxKeys, options);
 }

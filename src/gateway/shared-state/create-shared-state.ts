@@ -116,6 +116,12 @@ export interface SharedStateOptions {
    * @default false
    */
   budgets?: boolean;
+  /**
+   * How often this replica beats into the replica registry (shared-state/replica-registry.ts), in
+   * ms; 0: never (tests). It beats from the start with `budgets`, else from the first reserve.
+   * @default 2000
+   */
+  replicaHeartbeatMs?: number;
 }
 
 /** How often the budgets' Redis is checked again for eviction. */
@@ -233,6 +239,8 @@ export function createSharedState(options: SharedStateOptions): SharedState {
     timeoutMs: budgetTimeoutMs,
     onLapse: options.onBudgetLapse,
     onShareRefill: shareMetrics?.refilled,
+    replicaHeartbeatMs: options.replicaHeartbeatMs,
+    beatAtStart: options.budgets,
   });
   const { sharesHeldUsd } = budgets;
   if (sharesHeldUsd !== undefined) shareMetrics?.setHeldSource(sharesHeldUsd);

@@ -38,3 +38,11 @@ export function budgetRedisKeys(
     windows: windowsMs.map((ms) => taggedRedisKey(prefix, 'budget', budgetKey, `:${ms}`)),
   };
 }
+
+/**
+ * `<prefix>replicas`: the replica registry (replica-registry.ts), one sorted set for the deployment,
+ * touched alone (untagged: any slot of a Cluster).
+ */
+export function replicaRegistryKey(prefix: string): string {
+  return `${prefix}replicas`;
+}

@@ -57,7 +57,8 @@ export type RedisOperation =
   | 'budget_adjust'
   | 'budget_window'
   | 'scores_write'
-  | 'info';
+  | 'info'
+  | 'replicas'; // the replica registry's beat (replica-registry.ts), counted as `health`
 
 /**
  * What a command of `operation` is for (`gateway_redis_commands_total{purpose}`): its prefix, so a new
@@ -65,7 +66,7 @@ export type RedisOperation =
  */
 export function purposeOf(operation: RedisOperation): RedisPurpose | undefined {
   if (operation === 'connection') return undefined; // not a command
-  if (operation === 'probe' || operation === 'info') return 'health';
+  if (operation === 'probe' || operation === 'info' || operation === 'replicas') return 'health';
   const prefix = operation.slice(0, operation.indexOf('_'));
   return prefix === 'budget' ||
     prefix === 'flight' ||

@@ -1,0 +1,95 @@
+/**
+ * The replica registry: how replicas sharing budgets know each other through Redis (docs/contract.md,
+ * More than one machine), whether or not their operations on a key ever overlapped. Each replica beats
+ * its token into one sorted set (`<prefix>replicas`, score = Redis' time) every `intervalMs`, off the
+ * request path; an entry older than `ttlMs` no longer counts (a killed replica ages out), and a
+ * graceful close removes its own. Each beat is one script (replica-registry.lua: ZADD, the old entries
+ * out, ZCARD) on one key of its own, touched alone, so it is Cluster-safe, and answers how many
+ * replicas count now: what an outage's part of a budget's remainder is divided by (budget-shares.ts),
+ * remembered from the last beat that succeeded. Cost: one round trip per replica per `intervalMs`,
+ * counted under `health` in `gateway_redis_commands_total`; nothing per operation.
+ */
+import { readFileSync } from 'node:fs';
+import { replicaRegistryKey } from './redis-keys.js';
+import { FAILED, type RedisLink } from './redis-link.js';
+
+/** How often a replica beats, in ms. */
+export const REPLICA_HEARTBEAT_MS = 2_000;
+
+const LUA = readFileSync(new URL('./replica-registry.lua', import.meta.url), 'utf8');
+
+export interface ReplicaRegistryOptions {
+  link: RedisLink;
+  /** This replica's token (the budget store's). */
+  token: string;
+  /**
+   * How often it beats, in ms; 0: never (the registry counts 1, as before it existed).
+   * @default REPLICA_HEARTBEAT_MS
+   */
+  intervalMs?: number;
+  /**
+   * How long an entry counts after its beat, in ms.
+   * @default 3 × intervalMs
+   */
+  ttlMs?: number;
+  /** Longest wait for one beat, in ms (the budget scripts' timeout). */
+  timeoutMs?: number | undefined;
+}
+
+export interface ReplicaRegistry {
+  /** Starts beating (idempotent): at once if Redis is usable, then every interval while it is. */
+  start(): void;
+  /** The replicas counting at the last beat that succeeded (this one included); 1 before any. */
+  count(): number;
+  /** Stops beating and, Redis usable, removes this replica's entry. */
+  close(): Promise<void>;
+}
+
+export function createReplicaRegistry(options: ReplicaRegistryOptions): ReplicaRegistry {
+  const { link, token, timeoutMs } = options;
+  const intervalMs = options.intervalMs ?? REPLICA_HEARTBEAT_MS;
+  const ttlMs = options.ttlMs ?? 3 * intervalMs;
+  const key = replicaRegistryKey(link.keyPrefix);
+  const script = link.script('sharedStateReplicas', 1, LUA);
+  let counted = 1;
+  let timer: NodeJS.Timeout | undefined;
+  let beating: Promise<void> | undefined;
+  let closed = false;
+
+  const send = (leave: boolean) =>
+    link.run('replicas', () => script(key, token, ttlMs, leave ? '1' : '0'), timeoutMs);
+
+  const beat = () => {
+    // Nothing is sent while Redis is away (the stores' rule): the last count stands meanwhile.
+    if (closed || beating !== undefined || !link.usable()) return;
+    beating = send(false)
+      .then((reply) => {
+        if (reply === FAILED) return;
+        const n = Number(reply);
+        if (Number.isFinite(n)) counted = Math.max(1, n);
+      })
+      .finally(() => {
+        beating = undefined;
+      });
+  };
+
+  return {
+    start() {
+      if (closed || timer !== undefined || !(intervalMs > 0)) return;
+      timer = setInterval(beat, intervalMs);
+      timer.unref();
+      // Not at each (re)connection: a Cluster's node connections may still be opening at its `ready`
+      // (no offline queue: the beat would fail); the next interval counts again.
+      beat();
+    },
+    count: () => counted,
+    async close() {
+      if (closed) return;
+      closed = true;
+      if (timer === undefined) return;
+      clearInterval(timer);
+      await beating;
+      if (link.usable()) await send(true);
+    },
+  };
+}
