@@ -36,46 +36,13 @@ import {
   secretsOf,
 } from '../../shared/redis-url.js';
 import type { RedisPurpose } from '../observability/redis-commands.js';
+import { purposeOf, type RedisOperation } from './redis-operations.js';
 
 /** What a failed (or timed out) command resolves to: the callers never see a rejection. */
 export const FAILED: unique symbol = Symbol('redis command failed');
 export type Failed = typeof FAILED;
 
-/** The `operation` label of `gateway_redis_errors_total`. */
-export type RedisOperation =
-  | 'connection'
-  | 'probe'
-  | 'cache_get'
-  | 'cache_set'
-  | 'documents_get'
-  | 'documents_set'
-  | 'flight_claim'
-  | 'flight_settle'
-  | 'flight_await'
-  | 'budget_add'
-  | 'budget_reserve'
-  | 'budget_adjust'
-  | 'budget_window'
-  | 'scores_write'
-  | 'info'
-  | 'replicas'; // the replica registry's beat (replica-registry.ts), counted as `health`
-
-/**
- * What a command of `operation` is for (`gateway_redis_commands_total{purpose}`): its prefix, so a new
- * `budget_…` or `flight_…` operation counts under its store without a change here.
- */
-export function purposeOf(operation: RedisOperation): RedisPurpose | undefined {
-  if (operation === 'connection') return undefined; // not a command
-  if (operation === 'probe' || operation === 'info' || operation === 'replicas') return 'health';
-  const prefix = operation.slice(0, operation.indexOf('_'));
-  return prefix === 'budget' ||
-    prefix === 'flight' ||
-    prefix === 'cache' ||
-    prefix === 'documents' ||
-    prefix === 'scores'
-    ? prefix
-    : undefined;
-}
+export { purposeOf, type RedisOperation } from './redis-operations.js';
 
 /** A Lua script defined on the connection, called with its keys then its arguments. */
 export type ScriptCall = (...keysAndArgs: Array<string | number>) => Promise<unknown>;
