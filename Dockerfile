@@ -29,6 +29,7 @@ RUN npm ci --omit=optional --ignore-scripts --no-audit --no-fund
 FROM development-dependencies AS build
 COPY tsconfig.json tsconfig.build.json tsconfig.browser.json ./
 COPY src ./src
+COPY scripts/build-dist.mjs ./scripts/build-dist.mjs
 RUN npm run build
 
 # Production dependencies only, pruned from the installed tree (the lockfile's, nothing downloaded

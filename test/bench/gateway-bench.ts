@@ -469,17 +469,12 @@ const GATEWAY_SCRIPT = 'bench-results/dist/main.js';
 
 function buildGateway(): void {
   if (flag('no-build') && existsSync(new URL(`../../${GATEWAY_SCRIPT}`, import.meta.url))) return;
-  process.stderr.write('building the gateway (tsc -p tsconfig.build.json --outDir bench-results/dist)...\n');
+  process.stderr.write('building the gateway (scripts/build-dist.mjs bench-results/dist)...\n');
   const root = new URL('../../', import.meta.url);
-  const tsc = new URL('node_modules/typescript/bin/tsc', root).pathname;
-  const result = spawnSync(
-    process.execPath,
-    [tsc, '-p', 'tsconfig.build.json', '--outDir', 'bench-results/dist'],
-    {
-      cwd: root,
-      encoding: 'utf8',
-    },
-  );
+  const result = spawnSync(process.execPath, ['scripts/build-dist.mjs', 'bench-results/dist'], {
+    cwd: root,
+    encoding: 'utf8',
+  });
   // Type errors elsewhere in the tree do not stop tsc from emitting; only a missing output does.
   if (!existsSync(new URL(GATEWAY_SCRIPT, root))) {
     throw new Error(`build failed:\n${result.stdout}${result.stderr}`);

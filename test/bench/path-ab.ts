@@ -7,7 +7,7 @@
  *
  * Options: `--a dir` (default bench-results/dist), `--b dir` (required), `--pairs n` (5), and
  * `--workload`, `--requests`, `--warmup`, `--concurrency`, `--log-level`, passed to each round.
- * Build a version with `npx tsc -p tsconfig.build.json --outDir <dir>`.
+ * Build a version with `node scripts/build-dist.mjs <dir>` (tsc, and the Lua scripts beside it).
  */
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';

@@ -167,8 +167,7 @@ async function main(): Promise<void> {
   // As `npm start` in production: graphql-js reads it once, when it loads (its development checks).
   process.env.NODE_ENV = 'production';
   if (process.argv.includes('--build')) {
-    const tsc = fileURLToPath(new URL('node_modules/typescript/bin/tsc', ROOT));
-    spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', 'bench-results/dist'], {
+    spawnSync(process.execPath, ['scripts/build-dist.mjs', 'bench-results/dist'], {
       cwd: fileURLToPath(ROOT),
       stdio: 'inherit',
     });
