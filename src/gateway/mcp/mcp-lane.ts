@@ -214,12 +214,14 @@ export function createMcpLane(options: McpLaneOptions): McpLane {
       request,
       parsedBody === undefined ? { authInfo } : { parsedBody, authInfo },
     );
-    // Every message of the request is answered (JSON answers): the server may serve another request.
-    await servers.release(server);
     if (!observed.seen() && response.status >= 400) metrics.record(NO_METHOD, 'refused');
     // A caller with a budget sees it on the answer, as on /graphql (RateLimit header fields).
     const added = calls.ran === undefined ? undefined : await pipeline.answerHeaders(calls.ran);
     await sendFetchResponse(response, res, added);
+    // Every message of the request is answered (JSON answers): the server may serve another request.
+    // Released once the answer is written, when the SDK has let go of the requests' abort controllers
+    // (detaching earlier aborts them: an abort event and a DOMException per call for nothing).
+    await servers.release(server);
   };
 
   const fail = (error: unknown, res: ServerResponse) => {

@@ -44,7 +44,18 @@ export function createServerPool(options: ServerPoolOptions): ServerPool {
     },
     async release(server) {
       // close() closes the transport (idempotent) and detaches it: the next connect() may attach another.
-      await server.close();
+      // Detaching makes an McpError ("Connection closed") for the server's pending outgoing requests,
+      // which it never has: a stack captured for nobody cost more than the server it saves. The error
+      // is made synchronously in close(), before its first await: only it goes without a stack.
+      const stackTraceLimit = Error.stackTraceLimit;
+      Error.stackTraceLimit = 0;
+      let closed: Promise<void>;
+      try {
+        closed = server.close();
+      } finally {
+        Error.stackTraceLimit = stackTraceLimit;
+      }
+      await closed;
       if (idle.length < maxIdle) idle.push(server);
     },
   };
