@@ -37,11 +37,23 @@ function readWhole(req: IncomingMessage, limit: number): Promise<Buffer> | undef
   });
 }
 
+/**
+ * The header fields the stateless transport reads on a POST (Accept, Content-Type, the protocol
+ * version; Mcp-Session-Id and Last-Event-ID only with sessions, Host and Origin only with its own
+ * DNS-rebinding check, which the lane does itself). The others are not copied: building a Fetch
+ * `Headers` costs per field, and the handlers read the request's facts, never `extra.requestInfo`
+ * (which thus holds no key either).
+ */
+const TRANSPORT_FIELDS = new Set(['accept', 'content-type', 'mcp-protocol-version']);
+
 /** The Fetch request the transport reads: its headers, and its body unless it was read and parsed. */
 export async function fetchRequestOf(req: IncomingMessage, limit: number): Promise<ReadRequest> {
   const headers = new Headers();
   const raw = req.rawHeaders;
-  for (let i = 0; i + 1 < raw.length; i += 2) headers.append(raw[i] as string, raw[i + 1] as string);
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i] as string;
+    if (TRANSPORT_FIELDS.has(name.toLowerCase())) headers.append(name, raw[i + 1] as string);
+  }
   // The transport reads only the path of the URL (requestInfo.url): the Host header is not trusted here.
   const url = `http://localhost${req.url ?? '/'}`;
   const whole = readWhole(req, limit);
@@ -67,14 +79,15 @@ export async function sendFetchResponse(
   res: ServerResponse,
   added: Record<string, string> | undefined,
 ): Promise<void> {
-  const body = response.body === null ? undefined : Buffer.from(await response.arrayBuffer());
+  // A JSON-RPC answer is a string the transport made: read back as one (cheaper than bytes).
+  const body = response.body === null ? undefined : await response.text();
   if (res.destroyed || res.writableEnded) return;
   const headers: Record<string, string | number> = {};
   response.headers.forEach((value, name) => {
     headers[name] = value;
   });
   if (added !== undefined) Object.assign(headers, added);
-  if (body !== undefined) headers['content-length'] = body.length;
+  if (body !== undefined) headers['content-length'] = Buffer.byteLength(body);
   res.writeHead(response.status, headers);
   res.end(body);
 }

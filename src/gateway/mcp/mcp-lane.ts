@@ -7,9 +7,9 @@
  *
  * The official SDK does the protocol: its low-level `Server` with the gateway's handlers for
  * tools/list and tools/call (its `McpServer` answers an unknown tool with a result and bad arguments
- * without a code), and its Streamable HTTP transport, stateless (no session id) with JSON answers,
- * one pair per HTTP request, as the SDK requires of a stateless transport: any replica answers any
- * request. The transport is the SDK's web-standard one, which its node class wraps; the lane hands it
+ * without a code), and its Streamable HTTP transport, stateless (no session id) with JSON answers: a
+ * fresh transport per HTTP request, as the SDK requires of a stateless transport, on a server reused
+ * from an earlier request (server-pool.ts); any replica answers any request. The transport is the SDK's web-standard one, which its node class wraps; the lane hands it
  * the request's body read and parsed (fetch-exchange.ts). The transport answers what it defines
  * itself: a body that is not JSON or not JSON-RPC (400 with a JSON-RPC error), over
  * MAX_REQUEST_BODY_BYTES (413), a wrong Accept (406) or Content-Type (415).
@@ -23,6 +23,7 @@
  * - a malformed Authorization header: 401 with `WWW-Authenticate: Bearer` (identity.ts).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import {
@@ -39,6 +40,7 @@ import { MASKED_MESSAGE, type RequestPipeline } from '../request/pipeline.js';
 import { fetchRequestOf, sendFetchResponse } from './fetch-exchange.js';
 import { type McpMetrics, type McpOutcome, NO_METHOD, OTHER_METHOD } from './mcp-metrics.js';
 import { corsFields, originAllowed, preflightFields } from './origins.js';
+import { createServerPool } from './server-pool.js';
 import { createToolCaller, type ToolCalls } from './tool-call.js';
 import type { Toolset } from './toolset.js';
 
@@ -84,21 +86,27 @@ function refuse(
   res.end(body);
 }
 
+/** The tool calls of the request a message came with (`handleRequest`'s `authInfo`; server-pool.ts). */
+const callsOf = (authInfo: AuthInfo | undefined): ToolCalls | undefined =>
+  authInfo?.extra?.calls as ToolCalls | undefined;
+
 export function createMcpLane(options: McpLaneOptions): McpLane {
   const { pipeline, toolset, metrics, maxBodyBytes, allowedOrigins, logger } = options;
   const callTool = createToolCaller(pipeline);
-  // One validator for every request's Server (the SDK would make an Ajv instance per Server).
+  // One validator for every Server (the SDK would make an Ajv instance per Server).
   const jsonSchemaValidator = new AjvJsonSchemaValidator();
+  // tools/list answers the same list every time: one answer object, which the SDK only reads.
+  const toolList = { tools: [...toolset.list] };
 
-  /** The SDK's server for one HTTP request, its handlers bound to that request's tool calls. */
-  const serverFor = (calls: ToolCalls): Server => {
+  /** An SDK server with the gateway's handlers; a request's own data comes in `extra.authInfo`. */
+  const createServer = (): Server => {
     const server = new Server(SERVER_INFO, {
       capabilities: { tools: { listChanged: false } },
       instructions: INSTRUCTIONS,
       jsonSchemaValidator,
     });
-    server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [...toolset.list] }));
-    server.setRequestHandler(CallToolRequestSchema, async (request) => {
+    server.setRequestHandler(ListToolsRequestSchema, () => toolList);
+    server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
       const { name, arguments: args } = request.params;
       const tool = toolset.get(name);
       if (tool === undefined)
@@ -106,7 +114,9 @@ export function createMcpLane(options: McpLaneOptions): McpLane {
           ErrorCode.InvalidParams,
           `Unknown tool: ${name.length > MAX_ECHOED ? `${name.slice(0, MAX_ECHOED)}…` : name}. tools/list names the tools.`,
         );
+      const calls = callsOf(extra.authInfo);
       try {
+        if (calls === undefined) throw new Error('tools/call without the request it came with');
         return await callTool(calls, tool, args ?? {});
       } catch (error) {
         logger.error(error);
@@ -115,6 +125,7 @@ export function createMcpLane(options: McpLaneOptions): McpLane {
     });
     return server;
   };
+  const servers = createServerPool({ create: createServer });
 
   /** Counts each message by method and outcome (mcp-metrics.ts), through the transport's public hooks. */
   const observe = (transport: WebStandardStreamableHTTPServerTransport): { seen: () => boolean } => {
@@ -182,7 +193,8 @@ export function createMcpLane(options: McpLaneOptions): McpLane {
       return refuse(res, 401, facts.authRefusal.message, { 'www-authenticate': 'Bearer' });
     }
     const calls: ToolCalls = { facts, states: new Set() };
-    const server = serverFor(calls);
+    // The key stays in `facts`: the SDK's auth info carries no token.
+    const authInfo: AuthInfo = { token: '', clientId: '', scopes: [], extra: { calls } };
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
       enableJsonResponse: true,
@@ -191,22 +203,25 @@ export function createMcpLane(options: McpLaneOptions): McpLane {
     res.once('close', () => {
       if (res.writableFinished) return;
       // The client left before its answer: its tool calls stop spending (§8), the SDK's handlers are
-      // aborted. (An answered request's server and transport are left to the garbage collector:
-      // closing them makes an error with a stack per request.)
+      // aborted (closing the request's own transport detaches its server, which is not reused).
       for (const state of calls.states) pipeline.cancel(state, new Error('client went away'));
-      void server.close();
+      void transport.close();
     });
-    await server.connect(transport);
+    const server = await servers.connect(transport);
     const observed = observe(transport);
     const { request, parsedBody } = await fetchRequestOf(req, maxBodyBytes);
     const response = await transport.handleRequest(
       request,
-      parsedBody === undefined ? undefined : { parsedBody },
+      parsedBody === undefined ? { authInfo } : { parsedBody, authInfo },
     );
     if (!observed.seen() && response.status >= 400) metrics.record(NO_METHOD, 'refused');
     // A caller with a budget sees it on the answer, as on /graphql (RateLimit header fields).
     const added = calls.ran === undefined ? undefined : await pipeline.answerHeaders(calls.ran);
     await sendFetchResponse(response, res, added);
+    // Every message of the request is answered (JSON answers): the server may serve another request.
+    // Released once the answer is written, when the SDK has let go of the requests' abort controllers
+    // (detaching earlier aborts them: an abort event and a DOMException per call for nothing).
+    await servers.release(server);
   };
 
   const fail = (error: unknown, res: ServerResponse) => {
