@@ -17,14 +17,7 @@ import {
   IsolatedCircuitError,
 } from 'cockatiel';
 import { UpstreamCallError, type UpstreamName } from '../../errors.js';
-import {
-  type AnswerHandler,
-  type Dispatch,
-  dispatchPromise,
-  type Interceptor,
-  type UpstreamAnswer,
-  type UpstreamRequest,
-} from '../dispatch.js';
+import type { AnswerHandler, Dispatch, Interceptor, UpstreamAnswer, UpstreamRequest } from '../dispatch.js';
 import { errorFromFailure } from '../status-mapping.js';
 
 export type BreakerState = 'closed' | 'open' | 'half-open' | 'disabled';
@@ -72,6 +65,27 @@ const STATE_NAMES: Record<CircuitState, BreakerState> = {
 /** Returned by the half-open test run when the probe succeeded: the real call still has to happen. */
 const PROBED = Symbol('probed');
 
+/** What an attempt resolves to inside the policy: an answer, a failure the upstream is not blamed for, or PROBED. */
+type Attempted<T> = UpstreamAnswer<T> | UpstreamCallError | typeof PROBED;
+
+/** Settles an attempt's promise: failures that do not count against the upstream resolve (as values). */
+class AttemptHandler<T> implements AnswerHandler<T> {
+  constructor(
+    private readonly resolve: (value: Attempted<T>) => void,
+    private readonly reject: (error: unknown) => void,
+  ) {}
+
+  onAnswer(answer: UpstreamAnswer<T>): void {
+    this.resolve(answer);
+  }
+
+  onError(error: unknown): void {
+    if (error instanceof UpstreamCallError && error.kind !== 'cancelled' && !countsAgainstUpstream(error))
+      this.resolve(error);
+    else this.reject(error);
+  }
+}
+
 export function createCircuitBreaker(options: CircuitBreakerOptions): CircuitBreaker {
   const { upstream } = options;
   const threshold = options.threshold ?? 5;
@@ -89,6 +103,36 @@ export function createCircuitBreaker(options: CircuitBreakerOptions): CircuitBre
   const onChange = options.onStateChange;
   if (onChange !== undefined) breaker.onStateChange((state) => onChange(STATE_NAMES[state]));
 
+  /** The half-open test run: the probe first; on success the real call still has to happen. */
+  const probeFirst = async (): Promise<typeof PROBED> => {
+    if (await options.probe().catch(() => false)) return PROBED;
+    throw errorFromFailure('circuit-open', upstream);
+  };
+
+  /**
+   * One attempt, as the function the policy executes. Failures that do not count against the upstream
+   * (a 418, a bad body) come back as values so that the breaker records a success (the upstream did
+   * answer), and are passed on as failures after it. A cancellation says nothing about the upstream:
+   * thrown as is (cockatiel counts it neither way, `countsAgainstUpstream` says no).
+   *
+   * Why one promise made here and no async frames around `execute`: an attempt runs on every model
+   * call, and each async layer costs a promise, a frame and microtask turns (bench:ab, breaker row).
+   */
+  const attempt = <T>(next: Dispatch, request: UpstreamRequest<T>): Promise<Attempted<T>> => {
+    if (probeNext) {
+      probeNext = false;
+      return probeFirst();
+    }
+    return new Promise<Attempted<T>>((resolve, reject) => {
+      try {
+        next(request, new AttemptHandler(resolve, reject));
+      } catch (error) {
+        // A layer's bug must still settle the caller.
+        reject(error);
+      }
+    });
+  };
+
   /**
    * Every attempt runs inside the policy's `execute`, in every state: cockatiel alone decides what an
    * outcome does to the circuit. So a call sent while the circuit was closed and failing after it
@@ -96,47 +140,25 @@ export function createCircuitBreaker(options: CircuitBreakerOptions): CircuitBre
    * during another call's half-open probe it opens the circuit again there (the probe's success then
    * finds it open and does not close it; upstream-interceptors.test.ts, "a late failure").
    */
-  const guarded = async <T>(next: Dispatch, request: UpstreamRequest<T>): Promise<UpstreamAnswer<T>> => {
-    // Failures that do not count against the upstream (a 418, a bad body) come back as values so
-    // that the breaker records a success (the upstream did answer), and are thrown below.
-    const run = async (): Promise<UpstreamAnswer<T> | UpstreamCallError | typeof PROBED> => {
-      if (probeNext) {
-        probeNext = false;
-        if (await options.probe().catch(() => false)) return PROBED;
-        throw errorFromFailure('circuit-open', upstream);
-      }
-      try {
-        return await dispatchPromise(next, request);
-      } catch (error) {
-        // A cancellation says nothing about the upstream: thrown as is, counted neither way.
-        if (error instanceof UpstreamCallError && error.kind !== 'cancelled' && !countsAgainstUpstream(error))
-          return error;
-        throw error;
-      }
-    };
-    let result: UpstreamAnswer<T> | UpstreamCallError | typeof PROBED;
-    try {
-      // While closed, the attempt itself watches the operation's cancellation (the transport).
-      result =
-        breaker.state === CircuitState.Closed
-          ? await breaker.execute(run)
-          : await untilCancelled(breaker.execute(run), request);
-      if (result === PROBED) result = await breaker.execute(run);
-    } catch (error) {
-      if (error instanceof BrokenCircuitError || error instanceof IsolatedCircuitError)
-        throw errorFromFailure('circuit-open', upstream, { cause: error });
-      throw error;
-    }
-    if (result instanceof UpstreamCallError) throw result;
-    return result as UpstreamAnswer<T>;
-  };
-
   const interceptor: Interceptor = (next: Dispatch) =>
     function breaking<T>(request: UpstreamRequest<T>, handler: AnswerHandler<T>): void {
-      guarded(next, request).then(
-        (answer) => handler.onAnswer(answer),
-        (error: unknown) => handler.onError(error),
-      );
+      const run = () => attempt(next, request);
+      const failed = (error: unknown) => {
+        if (error instanceof BrokenCircuitError || error instanceof IsolatedCircuitError)
+          handler.onError(errorFromFailure('circuit-open', upstream, { cause: error }));
+        else handler.onError(error);
+      };
+      const settled = (result: Attempted<T>): void => {
+        if (result === PROBED) breaker.execute(run).then(settled, failed);
+        else if (result instanceof UpstreamCallError) handler.onError(result);
+        else handler.onAnswer(result);
+      };
+      // While closed, the attempt itself watches the operation's cancellation (the transport).
+      const pending =
+        breaker.state === CircuitState.Closed
+          ? breaker.execute(run)
+          : untilCancelled(breaker.execute(run), request);
+      pending.then(settled, failed);
     };
 
   return { interceptor, state: () => STATE_NAMES[breaker.state] };
