@@ -41,10 +41,11 @@ export const DIGITS_PATTERN = /^\d+(\.\d+)?$/;
 const int = z.number().int();
 /**
  * An optional field: absent or JSON null is "not said" (null), never a default; present, it must have
- * the type (a string `confidence` is not an absent one).
+ * the type (a string `confidence` is not an absent one). Written as zod's `nullable().default(null)`
+ * (absent gives null) rather than a transform: the same outputs and issues without the pipe and the
+ * transform's call on every field of every answer.
  */
-const optional = <T extends z.ZodType>(schema: T) =>
-  schema.nullish().transform((v): z.output<T> | null => v ?? null);
+const optional = <T extends z.ZodType>(schema: T) => schema.nullable().default(null);
 const nullableText = optional(z.string());
 
 /**
