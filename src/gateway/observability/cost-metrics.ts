@@ -5,7 +5,7 @@
  */
 import { Counter, type Registry } from 'prom-client';
 import type { UpstreamName } from '../errors.js';
-import { type BoundedLabel, perUpstream } from './metric-labels.js';
+import { type BoundedLabel, keptChildren, perUpstream } from './metric-labels.js';
 
 export interface CostMetrics {
   /** Dollars an upstream reported for one of its answers (validated by the caller). */
@@ -105,14 +105,16 @@ export function createCostMetrics(registry: Registry, options: CostMetricsOption
   const routingSavedOf = perUpstream((upstream) => routingSaved.labels(upstream));
   const abandonedCallsOf = perUpstream((upstream) => abandonedCalls.labels(upstream));
   const abandonedUsdOf = perUpstream((upstream) => abandonedUsd.labels(upstream));
+  // Models are named by the upstreams: bounded by `modelLabel`, each (upstream, model) child kept.
+  const gpuCostOf = keptChildren((...values) => gpuCost.labels(...values));
+  const estimatedCostOf = keptChildren((...values) => estimatedCost.labels(...values));
 
   return {
     recordGpuCost(upstream, model, usd) {
-      // Models are named by the upstreams: an open label set, found by prom-client from the labels.
-      if (countable(usd)) gpuCost.inc({ upstream, model: modelLabel(model) }, usd);
+      if (countable(usd)) gpuCostOf(upstream, modelLabel(model)).inc(usd);
     },
     recordEstimatedCost(upstream, model, usd) {
-      if (countable(usd)) estimatedCost.inc({ upstream, model: modelLabel(model) }, usd);
+      if (countable(usd)) estimatedCostOf(upstream, modelLabel(model)).inc(usd);
     },
     recordAbandonedCall(upstream, _model, usd) {
       abandonedCallsOf[upstream].inc();

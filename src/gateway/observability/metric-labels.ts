@@ -33,3 +33,37 @@ export function boundedLabel(max: number, empty: string): BoundedLabel {
 export function perUpstream<C>(child: (upstream: UpstreamName) => C): Record<UpstreamName, C> {
   return { 'null-check': child('null-check'), 'pi-digits': child('pi-digits') };
 }
+
+interface ChildNode<C> {
+  readonly next: Map<string, ChildNode<C>>;
+  child: C | undefined;
+}
+
+function stepTo<C>(node: ChildNode<C>, value: string): ChildNode<C> {
+  let found = node.next.get(value);
+  if (found === undefined) {
+    found = { next: new Map(), child: undefined };
+    node.next.set(value, found);
+  }
+  return found;
+}
+
+/**
+ * The labelled children of a metric whose label values are known only at run time (bounded: label
+ * values above pass through a `BoundedLabel` or come from fixed sets), each looked up once with
+ * prom-client's `labels()` and kept, as prom-client documents for hot paths; found again by their
+ * values through nested maps, without a label object or a key built per event.
+ */
+export function keptChildren<C>(
+  child: (...values: string[]) => C,
+): (a: string, b: string, c?: string, d?: string) => C {
+  const root: ChildNode<C> = { next: new Map(), child: undefined };
+  return (a, b, c, d) => {
+    let node = stepTo(stepTo(root, a), b);
+    if (c !== undefined) node = stepTo(node, c);
+    if (d !== undefined) node = stepTo(node, d);
+    if (node.child === undefined)
+      node.child = c === undefined ? child(a, b) : d === undefined ? child(a, b, c) : child(a, b, c, d);
+    return node.child;
+  };
+}

@@ -1,7 +1,7 @@
 /** The models' metrics: each model answer scored against the truth (models/scoreboard.ts). */
 import { Counter, type Registry } from 'prom-client';
 import type { UpstreamName } from '../errors.js';
-import type { BoundedLabel } from './metric-labels.js';
+import { type BoundedLabel, keptChildren } from './metric-labels.js';
 
 export interface ModelMetrics {
   /** A model answer scored against the truth (models/scoreboard.ts), by band and outcome. */
@@ -21,9 +21,11 @@ export function createModelMetrics(registry: Registry, options: ModelMetricsOpti
     labelNames: ['upstream', 'model', 'band', 'outcome'] as const,
     registers: [registry],
   });
+  // Bounded label values (`modelLabel`, the bands, the outcomes): each label set's child kept.
+  const answersOf = keptChildren((...values) => answers.labels(...values));
   return {
     recordModelAnswer(upstream, model, band, outcome) {
-      answers.inc({ upstream, model: modelLabel(model), band, outcome });
+      answersOf(upstream, modelLabel(model), band, outcome).inc();
     },
   };
 }

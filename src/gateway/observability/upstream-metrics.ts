@@ -6,7 +6,7 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { UpstreamName } from '../errors.js';
 import type { BreakerState } from '../upstream/interceptors/circuit-breaker.js';
-import { perUpstream, UPSTREAMS } from './metric-labels.js';
+import { keptChildren, perUpstream, UPSTREAMS } from './metric-labels.js';
 
 /** Where a saved upstream call was served from (label `source`). */
 export type DedupSource = 'dataloader' | 'inflight' | 'replicas' | 'cache';
@@ -120,11 +120,15 @@ export function createUpstreamCallMetrics(registry: Registry): UpstreamCallMetri
     cacheOf[upstream].miss.inc(0);
   }
 
+  // Endpoints, statuses and outcomes are few: each label set's child kept from its first call.
+  const requestsOf = keptChildren((...values) => requests.labels(...values));
+  const durationsOf = keptChildren((...values) => durations.labels(...values));
+
   return {
     recordUpstreamCall(upstream, endpoint, statusCode, outcome, durationMs) {
       const status = statusCode === null ? 'none' : String(statusCode);
-      requests.inc({ upstream, endpoint, status, outcome });
-      durations.observe({ upstream, endpoint }, durationMs / 1000);
+      requestsOf(upstream, endpoint, status, outcome).inc();
+      durationsOf(upstream, endpoint).observe(durationMs / 1000);
     },
     recordSponsorMessage(upstream) {
       sponsorOf[upstream].inc();
