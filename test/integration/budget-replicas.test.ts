@@ -9,23 +9,19 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type Socket, connect as tcpConnect } from 'node:net';
 import { Redis } from 'ioredis';
-import { pino } from 'pino';
 import { Registry } from 'prom-client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { RedisBudgetStore } from '../../src/gateway/shared-state/budget-redis.js';
 import { createSharedState, type SharedState } from '../../src/gateway/shared-state/index.js';
 import { budgetRedisKeys, replicaRegistryKey } from '../../src/gateway/shared-state/redis-keys.js';
 import type { BudgetReserveResult } from '../../src/gateway/shared-state/types.js';
+import { ESTIMATE, HOUR, silent, useRedisServer, windowOf } from '../support/budget-stores.js';
 import { type RedisServer, requireRedisServer, startRedisServer } from '../support/redis-server.js';
 import { until } from '../support/waits.js';
 
 requireRedisServer('budget-replicas');
-const HOUR = 3_600_000;
-const ESTIMATE = 0.004;
 /** Short beats keep the tests quick (entries count for 3 beats). */
 const BEAT_MS = 100;
-const silent = pino({ level: 'silent' });
-const windowOf = (limitUsd: number) => [{ ms: HOUR, bucketMs: 60_000, limitUsd, warnUsd: -1 }];
 const replicasOf = (s: SharedState) => (s.budgets as RedisBudgetStore).replicas();
 
 /** One operation on `s`: reserve, settle at its estimate; whether it was admitted. */
@@ -53,16 +49,10 @@ describe('the replica registry', () => {
     return s;
   };
 
-  beforeAll(async () => {
-    server = await startRedisServer();
-    raw = new Redis(server.url, { lazyConnect: true, maxRetriesPerRequest: 0 });
-    await raw.connect();
-  });
-  afterAll(async () => {
-    await Promise.all(opened.map((s) => s.close()));
-    raw?.disconnect();
-    await server?.stop();
-  });
+  useRedisServer((started, client) => {
+    server = started;
+    raw = client;
+  }, opened);
 
   /**
    * A serves one operation on a key, then B one (A's lease gone first: they never overlap), then

@@ -8,21 +8,17 @@
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type Socket, connect as tcpConnect } from 'node:net';
-import { Redis } from 'ioredis';
-import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
 import { SHARE_FLOOR_OPS, SHARE_LEASE_MS } from '../../src/gateway/shared-state/budget-shares.js';
 import { createSharedState, type SharedState } from '../../src/gateway/shared-state/index.js';
 import { budgetRedisKeys } from '../../src/gateway/shared-state/redis-keys.js';
 import type { BudgetBucket, BudgetReserveResult } from '../../src/gateway/shared-state/types.js';
+import { ESTIMATE, HOUR, silent, useRedisServer, windowOf } from '../support/budget-stores.js';
 import { type RedisServer, requireRedisServer, startRedisServer } from '../support/redis-server.js';
 import { until } from '../support/waits.js';
 
 requireRedisServer('budget-shares-store');
-const HOUR = 3_600_000;
-const ESTIMATE = 0.004;
-const silent = pino({ level: 'silent' });
-const windowOf = (limitUsd: number) => [{ ms: HOUR, bucketMs: 60_000, limitUsd, warnUsd: -1 }];
 
 const sum = (buckets: BudgetBucket[] | undefined, index: 1 | 2) =>
   Math.round((buckets ?? []).reduce((total, bucket) => total + bucket[index], 0) * 1e10) / 1e10;
@@ -58,16 +54,10 @@ describe('budget shares on one redis-server', () => {
     return s;
   };
 
-  beforeAll(async () => {
-    server = await startRedisServer();
-    raw = new Redis(server.url, { lazyConnect: true, maxRetriesPerRequest: 0 });
-    await raw.connect();
-  });
-  afterAll(async () => {
-    await Promise.all(opened.map((s) => s.close()));
-    raw?.disconnect();
-    await server?.stop();
-  });
+  useRedisServer((started, client) => {
+    server = started;
+    raw = client;
+  }, opened);
 
   /** One operation: reserve, settle to `ESTIMATE`, read (what the RateLimit headers do). */
   async function operation(s: SharedState, key: string, windows = windowOf(100)) {

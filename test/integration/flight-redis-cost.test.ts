@@ -15,7 +15,7 @@ import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/script
 import { type GatewayProcess, startGatewayProcess } from '../support/gateway-process.js';
 import { gql } from '../support/graphql-client.js';
 import { type RedisServer, requireRedisServer, startRedisServer } from '../support/redis-server.js';
-import { nullBody, routeSpecAnswers } from '../support/upstream-bodies.js';
+import { routeHeldChecks } from '../support/upstream-bodies.js';
 import { gate, until } from '../support/waits.js';
 
 requireRedisServer('flight-redis-cost');
@@ -36,14 +36,7 @@ beforeAll(async () => {
   redis = await startRedisServer();
   raw = new Redis(redis.url, { maxRetriesPerRequest: 0 });
   upstream = await startScriptedUpstream();
-  routeSpecAnswers(upstream, upstream, '/pi');
-  upstream.route('POST', '/api/v1/check', (req) => {
-    const value = (req.body as { value?: unknown }).value;
-    return {
-      holdUntil: typeof value === 'string' ? holds.get(value) : undefined,
-      body: nullBody({ is_null: value === null, gpu_cost_usd: CHECK_USD }),
-    };
-  });
+  routeHeldChecks(upstream, holds, CHECK_USD);
   const env = {
     NULL_BASE_URL: upstream.url,
     PI_BASE_URL: `${upstream.url}/pi`,

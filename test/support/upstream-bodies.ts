@@ -80,6 +80,26 @@ export function routeSpecAnswers(
 }
 
 /**
+ * Scripts the spec answers on one upstream (pi under `/pi`), and its check so that a string value
+ * whose gate is in `holds` is answered only once that gate opens: the call stays in flight for as
+ * long as a test needs (single flight across replicas). Each check costs `usd`.
+ */
+export function routeHeldChecks(
+  upstream: ScriptedUpstream,
+  holds: ReadonlyMap<string, Promise<void>>,
+  usd: number,
+): void {
+  routeSpecAnswers(upstream, upstream, '/pi');
+  upstream.route('POST', '/api/v1/check', (req) => {
+    const value = (req.body as { value?: unknown }).value;
+    return {
+      holdUntil: typeof value === 'string' ? holds.get(value) : undefined,
+      body: nullBody({ is_null: value === null, gpu_cost_usd: usd }),
+    };
+  });
+}
+
+/**
  * A decoded null-check answer (what the client hands the schema), for tests and measurements that
  * run the schema without an upstream.
  */
