@@ -58,25 +58,12 @@ export function keptChildren<C>(
   child: (...values: string[]) => C,
 ): (a: string, b: string, c?: string, d?: string) => C {
   const root: ChildNode<C> = { next: new Map(), child: undefined };
-  // The last label set and its child: most events repeat the one before (the same upstream, endpoint,
-  // status and outcome), found again without a map lookup.
-  let lastA: string | undefined;
-  let lastB: string | undefined;
-  let lastC: string | undefined;
-  let lastD: string | undefined;
-  let last: C | undefined;
   return (a, b, c, d) => {
-    if (last !== undefined && a === lastA && b === lastB && c === lastC && d === lastD) return last;
     let node = stepTo(stepTo(root, a), b);
     if (c !== undefined) node = stepTo(node, c);
     if (d !== undefined) node = stepTo(node, d);
     if (node.child === undefined)
       node.child = c === undefined ? child(a, b) : d === undefined ? child(a, b, c) : child(a, b, c, d);
-    lastA = a;
-    lastB = b;
-    lastC = c;
-    lastD = d;
-    last = node.child;
-    return last;
+    return node.child;
   };
 }
