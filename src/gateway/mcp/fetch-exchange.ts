@@ -10,6 +10,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
+import { declaredLength } from '../request/declared-length.js';
 
 /** The request's body and what the transport is handed. */
 export interface ReadRequest {
@@ -20,15 +21,7 @@ export interface ReadRequest {
 
 /** The whole body, when its Content-Length is declared and within `limit`; undefined otherwise. */
 function readWhole(req: IncomingMessage, limit: number): Promise<Buffer> | undefined {
-  const declared = req.headers['content-length'];
-  if (
-    declared === undefined ||
-    req.headers['transfer-encoding'] !== undefined ||
-    !/^\d{1,15}$/.test(declared)
-  )
-    return undefined;
-  const length = Number(declared);
-  if (length > limit) return undefined;
+  if (declaredLength(req.headers, limit) === undefined) return undefined;
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));

@@ -21,6 +21,7 @@ import type { Compression, Delivered } from '../../delivery/compression.js';
 import { GRAPHQL_ENDPOINT } from '../../delivery/endpoint.js';
 import type { Operation } from '../../operation/operation.js';
 import type { JsonMediaType } from '../../operation/request-facts.js';
+import { declaredLength } from '../../request/declared-length.js';
 import { requestFactsOf } from '../../request/facts.js';
 import {
   type AnswerHeaders,
@@ -226,14 +227,8 @@ export function createFastPath(options: FastPathOptions): FastPath {
     const headers = req.headers;
     const contentType = headers['content-type'];
     if (contentType !== 'application/json' && !contentType?.startsWith('application/json;')) return false;
-    const contentLength = headers['content-length'];
-    if (
-      contentLength === undefined ||
-      headers['transfer-encoding'] !== undefined ||
-      headers.host === undefined
-    )
-      return false;
-    return /^\d{1,15}$/.test(contentLength) && Number(contentLength) <= maxBodyBytes;
+    if (headers.host === undefined) return false;
+    return declaredLength(headers, maxBodyBytes) !== undefined;
   };
 
   /** Yoga's lane answers a request whose body was read already, with the state begun here. */
