@@ -7,7 +7,6 @@
  * gateway_redis_commands_total, nothing under `budget`.
  */
 import { randomUUID } from 'node:crypto';
-import { createServer, type Socket, connect as tcpConnect } from 'node:net';
 import { Redis } from 'ioredis';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
@@ -16,7 +15,12 @@ import { createSharedState, type SharedState } from '../../src/gateway/shared-st
 import { budgetRedisKeys, replicaRegistryKey } from '../../src/gateway/shared-state/redis-keys.js';
 import type { BudgetReserveResult } from '../../src/gateway/shared-state/types.js';
 import { ESTIMATE, HOUR, silent, useRedisServer, windowOf } from '../support/budget-stores.js';
-import { type RedisServer, requireRedisServer, startRedisServer } from '../support/redis-server.js';
+import {
+  type RedisServer,
+  requireRedisServer,
+  startCuttableLink,
+  startRedisServer,
+} from '../support/redis-server.js';
 import { until } from '../support/waits.js';
 
 requireRedisServer('budget-replicas');
@@ -117,23 +121,11 @@ describe('the replica registry', () => {
     const prefix = `leave-${randomUUID().slice(0, 8)}:`;
     const registryKey = replicaRegistryKey(prefix);
     // C reaches Redis through a loopback proxy; closing it cuts C off, as a killed process would be.
-    const sockets = new Set<Socket>();
-    const proxy = createServer((client) => {
-      const upstream = tcpConnect(server.port, '127.0.0.1');
-      for (const socket of [client, upstream]) {
-        sockets.add(socket);
-        socket.on('error', () => {});
-        socket.on('close', () => sockets.delete(socket));
-      }
-      client.pipe(upstream).pipe(client);
-    });
-    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-    const address = proxy.address();
-    const port = typeof address === 'object' && address !== null ? address.port : 0;
+    const link = await startCuttableLink(server.port);
     const metrics = new Registry();
     const a = state(server.url, prefix, BEAT_MS, metrics);
     const b = state(server.url, prefix);
-    const c = state(`redis://127.0.0.1:${port}`, prefix);
+    const c = state(link.url, prefix);
     try {
       expect(await until(() => [a, b, c].every((s) => replicasOf(s) === 3))).toBe(true);
       expect(await raw.zcard(registryKey)).toBe(3);
@@ -141,8 +133,7 @@ describe('the replica registry', () => {
       await b.close();
       expect(await raw.zcard(registryKey)).toBe(2);
       // Cut off: no more beats; its entry no longer counts after 3 beats, and A learns it.
-      proxy.close();
-      for (const socket of sockets) socket.destroy();
+      link.cut();
       expect(await until(() => c.status() === 'fallback')).toBe(true);
       expect(await until(async () => (await raw.zcard(registryKey)) === 1 && replicasOf(a) === 1)).toBe(true);
       // C remembers what it counted last (its outage part is ÷ that).
@@ -156,8 +147,7 @@ describe('the replica registry', () => {
       await a.close();
       expect(await raw.exists(registryKey)).toBe(0);
     } finally {
-      proxy.close();
-      for (const socket of sockets) socket.destroy();
+      link.cut();
     }
   }, 20_000);
 });

@@ -7,7 +7,6 @@
  * only its share and its part of what was left.
  */
 import { randomUUID } from 'node:crypto';
-import { createServer, type Socket, connect as tcpConnect } from 'node:net';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { SHARE_FLOOR_OPS, SHARE_LEASE_MS } from '../../src/gateway/shared-state/budget-shares.js';
@@ -15,7 +14,12 @@ import { createSharedState, type SharedState } from '../../src/gateway/shared-st
 import { budgetRedisKeys } from '../../src/gateway/shared-state/redis-keys.js';
 import type { BudgetBucket, BudgetReserveResult } from '../../src/gateway/shared-state/types.js';
 import { ESTIMATE, HOUR, silent, useRedisServer, windowOf } from '../support/budget-stores.js';
-import { type RedisServer, requireRedisServer, startRedisServer } from '../support/redis-server.js';
+import {
+  type RedisServer,
+  requireRedisServer,
+  startCuttableLink,
+  startRedisServer,
+} from '../support/redis-server.js';
 import { until } from '../support/waits.js';
 
 requireRedisServer('budget-shares-store');
@@ -232,22 +236,10 @@ describe('budget shares on one redis-server', () => {
 
   it('a replica cut off holding a share: the share lapses into spend at its whole amount, counted once by the replica that noticed', async () => {
     // A reaches Redis through a loopback proxy; closing it cuts A off (a partition, or a process gone).
-    const sockets = new Set<Socket>();
-    const proxy = createServer((client) => {
-      const upstream = tcpConnect(server.port, '127.0.0.1');
-      for (const socket of [client, upstream]) {
-        sockets.add(socket);
-        socket.on('error', () => {});
-        socket.on('close', () => sockets.delete(socket));
-      }
-      client.pipe(upstream).pipe(client);
-    });
-    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-    const address = proxy.address();
-    const port = typeof address === 'object' && address !== null ? address.port : 0;
+    const link = await startCuttableLink(server.port);
     const lapses: number[][] = [];
     const a = createSharedState({
-      redisUrl: `redis://127.0.0.1:${port}`,
+      redisUrl: link.url,
       keyPrefix: prefix,
       timeoutMs: 1000,
       logger: silent,
@@ -266,8 +258,7 @@ describe('budget shares on one redis-server', () => {
       for (let i = 0; i < 12; i++) await operation(a, key);
       // A holds a share (booked in Redis as reserved), with spend not yet written back perhaps.
       expect(await until(async () => (await inRedis(raw, prefix, key)).reserved > 0)).toBe(true);
-      proxy.close();
-      for (const socket of sockets) socket.destroy();
+      link.cut();
       expect(await until(() => a.status() === 'fallback')).toBe(true);
       const held = await inRedis(raw, prefix, key);
       // Not renewed, it lapses SHARE_LEASE_MS after A's last script (Redis' clock); B's read sweeps it.
@@ -287,8 +278,7 @@ describe('budget shares on one redis-server', () => {
       expect(after.spent).toBeCloseTo(held.spent + held.reserved, 9);
       expect(after.spent).toBeGreaterThanOrEqual(12 * ESTIMATE - 1e-9);
     } finally {
-      proxy.close();
-      for (const socket of sockets) socket.destroy();
+      link.cut();
     }
   }, 30_000);
 });

@@ -5,7 +5,7 @@
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer, Socket } from 'node:net';
+import { createServer, Socket, connect as tcpConnect } from 'node:net';
 
 export const REDIS_SERVER_BIN = process.env.REDIS_SERVER_BIN ?? 'redis-server';
 
@@ -138,6 +138,38 @@ export async function startRedisServer(options: { args?: string[] } = {}): Promi
     },
     thaw: () => {
       child?.kill('SIGCONT');
+    },
+  };
+}
+
+/** A loopback TCP proxy to a Redis port: what goes through it is cut off at once by `cut()`. */
+export interface CuttableLink {
+  /** `redis://` URL of the proxy. */
+  readonly url: string;
+  /** Stops the proxy and destroys every connection through it (a partition, or a process gone). */
+  cut(): void;
+}
+
+/** Starts a loopback proxy to `port`: a client through it can be cut off from Redis mid-test. */
+export async function startCuttableLink(port: number): Promise<CuttableLink> {
+  const sockets = new Set<Socket>();
+  const proxy = createServer((client) => {
+    const upstream = tcpConnect(port, '127.0.0.1');
+    for (const socket of [client, upstream]) {
+      sockets.add(socket);
+      socket.on('error', () => {});
+      socket.on('close', () => sockets.delete(socket));
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  const address = proxy.address();
+  const proxyPort = typeof address === 'object' && address !== null ? address.port : 0;
+  return {
+    url: `redis://127.0.0.1:${proxyPort}`,
+    cut() {
+      proxy.close();
+      for (const socket of sockets) socket.destroy();
     },
   };
 }
