@@ -11,11 +11,13 @@ import { createMemoryBudget } from './budget-memory.js';
 import { BUDGET_SCRIPTS } from './budget-scripts.js';
 import { createBudgetShares } from './budget-shares.js';
 import {
+  type Amounts,
   bucketsOfFields,
   DEFAULT_LEASE_MS,
   FIT_EPSILON_USD,
   listOf,
   type Move,
+  totalOf,
   warningsOf,
   windowArgs,
 } from './budget-windows.js';
@@ -164,11 +166,14 @@ export function createRedisBudgetStore(
         const at = Number(answer[1]);
         lapsedIn(answer[2], answer[3]);
         if (Number(answer[0]) !== 1) {
-          return {
-            ok: false,
-            at,
-            windows: windows.map((spec, i) => listOf(bucketsOfFields(answer[i + 4], spec, at))),
-          };
+          const seen = windows.map((spec, i) => bucketsOfFields(answer[i + 4], spec, at));
+          // A refusal is a contact too: should Redis go away now, this replica's part is of what is
+          // left now, not of what an earlier admission saw (the other replicas spent since).
+          const left = Math.min(
+            ...windows.map((spec, i) => spec.limitUsd - totalOf(seen[i] as Map<number, Amounts>)),
+          );
+          shares.contact(budgetKey, windows, usd, left, 1);
+          return { ok: false, at, windows: seen.map(listOf) };
         }
         // This replica's own figure (the outage fallback), in Redis' bucket.
         memory.book({ budgetKey, windows, at, reservedUsd: usd, spentUsd: 0 }, now, false);
