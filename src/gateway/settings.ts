@@ -59,7 +59,7 @@ export const serverSettings = settingsGroup('gateway', {
   corsOrigins: setting(
     'CORS_ORIGINS',
     z.string().optional(),
-    'Comma-separated list of browser origins allowed by CORS, or * for any origin (credentials are never allowed with *).',
+    'Comma-separated list of browser origins allowed by CORS, or * for any origin (credentials are never allowed with *). Such a page may send the keys, X-Max-Cost-Usd, X-Budget-Fallback and traceparent, and read x-request-id, RateLimit, RateLimit-Policy and Retry-After.',
     '(none: same-origin only)',
   ),
   workers: setting(

@@ -399,9 +399,23 @@ describe('CORS', () => {
     const allowed = await preflight(g);
     expect(allowed.headers.get('access-control-allow-origin')).toBe('https://app.example');
     expect(allowed.headers.get('access-control-allow-headers')).toMatch(/x-api-key/i);
+    // Every header of the contract a page may send (§3, §8, §9), and the answer fields it must read.
+    for (const name of ['authorization', 'x-max-cost-usd', 'x-budget-fallback', 'traceparent'])
+      expect(
+        allowed.headers
+          .get('access-control-allow-headers')
+          ?.toLowerCase()
+          .split(/\s*,\s*/),
+      ).toContain(name);
     // A real request from the allowed origin carries the header too (the fast path steps aside for CORS).
     const result = await gql(g.url, PI, { headers: { origin: 'https://app.example' } });
     expect(result.headers.get('access-control-allow-origin')).toBe('https://app.example');
+    const exposed = result.headers
+      .get('access-control-expose-headers')
+      ?.toLowerCase()
+      .split(/\s*,\s*/);
+    for (const name of ['x-request-id', 'ratelimit', 'ratelimit-policy', 'retry-after'])
+      expect(exposed).toContain(name);
     expect(g.app.fastPath.served.fast).toBe(0);
     const other = await preflight(await gateway({ CORS_ORIGINS: 'https://other.example' }));
     expect(other.headers.get('access-control-allow-origin')).not.toBe('https://app.example');

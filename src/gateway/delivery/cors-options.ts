@@ -14,6 +14,8 @@ export function corsOptions(origins: string | undefined): CORSOptions | false {
     credentials: false,
     // QUERY is never CORS-safelisted: a browser preflights it, and the answer must name it.
     methods: [...GRAPHQL_METHODS, 'OPTIONS'],
+    // Every request header the contract gives a caller a say with (§3 keys, §8 caps and fallback, §9
+    // trace context): a page that cannot send one cannot use it.
     allowedHeaders: [
       'content-type',
       'accept',
@@ -21,8 +23,13 @@ export function corsOptions(origins: string | undefined): CORSOptions | false {
       'x-api-key',
       'x-request-id',
       'x-max-cost-usd',
+      'x-budget-fallback',
+      'traceparent',
+      'tracestate',
     ],
-    exposedHeaders: ['x-request-id'],
+    // And every answer field a page needs to act on: the budget's RateLimit fields (§8), when to come
+    // back (429/BUDGET_EXCEEDED), a 401's challenge. None is CORS-safelisted.
+    exposedHeaders: ['x-request-id', 'ratelimit', 'ratelimit-policy', 'retry-after', 'www-authenticate'],
     maxAge: 600,
   };
 }
