@@ -60,6 +60,40 @@ export abstract class AnswerFactsShape<Response extends AnswerFacts> {
   }
 }
 
+/** The descriptions of the answer facts' fields that differ between the answer types. */
+export interface AnswerFactsDescriptions {
+  confidence: string;
+  inferenceTimeMs: string;
+  gpuCostUsd: string;
+  sponsoredBy: string;
+  disclaimer: string;
+}
+
+/**
+ * The answer facts' fields of an interface whose shape extends AnswerFactsShape (NullCheck,
+ * ConstantDigits): each exposed from its getter (no resolver: graphql-jit reads a property), `model`
+ * as the type's own enum. In the published order: confidence, model, modelName, inferenceTimeMs,
+ * gpuCostUsd, sponsoredBy, disclaimer.
+ */
+export function answerFactsFields(
+  t: Fields<AnswerFactsShape<AnswerFacts> & { model: string | null }>,
+  modelEnum: ModelEnum,
+  descriptions: AnswerFactsDescriptions,
+) {
+  return {
+    confidence: t.exposeFloat('confidence', { nullable: true, description: descriptions.confidence }),
+    model: t.expose('model', { type: modelEnum, nullable: true, description: MODEL_DESCRIPTIONS.model }),
+    modelName: t.exposeString('modelName', { nullable: true, description: MODEL_DESCRIPTIONS.modelName }),
+    inferenceTimeMs: t.exposeInt('inferenceTimeMs', {
+      nullable: true,
+      description: descriptions.inferenceTimeMs,
+    }),
+    gpuCostUsd: t.exposeFloat('gpuCostUsd', { nullable: true, description: descriptions.gpuCostUsd }),
+    sponsoredBy: t.exposeString('sponsoredBy', { nullable: true, description: descriptions.sponsoredBy }),
+    disclaimer: t.exposeString('disclaimer', { nullable: true, description: descriptions.disclaimer }),
+  };
+}
+
 /** `model` (the enum value, null for a model the enum does not know) and `modelName` (the raw string). */
 export function modelFields<Shape extends { response: { model: string | null } }>(
   t: Fields<Shape>,
