@@ -39,7 +39,7 @@ export interface CostMetricsOptions {
 /** A counter throws on a negative value, and NaN or Infinity would poison its sum: the callers validate, this guards. */
 const countable = (usd: number): boolean => usd > 0 && Number.isFinite(usd);
 
-/** The help texts of the cost metrics, by name (in the order /metrics exports them). */
+/** The help texts of the cost metrics, by name, in the order they are declared. */
 const HELP = {
   gateway_gpu_cost_usd_total:
     'US dollars the upstreams reported for the answers the gateway received (gpu_cost_usd, or the inference cost), by upstream and model. Cache hits and shared calls add nothing.',

@@ -27,7 +27,7 @@ export interface SharedStateMetrics {
   setRedisSource(read: () => readonly RedisConnectionReport[]): void;
 }
 
-/** The help texts of the shared state's metrics, by name (in the order /metrics exports them). */
+/** The help texts of the shared state's metrics, by name, in the order they are declared. */
 const HELP = {
   gateway_apq_documents_dropped_total:
     'APQ documents not registered because of a bound: size (APQ_MAX_DOCUMENT_BYTES) or client (APQ_MAX_DOCUMENTS_PER_CLIENT). They still ran.',
@@ -60,12 +60,12 @@ export function createSharedStateMetrics(
     return { redisError: noop, redisTopologyChanged: noop, apqDocumentDropped, setRedisSource: noop };
   let connections: () => readonly RedisConnectionReport[] = () => [];
   const errors = counter('gateway_redis_errors_total', ['operation']);
-  gauge('gateway_redis_up', [], (gauge) =>
-    gauge.set(connections().every((connection) => connection.up) ? 1 : 0),
+  gauge('gateway_redis_up', [], (metric) =>
+    metric.set(connections().every((connection) => connection.up) ? 1 : 0),
   );
-  gauge('gateway_redis_topology', ['role', 'topology'], (gauge) => {
-    gauge.reset();
-    for (const { role, topology } of connections()) gauge.labels(role, topology).set(1);
+  gauge('gateway_redis_topology', ['role', 'topology'], (metric) => {
+    metric.reset();
+    for (const { role, topology } of connections()) metric.labels(role, topology).set(1);
   });
   const changes = counter('gateway_redis_topology_changes_total', ['role']);
   const changesOf = { budgets: changes.labels('budgets'), cache: changes.labels('cache') };

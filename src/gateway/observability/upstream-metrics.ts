@@ -39,7 +39,7 @@ export interface UpstreamCallMetrics {
   setCacheSizeSource(read: () => number): void;
 }
 
-/** The help texts of the upstream calls' metrics, by name (in the order /metrics exports them). */
+/** The help texts of the upstream calls' metrics, by name, in the order they are declared. */
 const HELP = {
   gateway_upstream_requests_total:
     'HTTP requests (attempts, retries included) to the upstream services by upstream, endpoint, status and outcome.',
@@ -71,14 +71,14 @@ export function createUpstreamCallMetrics(registry: Registry): UpstreamCallMetri
   const dedupHits = counter('gateway_dedup_hits_total', ['upstream', 'source']);
   const cacheLookups = counter('gateway_response_cache_requests_total', ['upstream', 'result']);
   let cacheSize: () => number = () => 0;
-  gauge('gateway_response_cache_entries', [], (gauge) => gauge.set(cacheSize()));
+  gauge('gateway_response_cache_entries', [], (metric) => metric.set(cacheSize()));
   const deprecated = counter('gateway_upstream_deprecated_total', ['upstream', 'endpoint']);
   const breakerSources = new Map<UpstreamName, () => BreakerState>();
   // Read at scrape time, so the gauge is never stale between upstream calls.
-  gauge('gateway_upstream_breaker_state', ['upstream', 'state'], (gauge) => {
+  gauge('gateway_upstream_breaker_state', ['upstream', 'state'], (metric) => {
     for (const upstream of UPSTREAMS) {
       const state = breakerSources.get(upstream)?.() ?? 'closed';
-      for (const s of BREAKER_STATES) gauge.labels(upstream, s).set(s === state ? 1 : 0);
+      for (const s of BREAKER_STATES) metric.labels(upstream, s).set(s === state ? 1 : 0);
     }
   });
 
