@@ -1,9 +1,9 @@
 /**
  * What the answer types share: the fields several interfaces carry (the model fields and digits
- * fields of Inference; NullCheck and ConstantDigits expose theirs from getters of their answer
- * classes, is-null.ts and pi.ts), each read from the upstream answer the same way everywhere, and
- * the pi/e union of the two digits interfaces. Built here once; descriptions and names stay each
- * type's own (they are part of the published schema).
+ * fields of Inference, resolved from the upstream answer; the answer facts of NullCheck and
+ * ConstantDigits, exposed from the getters of their answer classes, is-null.ts and pi.ts), each read
+ * the same way everywhere, and the pi/e union of the two digits interfaces. Built here once;
+ * descriptions and names stay each type's own (they are part of the published schema).
  */
 import type { EnumRef, InterfaceFieldBuilder, InterfaceRef } from '@pothos/core';
 import { type Constant, classifyDigits, correctDigits, splitDigits } from '../models/truth.js';
@@ -15,7 +15,7 @@ type Fields<Shape> = InterfaceFieldBuilder<Types, Shape>;
 /** NullModel or PiModel: enums whose values are the upstream model strings. */
 type ModelEnum = EnumRef<Types, string, string>;
 
-/** `model` and `modelName`'s descriptions, shared by every answer type (NullCheck exposes its own fields). */
+/** `model` and `modelName`'s descriptions, shared by NullCheck and ConstantDigits (Inference has its own). */
 export const MODEL_DESCRIPTIONS = {
   model:
     'The model variant that answered; null when the service named a model this schema does not know (see `modelName`).',
