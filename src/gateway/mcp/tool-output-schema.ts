@@ -10,9 +10,7 @@ import {
   type GraphQLObjectType,
   type GraphQLOutputType,
   type GraphQLSchema,
-  getNamedType,
   isAbstractType,
-  isEnumType,
   isListType,
   isNonNullType,
   isObjectType,
@@ -23,11 +21,11 @@ import {
   TypeMetaFieldDef,
 } from 'graphql';
 import {
-  descriptionOf,
+  annotate,
   type JsonSchema,
+  leafSchema,
   orNull,
   type Schema,
-  scalar,
   type ToolSchemaOptions,
 } from './tool-schema-parts.js';
 
@@ -62,7 +60,6 @@ export function toolOutputSchema(
     if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
   }
   const everyFieldNullable = options.nulls !== 'as-graphql';
-  const describing = options.descriptions !== false;
 
   /** The data of an object of `type` under these selection sets (GraphQL's CollectFields). */
   function object(type: GraphQLObjectType, selectionSets: readonly SelectionSetNode[]): Schema {
@@ -87,11 +84,7 @@ export function toolOutputSchema(
     if (definition === undefined) return {}; // not in the schema: the operation does not validate anyway
     const selectionSets = nodes.flatMap((node) => (node.selectionSet ? [node.selectionSet] : []));
     const result = value(definition.type, selectionSets);
-    if (describing) {
-      const text = descriptionOf(getNamedType(definition.type), definition.description);
-      if (text !== undefined) result.description = text;
-    }
-    if (definition.deprecationReason != null) result.deprecated = true;
+    annotate(result, definition.type, definition, options);
     return result;
   }
 
@@ -121,8 +114,7 @@ export function toolOutputSchema(
       if (members.size === 1) return [...members.values()][0] as Schema;
       return options.closed ? { anyOf: [...members.values()] } : factored([...members.values()]);
     }
-    if (isEnumType(type)) return { type: 'string', enum: type.getValues().map((v) => v.name) };
-    return scalar(type.name, 'output', options);
+    return leafSchema(type, 'output', options);
   }
 
   const result = object(root, [operation.selectionSet]);

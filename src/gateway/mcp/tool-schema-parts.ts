@@ -2,7 +2,16 @@
  * What the input and output schemas of a tool share (tool-schemas.ts, tool-output-schema.ts): the
  * options, the scalars, null, and descriptions.
  */
-import { type GraphQLEnumType, type GraphQLNamedType, isEnumType, isSpecifiedScalarType } from 'graphql';
+import {
+  type GraphQLEnumType,
+  type GraphQLInputType,
+  type GraphQLLeafType,
+  type GraphQLNamedType,
+  type GraphQLOutputType,
+  getNamedType,
+  isEnumType,
+  isSpecifiedScalarType,
+} from 'graphql';
 
 /** A JSON Schema (draft 2020-12 subset the MCP SDK accepts) as a plain object. */
 export type JsonSchema = { readonly [keyword: string]: unknown };
@@ -75,6 +84,34 @@ export function scalar(name: string, direction: 'input' | 'output', options: Too
       // JSON and any scalar without a given schema: any value (but null, until orNull says so).
       return { type: [...ANY_BUT_NULL] };
   }
+}
+
+/** A leaf type's schema: an enum's value names, or the scalar's ({@link scalar}). */
+export function leafSchema(
+  type: GraphQLLeafType,
+  direction: 'input' | 'output',
+  options: ToolSchemaOptions,
+): Schema {
+  if (isEnumType(type)) return { type: 'string', enum: type.getValues().map((v) => v.name) };
+  return scalar(type.name, direction, options);
+}
+
+/**
+ * Sets `description` on the schema of a usage of `type` (a field, an input field, a variable): the
+ * usage's own text, else the type's (the built-in scalars' say nothing); none with `descriptions:
+ * false`. And `deprecated` for a deprecated usage.
+ */
+export function annotate(
+  target: Schema,
+  type: GraphQLInputType | GraphQLOutputType,
+  usage: { description?: string | null | undefined; deprecationReason?: string | null | undefined },
+  options: ToolSchemaOptions,
+): void {
+  if (options.descriptions !== false) {
+    const text = descriptionOf(getNamedType(type), usage.description);
+    if (text !== undefined) target.description = text;
+  }
+  if (usage.deprecationReason != null) target.deprecated = true;
 }
 
 /** A usage's description, else the type's, with an enum's values and what each means. */

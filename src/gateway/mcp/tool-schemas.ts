@@ -29,10 +29,8 @@ import {
   type DocumentNode,
   type GraphQLInputObjectType,
   type GraphQLInputType,
-  type GraphQLOutputType,
   type GraphQLSchema,
   getNamedType,
-  isEnumType,
   isInputObjectType,
   isInputType,
   isListType,
@@ -46,11 +44,11 @@ import {
   visitWithTypeInfo,
 } from 'graphql';
 import {
-  descriptionOf,
+  annotate,
   type JsonSchema,
+  leafSchema,
   orNull,
   type Schema,
-  scalar,
   type ToolSchemaOptions,
 } from './tool-schema-parts.js';
 
@@ -82,7 +80,7 @@ export function toolInputSchema(
     const type = typeFromAST(schema, definition.type);
     if (!isInputType(type)) throw new TypeError(`variable $${name}: not an input type of the schema`);
     const property = build.input(type);
-    build.describe(property, type, usages.get(name));
+    annotate(property, type, { description: usages.get(name) }, options);
     if (definition.defaultValue !== undefined) {
       property.default = valueFromASTUntyped(definition.defaultValue);
     } else if (isNonNullType(type)) {
@@ -159,7 +157,6 @@ function inputSchemas(options: ToolSchemaOptions) {
       // but never a null one (`[Int]!` refuses null).
       return { anyOf: [{ type: 'array', items: input(type.ofType) }, present(type.ofType)] };
     }
-    if (isEnumType(type)) return { type: 'string', enum: type.getValues().map((v) => v.name) };
     if (isInputObjectType(type)) {
       seen.set(type.name, type);
       if (building.has(type.name)) {
@@ -168,7 +165,7 @@ function inputSchemas(options: ToolSchemaOptions) {
       }
       return inputObject(type);
     }
-    return scalar(type.name, 'input', options);
+    return leafSchema(type, 'input', options);
   }
 
   function inputObject(type: GraphQLInputObjectType): Schema {
@@ -178,8 +175,7 @@ function inputSchemas(options: ToolSchemaOptions) {
     for (const field of Object.values(type.getFields())) {
       // A @oneOf field is nullable in the SDL but its one value may not be null.
       const property = type.isOneOf ? present(field.type) : input(field.type);
-      describe(property, field.type, field.description);
-      if (field.deprecationReason != null) property.deprecated = true;
+      annotate(property, field.type, field, options);
       const fallback =
         field.defaultValue === undefined ? undefined : jsonValue(field.defaultValue, field.type);
       if (fallback !== undefined) property.default = fallback;
@@ -195,13 +191,6 @@ function inputSchemas(options: ToolSchemaOptions) {
     }
     result.additionalProperties = false;
     return result;
-  }
-
-  /** Sets `description`: the usage's own text, else the type's (the built-in scalars' say nothing). */
-  function describe(target: Schema, type: GraphQLInputType | GraphQLOutputType, own?: string | null): void {
-    if (!describing) return;
-    const text = descriptionOf(getNamedType(type), own);
-    if (text !== undefined) target.description = text;
   }
 
   /** The recursive input objects met, each written once: its references to itself are `$ref`s. */
@@ -222,7 +211,7 @@ function inputSchemas(options: ToolSchemaOptions) {
     return defs.size === 0 ? undefined : Object.fromEntries(defs);
   }
 
-  return { input, describe, definitions };
+  return { input, definitions };
 }
 
 /** A GraphQL input value (internal, as a schema's default value is) as JSON; undefined when it has none. */

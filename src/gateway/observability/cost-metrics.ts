@@ -3,8 +3,9 @@
  * model; calls abandoned in flight; budget refusals, warnings and lapsed reservations; and what
  * routing by quality saved.
  */
-import { Counter, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
 import type { UpstreamName } from '../errors.js';
+import { createMetricDeclarations } from './metric-declarations.js';
 import { type BoundedLabel, keptChildren, perUpstream } from './metric-labels.js';
 
 export interface CostMetrics {
@@ -38,61 +39,40 @@ export interface CostMetricsOptions {
 /** A counter throws on a negative value, and NaN or Infinity would poison its sum: the callers validate, this guards. */
 const countable = (usd: number): boolean => usd > 0 && Number.isFinite(usd);
 
+/** The help texts of the cost metrics, by name, in the order they are declared. */
+const HELP = {
+  gateway_gpu_cost_usd_total:
+    'US dollars the upstreams reported for the answers the gateway received (gpu_cost_usd, or the inference cost), by upstream and model. Cache hits and shared calls add nothing.',
+  gateway_cost_estimated_usd_total:
+    'US dollars the gateway estimated for the upstream calls of operations that touched an upstream (what budgets reserve and X-Max-Cost-Usd caps), by upstream and model; compare with gateway_gpu_cost_usd_total (cache hits and shared calls are estimated but cost nothing).',
+  gateway_budget_refusals_total:
+    'Operations refused with BUDGET_EXCEEDED before any upstream call, by reason (max-cost: X-Max-Cost-Usd; hourly-budget: a window of COST_BUDGETS or COST_BUDGET_USD_PER_HOUR, whatever its length).',
+  gateway_budget_lapsed_reservations_total:
+    'Budget reservations never settled by their replica (killed, crashed, cut off) that lapsed at their operation deadline plus BUDGET_LEASE_MARGIN_MS and were counted as spent at their estimate. Counted once, by whichever replica noticed.',
+  gateway_budget_lapsed_usd_total:
+    'US dollars of the lapsed budget reservations (their estimates), counted as spent.',
+  gateway_budget_warnings_total:
+    'A key’s spend and reservations in a budget window reached COST_BUDGET_WARNING_RATIO of its limit (once per key and window per window length), by scope (default, anonymous, tier:<tier>, key) and window.',
+  gateway_routing_saved_usd_total:
+    'US dollars routing by quality (minAccuracy) is expected to have saved against each service’s default model, per admitted routed field, by upstream (fields routed to a dearer model add nothing).',
+  gateway_upstream_calls_abandoned_total:
+    'Upstream calls in flight when their client went away: aborted, not retried, and billed at their estimate (the upstream may bill them).',
+  gateway_abandoned_cost_usd_total:
+    'US dollars billed for upstream calls abandoned in flight by a client that went away (their estimates).',
+};
+
 export function createCostMetrics(registry: Registry, options: CostMetricsOptions): CostMetrics {
-  const registers = [registry];
+  const { counter } = createMetricDeclarations(registry, HELP);
   const { modelLabel } = options;
-  const gpuCost = new Counter({
-    name: 'gateway_gpu_cost_usd_total',
-    help: 'US dollars the upstreams reported for the answers the gateway received (gpu_cost_usd, or the inference cost), by upstream and model. Cache hits and shared calls add nothing.',
-    labelNames: ['upstream', 'model'] as const,
-    registers,
-  });
-  const estimatedCost = new Counter({
-    name: 'gateway_cost_estimated_usd_total',
-    help: 'US dollars the gateway estimated for the upstream calls of operations that touched an upstream (what budgets reserve and X-Max-Cost-Usd caps), by upstream and model; compare with gateway_gpu_cost_usd_total (cache hits and shared calls are estimated but cost nothing).',
-    labelNames: ['upstream', 'model'] as const,
-    registers,
-  });
-  const budgetRefusals = new Counter({
-    name: 'gateway_budget_refusals_total',
-    help: 'Operations refused with BUDGET_EXCEEDED before any upstream call, by reason (max-cost: X-Max-Cost-Usd; hourly-budget: a window of COST_BUDGETS or COST_BUDGET_USD_PER_HOUR, whatever its length).',
-    labelNames: ['reason'] as const,
-    registers,
-  });
-  const lapsedReservations = new Counter({
-    name: 'gateway_budget_lapsed_reservations_total',
-    help: 'Budget reservations never settled by their replica (killed, crashed, cut off) that lapsed at their operation deadline plus BUDGET_LEASE_MARGIN_MS and were counted as spent at their estimate. Counted once, by whichever replica noticed.',
-    registers,
-  });
-  const lapsedUsd = new Counter({
-    name: 'gateway_budget_lapsed_usd_total',
-    help: 'US dollars of the lapsed budget reservations (their estimates), counted as spent.',
-    registers,
-  });
-  const budgetWarnings = new Counter({
-    name: 'gateway_budget_warnings_total',
-    help: 'A key’s spend and reservations in a budget window reached COST_BUDGET_WARNING_RATIO of its limit (once per key and window per window length), by scope (default, anonymous, tier:<tier>, key) and window.',
-    labelNames: ['scope', 'window'] as const,
-    registers,
-  });
-  const routingSaved = new Counter({
-    name: 'gateway_routing_saved_usd_total',
-    help: 'US dollars routing by quality (minAccuracy) is expected to have saved against each service’s default model, per admitted routed field, by upstream (fields routed to a dearer model add nothing).',
-    labelNames: ['upstream'] as const,
-    registers,
-  });
-  const abandonedCalls = new Counter({
-    name: 'gateway_upstream_calls_abandoned_total',
-    help: 'Upstream calls in flight when their client went away: aborted, not retried, and billed at their estimate (the upstream may bill them).',
-    labelNames: ['upstream'] as const,
-    registers,
-  });
-  const abandonedUsd = new Counter({
-    name: 'gateway_abandoned_cost_usd_total',
-    help: 'US dollars billed for upstream calls abandoned in flight by a client that went away (their estimates).',
-    labelNames: ['upstream'] as const,
-    registers,
-  });
+  const gpuCost = counter('gateway_gpu_cost_usd_total', ['upstream', 'model']);
+  const estimatedCost = counter('gateway_cost_estimated_usd_total', ['upstream', 'model']);
+  const budgetRefusals = counter('gateway_budget_refusals_total', ['reason']);
+  const lapsedReservations = counter('gateway_budget_lapsed_reservations_total');
+  const lapsedUsd = counter('gateway_budget_lapsed_usd_total');
+  const budgetWarnings = counter('gateway_budget_warnings_total', ['scope', 'window']);
+  const routingSaved = counter('gateway_routing_saved_usd_total', ['upstream']);
+  const abandonedCalls = counter('gateway_upstream_calls_abandoned_total', ['upstream']);
+  const abandonedUsd = counter('gateway_abandoned_cost_usd_total', ['upstream']);
 
   // Fixed label sets: each child looked up once and kept. The refusals start at 0 (dashboards and
   // alerts see them before the first); the others appear with their first event.

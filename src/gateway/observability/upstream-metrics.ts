@@ -3,9 +3,10 @@
  * timed by upstream and endpoint), the calls saved by sharing or the response cache, sponsor
  * messages, deprecation marks, the breaker state and the response cache's size.
  */
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
 import type { UpstreamName } from '../errors.js';
 import type { BreakerState } from '../upstream/interceptors/circuit-breaker.js';
+import { createMetricDeclarations } from './metric-declarations.js';
 import { keptChildren, perUpstream, UPSTREAMS } from './metric-labels.js';
 
 /** Where a saved upstream call was served from (label `source`). */
@@ -38,67 +39,47 @@ export interface UpstreamCallMetrics {
   setCacheSizeSource(read: () => number): void;
 }
 
+/** The help texts of the upstream calls' metrics, by name, in the order they are declared. */
+const HELP = {
+  gateway_upstream_requests_total:
+    'HTTP requests (attempts, retries included) to the upstream services by upstream, endpoint, status and outcome.',
+  gateway_upstream_request_duration_seconds:
+    'Latency of HTTP requests to the upstream services by upstream and endpoint.',
+  gateway_sponsor_messages_total:
+    'Upstream answers that carried a sponsor message (sponsored_by), by upstream.',
+  gateway_dedup_hits_total:
+    'Upstream calls saved because an identical call was shared (dataloader: same operation; inflight: same process; replicas: another replica via Redis) or cached.',
+  gateway_response_cache_requests_total:
+    'Cacheable upstream calls by how the response cache served them: hit (stored answer) or miss (called the upstream).',
+  gateway_response_cache_entries:
+    'Answers kept by the response cache in this process (0 when RESPONSE_CACHE is off).',
+  gateway_upstream_deprecated_total:
+    'Upstream answers that marked their endpoint deprecated (Deprecation header), by upstream and endpoint.',
+  gateway_upstream_breaker_state:
+    'Circuit breaker state per upstream: 1 for the current state, 0 for the others.',
+};
+
 export function createUpstreamCallMetrics(registry: Registry): UpstreamCallMetrics {
-  const registers = [registry];
-  const requests = new Counter({
-    name: 'gateway_upstream_requests_total',
-    help: 'HTTP requests (attempts, retries included) to the upstream services by upstream, endpoint, status and outcome.',
-    labelNames: ['upstream', 'endpoint', 'status', 'outcome'] as const,
-    registers,
-  });
-  const durations = new Histogram({
-    name: 'gateway_upstream_request_duration_seconds',
-    help: 'Latency of HTTP requests to the upstream services by upstream and endpoint.',
-    labelNames: ['upstream', 'endpoint'] as const,
-    buckets: UPSTREAM_BUCKETS,
-    registers,
-  });
-  const sponsorMessages = new Counter({
-    name: 'gateway_sponsor_messages_total',
-    help: 'Upstream answers that carried a sponsor message (sponsored_by), by upstream.',
-    labelNames: ['upstream'] as const,
-    registers,
-  });
-  const dedupHits = new Counter({
-    name: 'gateway_dedup_hits_total',
-    help: 'Upstream calls saved because an identical call was shared (dataloader: same operation; inflight: same process; replicas: another replica via Redis) or cached.',
-    labelNames: ['upstream', 'source'] as const,
-    registers,
-  });
-  const cacheLookups = new Counter({
-    name: 'gateway_response_cache_requests_total',
-    help: 'Cacheable upstream calls by how the response cache served them: hit (stored answer) or miss (called the upstream).',
-    labelNames: ['upstream', 'result'] as const,
-    registers,
-  });
+  const { counter, histogram, gauge } = createMetricDeclarations(registry, HELP);
+  const requests = counter('gateway_upstream_requests_total', ['upstream', 'endpoint', 'status', 'outcome']);
+  const durations = histogram(
+    'gateway_upstream_request_duration_seconds',
+    ['upstream', 'endpoint'],
+    UPSTREAM_BUCKETS,
+  );
+  const sponsorMessages = counter('gateway_sponsor_messages_total', ['upstream']);
+  const dedupHits = counter('gateway_dedup_hits_total', ['upstream', 'source']);
+  const cacheLookups = counter('gateway_response_cache_requests_total', ['upstream', 'result']);
   let cacheSize: () => number = () => 0;
-  new Gauge({
-    name: 'gateway_response_cache_entries',
-    help: 'Answers kept by the response cache in this process (0 when RESPONSE_CACHE is off).',
-    registers,
-    collect() {
-      this.set(cacheSize());
-    },
-  });
-  const deprecated = new Counter({
-    name: 'gateway_upstream_deprecated_total',
-    help: 'Upstream answers that marked their endpoint deprecated (Deprecation header), by upstream and endpoint.',
-    labelNames: ['upstream', 'endpoint'] as const,
-    registers,
-  });
+  gauge('gateway_response_cache_entries', [], (metric) => metric.set(cacheSize()));
+  const deprecated = counter('gateway_upstream_deprecated_total', ['upstream', 'endpoint']);
   const breakerSources = new Map<UpstreamName, () => BreakerState>();
-  new Gauge({
-    name: 'gateway_upstream_breaker_state',
-    help: 'Circuit breaker state per upstream: 1 for the current state, 0 for the others.',
-    labelNames: ['upstream', 'state'] as const,
-    registers,
-    // Read at scrape time, so the gauge is never stale between upstream calls.
-    collect() {
-      for (const upstream of UPSTREAMS) {
-        const state = breakerSources.get(upstream)?.() ?? 'closed';
-        for (const s of BREAKER_STATES) this.labels(upstream, s).set(s === state ? 1 : 0);
-      }
-    },
+  // Read at scrape time, so the gauge is never stale between upstream calls.
+  gauge('gateway_upstream_breaker_state', ['upstream', 'state'], (metric) => {
+    for (const upstream of UPSTREAMS) {
+      const state = breakerSources.get(upstream)?.() ?? 'closed';
+      for (const s of BREAKER_STATES) metric.labels(upstream, s).set(s === state ? 1 : 0);
+    }
   });
 
   // Fixed label sets: each child looked up once and kept. They start at 0, so dashboards and alerts

@@ -1,9 +1,9 @@
 /**
  * What the answer types share: the fields several interfaces carry (the model fields and digits
- * fields of Inference; NullCheck and ConstantDigits expose theirs from getters of their answer
- * classes, is-null.ts and pi.ts), each read from the upstream answer the same way everywhere, and
- * the pi/e union of the two digits interfaces. Built here once; descriptions and names stay each
- * type's own (they are part of the published schema).
+ * fields of Inference, resolved from the upstream answer; the answer facts of NullCheck and
+ * ConstantDigits, exposed from the getters of their answer classes, is-null.ts and pi.ts), each read
+ * the same way everywhere, and the pi/e union of the two digits interfaces. Built here once;
+ * descriptions and names stay each type's own (they are part of the published schema).
  */
 import type { EnumRef, InterfaceFieldBuilder, InterfaceRef } from '@pothos/core';
 import { type Constant, classifyDigits, correctDigits, splitDigits } from '../models/truth.js';
@@ -15,7 +15,7 @@ type Fields<Shape> = InterfaceFieldBuilder<Types, Shape>;
 /** NullModel or PiModel: enums whose values are the upstream model strings. */
 type ModelEnum = EnumRef<Types, string, string>;
 
-/** `model` and `modelName`'s descriptions, shared by every answer type (NullCheck exposes its own fields). */
+/** `model` and `modelName`'s descriptions, shared by NullCheck and ConstantDigits (Inference has its own). */
 export const MODEL_DESCRIPTIONS = {
   model:
     'The model variant that answered; null when the service named a model this schema does not know (see `modelName`).',
@@ -58,6 +58,40 @@ export abstract class AnswerFactsShape<Response extends AnswerFacts> {
   get disclaimer(): string | null {
     return this.response.disclaimer;
   }
+}
+
+/** The descriptions of the answer facts' fields that differ between the answer types. */
+export interface AnswerFactsDescriptions {
+  confidence: string;
+  inferenceTimeMs: string;
+  gpuCostUsd: string;
+  sponsoredBy: string;
+  disclaimer: string;
+}
+
+/**
+ * The answer facts' fields of an interface whose shape extends AnswerFactsShape (NullCheck,
+ * ConstantDigits): each exposed from its getter (no resolver: graphql-jit reads a property), `model`
+ * as the type's own enum. In the published order: confidence, model, modelName, inferenceTimeMs,
+ * gpuCostUsd, sponsoredBy, disclaimer.
+ */
+export function answerFactsFields(
+  t: Fields<AnswerFactsShape<AnswerFacts> & { model: string | null }>,
+  modelEnum: ModelEnum,
+  descriptions: AnswerFactsDescriptions,
+) {
+  return {
+    confidence: t.exposeFloat('confidence', { nullable: true, description: descriptions.confidence }),
+    model: t.expose('model', { type: modelEnum, nullable: true, description: MODEL_DESCRIPTIONS.model }),
+    modelName: t.exposeString('modelName', { nullable: true, description: MODEL_DESCRIPTIONS.modelName }),
+    inferenceTimeMs: t.exposeInt('inferenceTimeMs', {
+      nullable: true,
+      description: descriptions.inferenceTimeMs,
+    }),
+    gpuCostUsd: t.exposeFloat('gpuCostUsd', { nullable: true, description: descriptions.gpuCostUsd }),
+    sponsoredBy: t.exposeString('sponsoredBy', { nullable: true, description: descriptions.sponsoredBy }),
+    disclaimer: t.exposeString('disclaimer', { nullable: true, description: descriptions.disclaimer }),
+  };
 }
 
 /** `model` (the enum value, null for a model the enum does not know) and `modelName` (the raw string). */

@@ -7,6 +7,7 @@
 import { isPromise } from '../../shared/is-promise.js';
 import type { BudgetWindowStatus } from '../cost/cost-budget.js';
 import { builder } from './builder.js';
+import { fieldTable } from './field-table.js';
 
 interface BudgetShape {
   scope: string;
@@ -21,26 +22,24 @@ const BudgetWindow = builder.objectRef<BudgetWindowStatus>('BudgetWindow').imple
       description: 'The window as the settings write it, e.g. "1h", "24h", "30d".',
     }),
     windowSeconds: t.exposeInt('windowSeconds', { description: 'Length of the window in seconds.' }),
-    limitUsd: t.exposeFloat('limitUsd', {
-      description: 'The most this API key may spend in any such window, in US dollars.',
-    }),
-    spentUsd: t.exposeFloat('spentUsd', {
-      description: 'What operations of this API key that ended cost in the window, in US dollars.',
-    }),
-    reservedUsd: t.exposeFloat('reservedUsd', {
-      description: 'Estimates reserved by operations of this API key still in flight, in US dollars.',
-    }),
-    remainingUsd: t.exposeFloat('remainingUsd', {
-      description: 'limitUsd − spentUsd − reservedUsd (at least 0): what the next operations may reserve.',
-    }),
-    resetSeconds: t.exposeInt('resetSeconds', {
-      description:
-        'Seconds until everything now in the window has left it (the whole limit is back); 0 when it is empty.',
-    }),
-    refillSeconds: t.exposeInt('refillSeconds', {
-      description:
-        'Seconds until the oldest spend or reservation in the window leaves it (some budget comes back); 0 when it is empty.',
-    }),
+    ...fieldTable(
+      {
+        limitUsd: 'The most this API key may spend in any such window, in US dollars.',
+        spentUsd: 'What operations of this API key that ended cost in the window, in US dollars.',
+        reservedUsd: 'Estimates reserved by operations of this API key still in flight, in US dollars.',
+        remainingUsd: 'limitUsd − spentUsd − reservedUsd (at least 0): what the next operations may reserve.',
+      },
+      (name, description) => t.exposeFloat(name, { description }),
+    ),
+    ...fieldTable(
+      {
+        resetSeconds:
+          'Seconds until everything now in the window has left it (the whole limit is back); 0 when it is empty.',
+        refillSeconds:
+          'Seconds until the oldest spend or reservation in the window leaves it (some budget comes back); 0 when it is empty.',
+      },
+      (name, description) => t.exposeInt(name, { description }),
+    ),
   }),
 });
 

@@ -6,6 +6,7 @@
 import type { UpstreamFieldExtension } from '../operation/operation-plan.js';
 import type { HealthProbe, NullHealthBody, PiHealthBody } from '../upstream/types.js';
 import { builder } from './builder.js';
+import { fieldTable } from './field-table.js';
 import { floatOrNull, intOrNull } from './numbers.js';
 
 export type HealthStatusValue = 'OK' | 'DEGRADED' | 'DOWN';
@@ -99,36 +100,30 @@ export const UpstreamHealth = builder
     }),
   });
 
+// The body fields of each upstream's health type: read from its health body as they are, null when
+// the upstream was unreachable (no body). Field order is the tables' (the published schema's).
 export const NullCheckHealth = builder.objectRef<HealthProbe<NullHealthBody>>('NullCheckHealth').implement({
   description:
     'Health of the null-check service (GET /api/v1/health); body fields are null when unreachable.',
   interfaces: [UpstreamHealth],
   fields: (t) => ({
-    nullDetectable: t.boolean({
-      nullable: true,
-      description: 'Whether null can currently be detected (upstream `null_detectable`).',
-      resolve: (p) => p.body?.nullDetectable ?? null,
-    }),
-    undefinedDetectable: t.boolean({
-      nullable: true,
-      description: 'Whether undefined can currently be detected (upstream `undefined_detectable`).',
-      resolve: (p) => p.body?.undefinedDetectable ?? null,
-    }),
-    clusterStatus: t.string({
-      nullable: true,
-      description: 'Free-text state of the inference cluster (upstream `cluster_status`).',
-      resolve: (p) => p.body?.clusterStatus ?? null,
-    }),
-    philosophyConsultant: t.string({
-      nullable: true,
-      description: 'Carried as null by the service (upstream `philosophy_consultant`).',
-      resolve: (p) => p.body?.philosophyConsultant ?? null,
-    }),
-    monthlyBurn: t.string({
-      nullable: true,
-      description: 'Monthly spending as a currency string (upstream `monthly_burn`).',
-      resolve: (p) => p.body?.monthlyBurn ?? null,
-    }),
+    ...fieldTable(
+      {
+        nullDetectable: 'Whether null can currently be detected (upstream `null_detectable`).',
+        undefinedDetectable: 'Whether undefined can currently be detected (upstream `undefined_detectable`).',
+      },
+      (name, description) =>
+        t.boolean({ nullable: true, description, resolve: (p) => p.body?.[name] ?? null }),
+    ),
+    ...fieldTable(
+      {
+        clusterStatus: 'Free-text state of the inference cluster (upstream `cluster_status`).',
+        philosophyConsultant: 'Carried as null by the service (upstream `philosophy_consultant`).',
+        monthlyBurn: 'Monthly spending as a currency string (upstream `monthly_burn`).',
+      },
+      (name, description) =>
+        t.string({ nullable: true, description, resolve: (p) => p.body?.[name] ?? null }),
+    ),
   }),
 });
 
@@ -136,21 +131,19 @@ export const PiHealth = builder.objectRef<HealthProbe<PiHealthBody>>('PiHealth')
   description: 'Health of the pi-digits service (GET /api/v1/health); body fields are null when unreachable.',
   interfaces: [UpstreamHealth],
   fields: (t) => ({
-    piAvailable: t.boolean({
-      nullable: true,
-      description: 'Whether pi generation is available (upstream `pi_available`).',
-      resolve: (p) => p.body?.piAvailable ?? null,
-    }),
-    gpuCluster: t.string({
-      nullable: true,
-      description: 'Free-text state of the GPU cluster (upstream `gpu_cluster`).',
-      resolve: (p) => p.body?.gpuCluster ?? null,
-    }),
-    monthlyBurnRate: t.string({
-      nullable: true,
-      description: 'Monthly spending as a currency string (upstream `monthly_burn_rate`).',
-      resolve: (p) => p.body?.monthlyBurnRate ?? null,
-    }),
+    ...fieldTable(
+      { piAvailable: 'Whether pi generation is available (upstream `pi_available`).' },
+      (name, description) =>
+        t.boolean({ nullable: true, description, resolve: (p) => p.body?.[name] ?? null }),
+    ),
+    ...fieldTable(
+      {
+        gpuCluster: 'Free-text state of the GPU cluster (upstream `gpu_cluster`).',
+        monthlyBurnRate: 'Monthly spending as a currency string (upstream `monthly_burn_rate`).',
+      },
+      (name, description) =>
+        t.string({ nullable: true, description, resolve: (p) => p.body?.[name] ?? null }),
+    ),
   }),
 });
 

@@ -15,7 +15,7 @@ import type { InferenceRequest, InferenceResponse } from '../upstream/types.js';
 import { constantUnion, type DigitsShape, digitsAnswer, digitsFields, modelFields } from './answer-fields.js';
 import { builder } from './builder.js';
 import { checkDigits, rethrowAsFieldError, waiverRequired } from './errors.js';
-import { checkModelAsked, modelToSend } from './model-choice.js';
+import { checkModelAsked, minAccuracyDescription, modelToSend } from './model-choice.js';
 import { PiModel, piModelOf } from './models.js';
 import { floatOrNull, intOrNull } from './numbers.js';
 
@@ -29,8 +29,11 @@ export const InferenceInput = builder.inputType('InferenceInput', {
     temperature: t.float({ description: 'Creativity, 0 to 1. Above 0 e may come back instead of pi.' }),
     useChainOfThought: t.boolean({ description: 'Ask for the reasoning text (`chainOfThought`).' }),
     minAccuracy: t.float({
-      description:
-        "Routing by quality, 0 to 1: answered by the cheapest pi-digits model whose measured accuracy (the pi-digits service's scores, shared with `pi`; the lower bound of its 95 % Wilson interval at this temperature band, over at least MODEL_MIN_SAMPLES answers: see `models`) is at least this; none yet: the best measured, or the default. With `model`: BAD_USER_INPUT.",
+      description: minAccuracyDescription(
+        'pi-digits',
+        "the pi-digits service's scores, shared with `pi`; ",
+        '',
+      ),
     }),
     liabilityWaiverSigned: t.boolean({
       required: true,

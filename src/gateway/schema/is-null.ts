@@ -9,12 +9,12 @@
 import { routeOf, stringArgument, type UpstreamFieldExtension } from '../operation/operation-plan.js';
 import { checkPricing } from '../upstream/null-check-client.js';
 import type { NullCheckRequest, NullCheckResponse, PhilosophicalAnalysis } from '../upstream/types.js';
-import { AnswerFactsShape, MODEL_DESCRIPTIONS } from './answer-fields.js';
+import { AnswerFactsShape, answerFactsFields } from './answer-fields.js';
 import { builder } from './builder.js';
 import { badUserInput, rethrowAsFieldError } from './errors.js';
 import { JsonScalar } from './json-scalar.js';
 import type { JsonArgument } from './json-value.js';
-import { checkModelAsked, modelToSend } from './model-choice.js';
+import { checkModelAsked, minAccuracyDescription, modelToSend, ROUTING_SAID } from './model-choice.js';
 import { NullModel, nullModelOf } from './models.js';
 import { floatOrNull, intOrNull } from './numbers.js';
 
@@ -115,54 +115,45 @@ export const PhilosophicalAnalysisRef = builder
 
 export const NullCheck = builder.interfaceRef<NullCheckShape>('NullCheck').implement({
   description: 'What every null-check answer carries: the verdict metadata of the service, and the truth.',
-  fields: (t) => ({
-    confidence: t.exposeFloat('confidence', {
-      nullable: true,
-      description: "The model's confidence in its answer, between 0 and 1 (upstream `confidence`).",
-    }),
-    model: t.expose('model', { type: NullModel, nullable: true, description: MODEL_DESCRIPTIONS.model }),
-    modelName: t.exposeString('modelName', { nullable: true, description: MODEL_DESCRIPTIONS.modelName }),
-    inferenceTimeMs: t.exposeInt('inferenceTimeMs', {
-      nullable: true,
-      description:
+  fields: (t) => {
+    // expertsConsulted (the null-check service's own) keeps its published place, after gpuCostUsd.
+    const { sponsoredBy, disclaimer, ...facts } = answerFactsFields(t, NullModel, {
+      confidence: "The model's confidence in its answer, between 0 and 1 (upstream `confidence`).",
+      inferenceTimeMs:
         'Inference time in milliseconds, as reported by the service (upstream `inference_time_ms`).',
-    }),
-    gpuCostUsd: t.exposeFloat('gpuCostUsd', {
-      nullable: true,
-      description: 'Cost of this check in US dollars (upstream `gpu_cost_usd`).',
-    }),
-    expertsConsulted: t.exposeInt('expertsConsulted', {
-      nullable: true,
-      description: 'Number of internal experts the service consulted (upstream `experts_consulted`).',
-    }),
-    sponsoredBy: t.exposeString('sponsoredBy', {
-      nullable: true,
-      description:
+      gpuCostUsd: 'Cost of this check in US dollars (upstream `gpu_cost_usd`).',
+      sponsoredBy:
         'Sponsor message (upstream `sponsored_by`). The terms of service require it to be logged or displayed.',
-    }),
-    disclaimer: t.exposeString('disclaimer', {
-      nullable: true,
-      description:
+      disclaimer:
         'Fixed text of the service: results may differ from strict equality (upstream `disclaimer`).',
-    }),
-    philosophicalAnalysis: t.expose('philosophicalAnalysis', {
-      type: PhilosophicalAnalysisRef,
-      nullable: true,
-      description:
-        "The service's philosophical analysis, when the gateway reached it over its v2 API (POST /api/v2/null-or-not); null over v1.",
-    }),
-    actuallyNull: t.exposeBoolean('actuallyNull', {
-      description:
-        'The truth, computed by the gateway: whether the value asked about is strictly null. An omitted ' +
-        '`value` (undefined) is not null.',
-    }),
-    correct: t.exposeBoolean('correct', {
-      nullable: true,
-      description:
-        'Whether a boolean answer agrees with `actuallyNull`; null for `maybe` and existential answers, ' +
-        'which are neither right nor wrong.',
-    }),
-  }),
+    });
+    return {
+      ...facts,
+      expertsConsulted: t.exposeInt('expertsConsulted', {
+        nullable: true,
+        description: 'Number of internal experts the service consulted (upstream `experts_consulted`).',
+      }),
+      sponsoredBy,
+      disclaimer,
+      philosophicalAnalysis: t.expose('philosophicalAnalysis', {
+        type: PhilosophicalAnalysisRef,
+        nullable: true,
+        description:
+          "The service's philosophical analysis, when the gateway reached it over its v2 API (POST /api/v2/null-or-not); null over v1.",
+      }),
+      actuallyNull: t.exposeBoolean('actuallyNull', {
+        description:
+          'The truth, computed by the gateway: whether the value asked about is strictly null. An omitted ' +
+          '`value` (undefined) is not null.',
+      }),
+      correct: t.exposeBoolean('correct', {
+        nullable: true,
+        description:
+          'Whether a boolean answer agrees with `actuallyNull`; null for `maybe` and existential answers, ' +
+          'which are neither right nor wrong.',
+      }),
+    };
+  },
 });
 
 export const NullVerdict = builder.objectRef<NullCheckShape>('NullVerdict').implement({
@@ -263,10 +254,7 @@ builder.queryField('isNull', (t) =>
       strictMode: t.arg.boolean({
         description: 'Distinguish null from undefined. Enterprise tier only (else TIER_FORBIDDEN).',
       }),
-      minAccuracy: t.arg.float({
-        description:
-          'Routing by quality, 0 to 1: answered by the cheapest null-check model whose measured accuracy (the lower bound of its 95 % Wilson interval at this temperature band, over at least MODEL_MIN_SAMPLES answers: see `models`) is at least this; none yet: the best measured, or the default. `modelName` says which answered, `extensions.cost.routing` why. With `model`: BAD_USER_INPUT.',
-      }),
+      minAccuracy: t.arg.float({ description: minAccuracyDescription('null-check', '', ROUTING_SAID) }),
     },
     resolve: async (_root, args, context, info) => {
       const asked = checkModelAsked(args);

@@ -29,6 +29,23 @@ export function checkModelAsked(args: {
 }
 
 /**
+ * The description of a model-calling field's `minAccuracy`: routed to the cheapest model of `service`
+ * measured accurate enough. `measure` says what accuracy is for the field (before the interval's
+ * definition, which every such field shares); `said` what the answer shows of the routing.
+ */
+export function minAccuracyDescription(service: string, measure: string, said: string): string {
+  return (
+    `Routing by quality, 0 to 1: answered by the cheapest ${service} model whose measured accuracy (${measure}` +
+    'the lower bound of its 95 % Wilson interval at this temperature band, over at least MODEL_MIN_SAMPLES ' +
+    `answers: see \`models\`) is at least this; none yet: the best measured, or the default. ${said}` +
+    'With `model`: BAD_USER_INPUT.'
+  );
+}
+
+/** What a routed field's answer shows of the routing, for {@link minAccuracyDescription}. */
+export const ROUTING_SAID = '`modelName` says which answered, `extensions.cost.routing` why. ';
+
+/**
  * `pricing`: the call as priced with the service's default model, which the router prices its
  * candidates from (made only when the field is routed here).
  */

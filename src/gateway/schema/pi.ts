@@ -14,10 +14,10 @@ import {
 } from '../operation/operation-plan.js';
 import { DEFAULT_PI_DIGITS, piPricing } from '../upstream/pi-digits-client.js';
 import type { PiRequest, PiResponse } from '../upstream/types.js';
-import { AnswerFactsShape, constantUnion, type DigitsShape, MODEL_DESCRIPTIONS } from './answer-fields.js';
+import { AnswerFactsShape, answerFactsFields, constantUnion, type DigitsShape } from './answer-fields.js';
 import { builder } from './builder.js';
 import { checkDigits, rethrowAsFieldError } from './errors.js';
-import { checkModelAsked, modelToSend } from './model-choice.js';
+import { checkModelAsked, minAccuracyDescription, modelToSend, ROUTING_SAID } from './model-choice.js';
 import { PiModel, piModelOf } from './models.js';
 import { intOrNull } from './numbers.js';
 
@@ -75,28 +75,13 @@ export const ConstantDigits = builder.interfaceRef<PiShape>('ConstantDigits').im
       resolve: (p, _args, context) =>
         correctDigits(context.digits, p.response.digits, p.constant, context.limits.maxCompareDigits),
     }),
-    confidence: t.exposeFloat('confidence', {
-      nullable: true,
-      description: "The model's confidence, between 0 and 1 (upstream `confidence`).",
-    }),
-    model: t.expose('model', { type: PiModel, nullable: true, description: MODEL_DESCRIPTIONS.model }),
-    modelName: t.exposeString('modelName', { nullable: true, description: MODEL_DESCRIPTIONS.modelName }),
-    inferenceTimeMs: t.exposeInt('inferenceTimeMs', {
-      nullable: true,
-      description: 'Inference time in milliseconds (upstream `inference_time_ms`).',
-    }),
-    gpuCostUsd: t.exposeFloat('gpuCostUsd', {
-      nullable: true,
-      description: 'Cost in US dollars (upstream `gpu_cost_usd`).',
-    }),
-    sponsoredBy: t.exposeString('sponsoredBy', {
-      nullable: true,
-      description:
+    ...answerFactsFields(t, PiModel, {
+      confidence: "The model's confidence, between 0 and 1 (upstream `confidence`).",
+      inferenceTimeMs: 'Inference time in milliseconds (upstream `inference_time_ms`).',
+      gpuCostUsd: 'Cost in US dollars (upstream `gpu_cost_usd`).',
+      sponsoredBy:
         'Sponsor message (upstream `sponsored_by`); null when `sponsored: false` removed it. The terms require logging it.',
-    }),
-    disclaimer: t.exposeString('disclaimer', {
-      nullable: true,
-      description:
+      disclaimer:
         'Fixed text of the service: the digits may differ from the real constant (upstream `disclaimer`).',
     }),
   }),
@@ -154,8 +139,7 @@ builder.queryField('pi', (t) =>
         description: 'Include the sponsor message (default true). The free tier requires true.',
       }),
       minAccuracy: t.arg.float({
-        description:
-          'Routing by quality, 0 to 1: answered by the cheapest pi-digits model whose measured accuracy (pi, every requested digit right; the lower bound of its 95 % Wilson interval at this temperature band, over at least MODEL_MIN_SAMPLES answers: see `models`) is at least this; none yet: the best measured, or the default. `modelName` says which answered, `extensions.cost.routing` why. With `model`: BAD_USER_INPUT.',
+        description: minAccuracyDescription('pi-digits', 'pi, every requested digit right; ', ROUTING_SAID),
       }),
     },
     resolve: async (_root, args, context, info) => {

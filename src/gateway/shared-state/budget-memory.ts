@@ -62,10 +62,11 @@ export interface MemoryBudget {
   /** Keeps a lease; answers its id. */
   hold(lease: Lease): string;
   /**
-   * Takes the lease of a settlement out of this replica's: by id, else (callers that kept none) one
-   * of the same time and amount.
+   * Takes the lease of a settlement out of this replica's (its key swept first): by id, else (callers
+   * that kept none) one of the same time and amount. Undefined when it lapsed already (it counted at
+   * its estimate, once).
    */
-  release(budgetKey: string, at: number, usd: number, id: string | undefined): Lease | undefined;
+  release(budgetKey: string, at: number, usd: number, id: string | undefined, now: number): Lease | undefined;
   /**
    * This replica's decision, on its own buckets, with a lease. `limitOf`: each window's limit here
    * (default its own; during a Redis outage, this replica's part of it).
@@ -80,6 +81,35 @@ export interface MemoryBudget {
   ): BudgetReserveResult;
   /** A copy of this replica's buckets of the windows ending at `now`. */
   read(budgetKey: string, windows: readonly BudgetWindowSpec[], now: number): Map<number, Amounts>[];
+  /** This replica's figures of the windows ending at `now` (its key swept first): BudgetStore.read's answer. */
+  figures(budgetKey: string, windows: readonly BudgetWindowSpec[], now: number): BudgetRead;
+}
+
+/** Who hears of the warnings of a budget move (BudgetStore's `onWarning`). */
+export type OnWarning = ((warning: BudgetWarning) => void) | undefined;
+
+/** A settlement's spend as booked: positive and finite, else 0. */
+export const spendOf = (usd: number): number => (usd > 0 && Number.isFinite(usd) ? usd : 0);
+
+/**
+ * The move that settles a released lease: its estimate out of the reservations and `spentUsd` (see
+ * {@link spendOf}) into the spend, in the bucket it was reserved in.
+ */
+export const settlementOf = (lease: Lease, windows: readonly BudgetWindowSpec[], spentUsd: number): Move => ({
+  budgetKey: lease.budgetKey,
+  windows,
+  at: lease.at,
+  reservedUsd: -lease.usd,
+  spentUsd,
+});
+
+/** Whether spend without a reservation counts: a positive, finite amount at a finite time (BudgetStore.add). */
+export const isSpend = (usd: number, now: number): boolean =>
+  usd > 0 && Number.isFinite(usd) && Number.isFinite(now);
+
+/** Gives `onWarning` the warnings of a move this replica's figure decided. */
+export function warnAll(warnings: readonly BudgetWarning[], onWarning: OnWarning): void {
+  if (onWarning !== undefined) for (const warning of warnings) onWarning(warning);
 }
 
 export function createMemoryBudget(maxKeys: number, options: MemoryBudgetOptions = {}): MemoryBudget {
@@ -165,13 +195,15 @@ export function createMemoryBudget(maxKeys: number, options: MemoryBudgetOptions
       return id;
     },
 
-    release(budgetKey, at, usd, id) {
+    release(budgetKey, at, usd, id, now) {
+      memory.sweep(budgetKey, now);
       const mine = leases.get(budgetKey);
       if (mine === undefined) return undefined;
       let key = id;
+      const reserved = Number.isFinite(usd) ? usd : 0;
       if (key === undefined)
         for (const [candidate, lease] of mine) {
-          if (lease.usd !== usd) continue;
+          if (lease.usd !== reserved) continue;
           key ??= candidate;
           if (lease.at !== at) continue;
           key = candidate;
@@ -213,6 +245,11 @@ export function createMemoryBudget(maxKeys: number, options: MemoryBudgetOptions
         prune(window, spec, now);
         return new Map([...window.buckets].map(([start, { s, r }]) => [start, { s, r }]));
       }),
+
+    figures(budgetKey, windows, now) {
+      memory.sweep(budgetKey, now);
+      return { at: now, windows: memory.read(budgetKey, windows, now).map(listOf) };
+    },
   };
   return memory;
 }
@@ -223,35 +260,25 @@ export function createMemoryBudgetStore(
   onLapse?: (count: number, usd: number) => void,
 ): BudgetStore {
   const memory = createMemoryBudget(maxKeys, { onLapse });
-  const warnAll = (warnings: BudgetWarning[], onWarning: ((warning: BudgetWarning) => void) | undefined) => {
-    if (onWarning !== undefined) for (const warning of warnings) onWarning(warning);
-  };
   return {
     reserve(budgetKey, windows, usd, now, leaseMs = DEFAULT_LEASE_MS) {
       memory.sweep(budgetKey, now);
       return memory.reserve(budgetKey, windows, usd, now, leaseMs);
     },
     settle(budgetKey, windows, at, reservedUsd, spentUsd, now, onWarning, leaseId) {
-      const spent = spentUsd > 0 && Number.isFinite(spentUsd) ? spentUsd : 0;
-      const reserved = Number.isFinite(reservedUsd) ? reservedUsd : 0;
-      memory.sweep(budgetKey, now);
-      const lease = memory.release(budgetKey, at, reserved, leaseId);
+      const lease = memory.release(budgetKey, at, reservedUsd, leaseId, now);
       // Lapsed already: counted at its estimate, once.
-      if (lease === undefined) return;
-      const moved = { budgetKey, windows, at: lease.at, reservedUsd: -lease.usd, spentUsd: spent };
-      warnAll(memory.book(moved, now, true), onWarning);
+      if (lease !== undefined)
+        warnAll(memory.book(settlementOf(lease, windows, spendOf(spentUsd)), now, true), onWarning);
     },
     add(budgetKey, windows, usd, now, onWarning) {
-      if (!(usd > 0) || !Number.isFinite(usd) || !Number.isFinite(now)) return;
+      if (!isSpend(usd, now)) return;
       memory.sweep(budgetKey, now);
       warnAll(
         memory.book({ budgetKey, windows, at: now, reservedUsd: 0, spentUsd: usd }, now, true),
         onWarning,
       );
     },
-    read(budgetKey, windows, now): BudgetRead {
-      memory.sweep(budgetKey, now);
-      return { at: now, windows: memory.read(budgetKey, windows, now).map(listOf) };
-    },
+    read: (budgetKey, windows, now) => memory.figures(budgetKey, windows, now),
   };
 }

@@ -7,7 +7,14 @@
  * back.
  */
 import { createOutageLedger, type LedgerSender, type PendingSettle } from './budget-ledger.js';
-import { createMemoryBudget } from './budget-memory.js';
+import {
+  createMemoryBudget,
+  isSpend,
+  type OnWarning,
+  settlementOf,
+  spendOf,
+  warnAll,
+} from './budget-memory.js';
 import { BUDGET_SCRIPTS } from './budget-scripts.js';
 import { createBudgetShares } from './budget-shares.js';
 import {
@@ -28,7 +35,6 @@ import type {
   BudgetRead,
   BudgetReserveResult,
   BudgetStore,
-  BudgetWarning,
   BudgetWindowSpec,
   MaybePromise,
 } from './types.js';
@@ -59,8 +65,6 @@ export interface RedisBudgetStore extends BudgetStore {
   /** The replicas this one counts now (registry and lease sets; what an outage's part is ÷ by). */
   replicas(): number;
 }
-
-type Warned = ((warning: BudgetWarning) => void) | undefined;
 
 export function createRedisBudgetStore(
   link: RedisLink,
@@ -195,7 +199,7 @@ export function createRedisBudgetStore(
     budgetKey: string,
     windows: readonly BudgetWindowSpec[],
     own: Array<string | number>,
-    outcome: { warnedAt: number; onFailed: () => void; onWarning?: Warned },
+    outcome: { warnedAt: number; onFailed: () => void; onWarning?: OnWarning },
   ) => {
     const keys = keysOf(budgetKey, windows);
     const args = [...windowArgs(windows), ...own, ...windows.map((spec) => spec.warnUsd)];
@@ -219,7 +223,7 @@ export function createRedisBudgetStore(
     at: number,
     usd: number,
     owedAt: number,
-    onWarning?: Warned,
+    onWarning?: OnWarning,
   ) =>
     write('budget_add', addScript, budgetKey, windows, [at, usd], {
       warnedAt: 2,
@@ -228,7 +232,7 @@ export function createRedisBudgetStore(
     });
 
   /** Settles a Redis lease there; waits for Redis again when the script fails (it is idempotent). */
-  const sendSettle = (settle: PendingSettle, onWarning?: Warned) =>
+  const sendSettle = (settle: PendingSettle, onWarning?: OnWarning) =>
     write('budget_adjust', settleScript, settle.budgetKey, settle.windows, [settle.member, settle.spentUsd], {
       warnedAt: 3,
       onFailed: () => ledger.settleLater(settle),
@@ -245,10 +249,9 @@ export function createRedisBudgetStore(
    * Answers whether Redis is usable: then what waited for it has been pushed, and it is to hear of
    * this move next.
    */
-  const bookHere = (moved: Move, now: number, onWarning: Warned) => {
+  const bookHere = (moved: Move, now: number, onWarning: OnWarning) => {
     const shared = link.usable();
-    const warnings = memory.book(moved, now, !shared);
-    if (onWarning !== undefined) for (const warning of warnings) onWarning(warning);
+    warnAll(memory.book(moved, now, !shared), onWarning);
     if (shared) ledger.flush(now, sender);
     return shared;
   };
@@ -273,15 +276,12 @@ export function createRedisBudgetStore(
     },
 
     settle(budgetKey, windows, at, reservedUsd, spentUsd, now, onWarning, leaseId) {
-      const spent = spentUsd > 0 && Number.isFinite(spentUsd) ? spentUsd : 0;
-      const reserved = Number.isFinite(reservedUsd) ? reservedUsd : 0;
+      const spent = spendOf(spentUsd);
       if (shares.settle(leaseId, spent)) return;
-      memory.sweep(budgetKey, now);
-      const lease = memory.release(budgetKey, at, reserved, leaseId);
+      const lease = memory.release(budgetKey, at, reservedUsd, leaseId, now);
       // Lapsed already (here, and in Redis for a Redis lease): counted at its estimate, once.
       if (lease === undefined) return;
-      const moved = { budgetKey, windows, at: lease.at, reservedUsd: -lease.usd, spentUsd: spent };
-      const shared = bookHere(moved, now, onWarning);
+      const shared = bookHere(settlementOf(lease, windows, spent), now, onWarning);
       if (lease.member === undefined) {
         shares.outageSettle(budgetKey, lease.usd, spent);
         // Reserved here only: Redis learns the spend.
@@ -295,7 +295,7 @@ export function createRedisBudgetStore(
     },
 
     add(budgetKey, windows, usd, now, onWarning) {
-      if (!(usd > 0) || !Number.isFinite(usd) || !Number.isFinite(now)) return;
+      if (!isSpend(usd, now)) return;
       memory.sweep(budgetKey, now);
       const shared = bookHere({ budgetKey, windows, at: now, reservedUsd: 0, spentUsd: usd }, now, onWarning);
       if (!shared) {
@@ -307,8 +307,8 @@ export function createRedisBudgetStore(
     },
 
     read(budgetKey, windows, now): MaybePromise<BudgetRead> {
+      if (!link.usable()) return memory.figures(budgetKey, windows, now);
       memory.sweep(budgetKey, now);
-      if (!link.usable()) return { at: now, windows: memory.read(budgetKey, windows, now).map(listOf) };
       // Holding a share: its last script's figures (at most VIEW_MS old), no round trip.
       const view = shares.view(budgetKey, windows, now);
       if (view !== undefined) return view;
