@@ -68,24 +68,6 @@ const PROBED = Symbol('probed');
 /** What an attempt resolves to inside the policy: an answer, a failure the upstream is not blamed for, or PROBED. */
 type Attempted<T> = UpstreamAnswer<T> | UpstreamCallError | typeof PROBED;
 
-/** Settles an attempt's promise: failures that do not count against the upstream resolve (as values). */
-class AttemptHandler<T> implements AnswerHandler<T> {
-  constructor(
-    private readonly resolve: (value: Attempted<T>) => void,
-    private readonly reject: (error: unknown) => void,
-  ) {}
-
-  onAnswer(answer: UpstreamAnswer<T>): void {
-    this.resolve(answer);
-  }
-
-  onError(error: unknown): void {
-    if (error instanceof UpstreamCallError && error.kind !== 'cancelled' && !countsAgainstUpstream(error))
-      this.resolve(error);
-    else this.reject(error);
-  }
-}
-
 export function createCircuitBreaker(options: CircuitBreakerOptions): CircuitBreaker {
   const { upstream } = options;
   const threshold = options.threshold ?? 5;
@@ -109,29 +91,69 @@ export function createCircuitBreaker(options: CircuitBreakerOptions): CircuitBre
     throw errorFromFailure('circuit-open', upstream);
   };
 
+  const failedWith = (handler: AnswerHandler<never>, error: unknown): void => {
+    if (error instanceof BrokenCircuitError || error instanceof IsolatedCircuitError)
+      handler.onError(errorFromFailure('circuit-open', upstream, { cause: error }));
+    else handler.onError(error);
+  };
+
   /**
-   * One attempt, as the function the policy executes. Failures that do not count against the upstream
-   * (a 418, a bad body) come back as values so that the breaker records a success (the upstream did
-   * answer), and are passed on as failures after it. A cancellation says nothing about the upstream:
-   * thrown as is (cockatiel counts it neither way, `countsAgainstUpstream` says no).
+   * One call through the breaker: the function the policy executes (`run`), the handler of its attempt
+   * and the callbacks of the policy's outcome, in one object.
    *
-   * Why one promise made here and no async frames around `execute`: an attempt runs on every model
-   * call, and each async layer costs a promise, a frame and microtask turns (bench:ab, breaker row).
+   * Failures that do not count against the upstream (a 418, a bad body) come back as values so that
+   * the breaker records a success (the upstream did answer), and are passed on as failures after it.
+   * A cancellation says nothing about the upstream: thrown as is (cockatiel counts it neither way,
+   * `countsAgainstUpstream` says no).
+   *
+   * Why one object and no async frames around `execute`: a call runs on every model call, and each
+   * async layer costs a promise, a frame and microtask turns, each closure an allocation (bench:ab,
+   * breaker rows in docs/architecture.md).
    */
-  const attempt = <T>(next: Dispatch, request: UpstreamRequest<T>): Promise<Attempted<T>> => {
-    if (probeNext) {
-      probeNext = false;
-      return probeFirst();
-    }
-    return new Promise<Attempted<T>>((resolve, reject) => {
+  class BreakerCall<T> implements AnswerHandler<T> {
+    #attempt: PromiseWithResolvers<Attempted<T>> | undefined = undefined;
+
+    constructor(
+      private readonly next: Dispatch,
+      private readonly request: UpstreamRequest<T>,
+      private readonly handler: AnswerHandler<T>,
+    ) {}
+
+    /** The attempt, as the policy executes it (the half-open test run probes first). */
+    readonly run = (): Promise<Attempted<T>> => {
+      if (probeNext) {
+        probeNext = false;
+        return probeFirst();
+      }
+      const attempt = Promise.withResolvers<Attempted<T>>();
+      this.#attempt = attempt;
       try {
-        next(request, new AttemptHandler(resolve, reject));
+        this.next(this.request, this);
       } catch (error) {
         // A layer's bug must still settle the caller.
-        reject(error);
+        attempt.reject(error);
       }
-    });
-  };
+      return attempt.promise;
+    };
+
+    onAnswer(answer: UpstreamAnswer<T>): void {
+      this.#attempt?.resolve(answer);
+    }
+
+    onError(error: unknown): void {
+      if (error instanceof UpstreamCallError && error.kind !== 'cancelled' && !countsAgainstUpstream(error))
+        this.#attempt?.resolve(error);
+      else this.#attempt?.reject(error);
+    }
+
+    readonly settled = (result: Attempted<T>): void => {
+      if (result === PROBED) breaker.execute(this.run).then(this.settled, this.failed);
+      else if (result instanceof UpstreamCallError) this.handler.onError(result);
+      else this.handler.onAnswer(result);
+    };
+
+    readonly failed = (error: unknown): void => failedWith(this.handler, error);
+  }
 
   /**
    * Every attempt runs inside the policy's `execute`, in every state: cockatiel alone decides what an
@@ -142,23 +164,13 @@ export function createCircuitBreaker(options: CircuitBreakerOptions): CircuitBre
    */
   const interceptor: Interceptor = (next: Dispatch) =>
     function breaking<T>(request: UpstreamRequest<T>, handler: AnswerHandler<T>): void {
-      const run = () => attempt(next, request);
-      const failed = (error: unknown) => {
-        if (error instanceof BrokenCircuitError || error instanceof IsolatedCircuitError)
-          handler.onError(errorFromFailure('circuit-open', upstream, { cause: error }));
-        else handler.onError(error);
-      };
-      const settled = (result: Attempted<T>): void => {
-        if (result === PROBED) breaker.execute(run).then(settled, failed);
-        else if (result instanceof UpstreamCallError) handler.onError(result);
-        else handler.onAnswer(result);
-      };
+      const call = new BreakerCall(next, request, handler);
       // While closed, the attempt itself watches the operation's cancellation (the transport).
       const pending =
         breaker.state === CircuitState.Closed
-          ? breaker.execute(run)
-          : untilCancelled(breaker.execute(run), request);
-      pending.then(settled, failed);
+          ? breaker.execute(call.run)
+          : untilCancelled(breaker.execute(call.run), request);
+      pending.then(call.settled, call.failed);
     };
 
   return { interceptor, state: () => STATE_NAMES[breaker.state] };
