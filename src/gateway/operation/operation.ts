@@ -15,7 +15,7 @@
  *
  * Why a plain cancellation flag with listeners rather than an AbortController per operation: most
  * operations are never cancelled, and the upstream attempts that need an AbortSignal make their own
- * (upstream/attempt-signal.ts); a listener set costs an object only when something watches.
+ * (an AbortController per attempt, upstream/transport.ts); a listener set costs an object only when something watches.
  */
 
 import type { Span } from '@opentelemetry/api';

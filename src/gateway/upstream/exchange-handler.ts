@@ -9,12 +9,11 @@
  * cache, dedupe) are written against; the parser still enforces the pool's `maxResponseSize` and
  * timeouts. Measured in docs/benchmarks/2026-11-25.md, The morning run.
  *
- * Abort: the attempt's `AttemptSignal` aborts the exchange through the handler's controller. undici
+ * Abort: the attempt's `AbortSignal` aborts the exchange through the handler's controller. undici
  * starts the handler when the request gets a socket; a signal that fired while the request waited
  * for one aborts it then (as `request`'s `signal` option does).
  */
 import type { Dispatcher } from 'undici';
-import type { AttemptSignal } from './attempt-signal.js';
 
 export type ResponseHeaders = Record<string, string | string[] | undefined>;
 
@@ -38,7 +37,7 @@ class BodyCollector implements Dispatcher.DispatchHandler {
   private chunks: Buffer[] | undefined;
 
   constructor(
-    private readonly signal: AttemptSignal,
+    private readonly signal: AbortSignal,
     private readonly sink: ExchangeSink,
   ) {}
 
@@ -49,7 +48,7 @@ class BodyCollector implements Dispatcher.DispatchHandler {
     this.statusCode = undefined;
     this.chunks = [];
     if (this.signal.aborted) controller.abort(this.signal.reason as Error);
-    else this.signal.on('abort', this.abort);
+    else this.signal.addEventListener('abort', this.abort);
   }
 
   onResponseStart(_controller: Controller, statusCode: number, headers: ResponseHeaders): void {
@@ -64,14 +63,14 @@ class BodyCollector implements Dispatcher.DispatchHandler {
   }
 
   onResponseEnd(): void {
-    this.signal.removeListener('abort', this.abort);
+    this.signal.removeEventListener('abort', this.abort);
     const chunks = this.chunks as Buffer[];
     const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
     this.sink.exchanged(this.statusCode as number, this.headers, body.toString('utf8'));
   }
 
   onResponseError(_controller: Controller, error: Error): void {
-    this.signal.removeListener('abort', this.abort);
+    this.signal.removeEventListener('abort', this.abort);
     this.sink.failed(error, this.statusCode);
   }
 }
@@ -80,7 +79,7 @@ class BodyCollector implements Dispatcher.DispatchHandler {
 export function exchangeOnce(
   dispatcher: Dispatcher,
   options: Dispatcher.DispatchOptions,
-  signal: AttemptSignal,
+  signal: AbortSignal,
   sink: ExchangeSink,
 ): void {
   try {

@@ -13,7 +13,7 @@
  * Cancellation and time: each attempt ends at the earlier of its own timeout (UPSTREAM_TIMEOUT_MS)
  * and the operation's absolute deadline, watched by one shared sweep (deadline-sweep.ts), and is
  * aborted when the operation is cancelled (the client went away). The abort handle is an
- * `AttemptSignal`, the EventEmitter shape undici accepts, not an AbortController.
+ * `AbortController` per attempt: the operation's cancellation and the sweep's entry abort it.
  *
  * The attempt itself is the sink of undici's dispatch handler (exchange-handler.ts) and calls the
  * layers' handler back from there: no promise between the socket and the layers above.
@@ -23,8 +23,7 @@
 import { Pool } from 'undici';
 import { UpstreamCallError, type UpstreamName } from '../errors.js';
 import { redactApiKey } from '../redaction.js';
-import { AttemptSignal } from './attempt-signal.js';
-import { unwatchDeadline, watchDeadline } from './deadline-sweep.js';
+import { unwatchDeadline, type Watched, watchDeadline } from './deadline-sweep.js';
 import type { AnswerHandler, Dispatch, UpstreamRequest } from './dispatch.js';
 import { type ExchangeSink, exchangeOnce, type ResponseHeaders } from './exchange-handler.js';
 import { ResponseShapeError } from './response-schemas.js';
@@ -106,7 +105,7 @@ export function createTransport(options: TransportOptions): Transport {
     maxResponseSize: options.maxResponseBytes ?? 16 * 1024 * 1024,
   });
 
-  const classify = (error: unknown, signal: AttemptSignal, statusCode: number | undefined) => {
+  const classify = (error: unknown, signal: AbortSignal, statusCode: number | undefined) => {
     if (error instanceof UpstreamCallError) return error;
     if (signal.aborted) {
       if (signal.reason === ATTEMPT_TIMEOUT) return errorFromFailure('timeout', upstream, { statusCode });
@@ -147,15 +146,16 @@ export function createTransport(options: TransportOptions): Transport {
       return;
     }
 
-    // One object is the abort handle undici watches, the entry of the deadline sweep and the
-    // operation's cancellation listener: no closure, no timer, no AbortController per attempt.
+    // The attempt's abort handle: the operation's cancellation aborts it, and so does the deadline
+    // sweep at the attempt's end (its own timeout or the operation's deadline, the earlier).
     const attemptEnd = now + (request.timeoutMs ?? timeoutMs);
-    const signal =
+    const controller = new AbortController();
+    const end =
       attemptEnd <= deadline
-        ? new AttemptSignal(attemptEnd, ATTEMPT_TIMEOUT)
-        : new AttemptSignal(deadline, DEADLINE_PASSED);
-    watchDeadline(signal);
-    operation?.attach(signal);
+        ? new AttemptEnd(attemptEnd, controller, ATTEMPT_TIMEOUT)
+        : new AttemptEnd(deadline, controller, DEADLINE_PASSED);
+    watchDeadline(end);
+    operation?.attach(controller);
 
     // Name, value, name, value: undici's flat form, which it reads without listing an object's keys.
     const headers: string[] = [];
@@ -178,8 +178,8 @@ export function createTransport(options: TransportOptions): Transport {
         headers,
         body: form.body ?? null,
       },
-      signal,
-      new Attempt(request, handler, signal),
+      controller.signal,
+      new Attempt(request, handler, controller, end),
     );
   }
 
@@ -188,12 +188,17 @@ export function createTransport(options: TransportOptions): Transport {
     constructor(
       private readonly request: UpstreamRequest<T>,
       private readonly handler: AnswerHandler<T>,
-      private readonly signal: AttemptSignal,
+      private readonly controller: AbortController,
+      private readonly end: AttemptEnd,
     ) {}
 
+    private get signal(): AbortSignal {
+      return this.controller.signal;
+    }
+
     private done(): void {
-      unwatchDeadline(this.signal);
-      this.request.operation?.detach(this.signal);
+      unwatchDeadline(this.end);
+      this.request.operation?.detach(this.controller);
     }
 
     failed(error: unknown, statusCode: number | undefined): void {
@@ -267,4 +272,17 @@ export function createTransport(options: TransportOptions): Transport {
     dispatch: attemptOnce as Dispatch,
     close: () => pool.close(),
   };
+}
+
+/** An attempt's entry in the deadline sweep: aborts its controller with the reason of that end. */
+class AttemptEnd implements Watched {
+  constructor(
+    readonly at: number,
+    private readonly controller: AbortController,
+    private readonly reason: unknown,
+  ) {}
+
+  fire(): void {
+    this.controller.abort(this.reason);
+  }
 }
