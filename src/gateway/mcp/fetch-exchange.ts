@@ -66,14 +66,30 @@ export async function fetchRequestOf(req: IncomingMessage, limit: number): Promi
   }
 }
 
-/** Writes the transport's answer, unless the client went away meanwhile. */
+/** The JSON answer's media type (an SSE answer, `text/event-stream`, is read back). */
+const isJson = (type: string | null) => type?.startsWith('application/json') === true;
+
+/**
+ * Writes the transport's answer, unless the client went away meanwhile. `sent`: the one JSON-RPC
+ * response the transport was given for a request of one message (the lane sees it in `send`). In JSON
+ * response mode the answer's body is that message as JSON (Streamable HTTP: `application/json`, one
+ * response object), which the transport made with `JSON.stringify` of the same object: the lane makes
+ * the same string rather than reading it back out of the `Response`'s body stream (a web stream, a
+ * reader, a decoder: about twice the stringify). Any other answer is read back as text.
+ */
 export async function sendFetchResponse(
   response: Response,
   res: ServerResponse,
   added: Record<string, string> | undefined,
+  sent?: unknown,
 ): Promise<void> {
-  // A JSON-RPC answer is a string the transport made: read back as one (cheaper than bytes).
-  const body = response.body === null ? undefined : await response.text();
+  const body =
+    response.body === null
+      ? undefined
+      : sent !== undefined && response.status === 200 && isJson(response.headers.get('content-type'))
+        ? JSON.stringify(sent)
+        : // A JSON-RPC answer is a string the transport made: read back as one (cheaper than bytes).
+          await response.text();
   if (res.destroyed || res.writableEnded) return;
   const headers: Record<string, string | number> = {};
   response.headers.forEach((value, name) => {
