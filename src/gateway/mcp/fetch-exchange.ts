@@ -77,19 +77,25 @@ const isJson = (type: string | null) => type?.startsWith('application/json') ===
  * the same string rather than reading it back out of the `Response`'s body stream (a web stream, a
  * reader, a decoder: about twice the stringify). Any other answer is read back as text.
  */
-export async function sendFetchResponse(
+export function sendFetchResponse(
   response: Response,
   res: ServerResponse,
   added: Record<string, string> | undefined,
   sent?: unknown,
-): Promise<void> {
-  const body =
-    response.body === null
-      ? undefined
-      : sent !== undefined && response.status === 200 && isJson(response.headers.get('content-type'))
-        ? JSON.stringify(sent)
-        : // A JSON-RPC answer is a string the transport made: read back as one (cheaper than bytes).
-          await response.text();
+): void | Promise<void> {
+  if (response.body === null) return write(response, res, added, undefined);
+  if (sent !== undefined && response.status === 200 && isJson(response.headers.get('content-type')))
+    return write(response, res, added, JSON.stringify(sent));
+  // A JSON-RPC answer is a string the transport made: read back as one (cheaper than bytes).
+  return response.text().then((body) => write(response, res, added, body));
+}
+
+function write(
+  response: Response,
+  res: ServerResponse,
+  added: Record<string, string> | undefined,
+  body: string | undefined,
+): void {
   if (res.destroyed || res.writableEnded) return;
   const headers: Record<string, string | number> = {};
   response.headers.forEach((value, name) => {

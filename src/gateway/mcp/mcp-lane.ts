@@ -35,6 +35,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { YogaLogger } from 'graphql-yoga';
+import { isPromise } from '../../shared/is-promise.js';
 import { requestFactsOf } from '../request/facts.js';
 import { MASKED_MESSAGE, type RequestPipeline } from '../request/pipeline.js';
 import { fetchRequestOf, sendFetchResponse } from './fetch-exchange.js';
@@ -225,10 +226,13 @@ export function createMcpLane(options: McpLaneOptions): McpLane {
     );
     if (!observed.seen() && response.status >= 400) metrics.record(NO_METHOD, 'refused');
     // A caller with a budget sees it on the answer, as on /graphql (RateLimit header fields).
-    const added = calls.ran === undefined ? undefined : await pipeline.answerHeaders(calls.ran);
+    // Awaited only when they are promises: each await is a turn of the microtask queue.
+    const status = calls.ran === undefined ? undefined : pipeline.answerHeaders(calls.ran);
+    const added = isPromise(status) ? await status : status;
     // A request of one message (not a batch) has one response: the body is that response as JSON.
     const sent = parsedBody !== undefined && !Array.isArray(parsedBody) ? observed.only() : undefined;
-    await sendFetchResponse(response, res, added, sent);
+    const written = sendFetchResponse(response, res, added, sent);
+    if (written !== undefined) await written;
     // Every message of the request is answered (JSON answers): the server may serve another request.
     // Released once the answer is written, when the SDK has let go of the requests' abort controllers
     // (detaching earlier aborts them: an abort event and a DOMException per call for nothing).
