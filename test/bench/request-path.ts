@@ -13,8 +13,15 @@
  * benchmark. Prints the median CPU µs per request over the rounds, and each round's.
  *
  * `mcp`: a tools/call of `is_null` with distinct values on POST /mcp (the MCP lane, through the SDK's
- * transport), handed to the gateway's HTTP server as the same in-memory requests; `tool`: the same
- * operation (the is_null tool's document) over POST /graphql, its baseline.
+ * transport); `tool`: the same operation (the is_null tool's document) over POST /graphql, its
+ * baseline. The two rows are fed alike: each request a Readable (as node's IncomingMessage is, with
+ * `rawHeaders`) handed to the gateway's HTTP server's request listener (its URL check and lanes, as
+ * node:http calls it), so that neither is charged for work the other is spared. The other workloads
+ * keep the lighter request handed straight to the fast path, comparable with their recorded figures.
+ *
+ * `--profile file.cpuprofile`: V8's CPU profile of the measured rounds only (node:inspector, sampled
+ * every `--profile-us` µs, 250 by default), for a breakdown of where a request's CPU goes. The
+ * profiler costs CPU of its own: take the µs per request from runs without it.
  *
  * `--stalls [--stall-ms 2] [--cpu-profile [--stall-detail module]]`: also traces the event loop's stalls over the measured
  * rounds and what filled them (loop-stalls.ts: GC, timers, log writes, CPU samples, the p99 tail). The
@@ -25,6 +32,7 @@ import { createHash } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { openSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
+import { Session } from 'node:inspector/promises';
 import { type AddressInfo, createServer } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Readable } from 'node:stream';
@@ -46,6 +54,9 @@ const WARMUP = Number(argument('warmup', '30000'));
 const LOG_LEVEL = argument('log-level', 'info');
 const WORKLOAD = argument('workload', 'distinct');
 const STALLS = process.argv.includes('--stalls');
+const PROFILE = argument('profile', '');
+/** mcp and tool: node's kind of request, through the server's request listener (see above). */
+const AS_NODE = WORKLOAD === 'mcp' || WORKLOAD === 'tool';
 const ROOT = new URL('../../', import.meta.url);
 /** `--dist dir`: another build of the gateway (an A/B comparison of two versions). */
 const DIST = new URL(`${argument('dist', 'bench-results/dist').replace(/\/$/, '')}/`, ROOT);
@@ -81,8 +92,8 @@ class FakeRequest extends EventEmitter {
 }
 
 /**
- * An in-memory request for the MCP lane: the SDK's node transport (through @hono/node-server) reads
- * the body as a stream and the headers from `rawHeaders`, so this one is a Readable.
+ * An in-memory request as node:http makes one: a Readable whose body is pushed, with `rawHeaders`
+ * (the MCP lane copies the transport's fields from them).
  */
 class FakeStreamRequest extends Readable {
   readonly method = 'POST';
@@ -300,11 +311,10 @@ async function main(): Promise<void> {
       )) as { schema: unknown };
       toolQuery = builtInTools(schema).find((tool) => tool.name === 'is_null')?.source ?? '';
     }
-    // The MCP lane is reached through the server's request listener, as node:http calls it.
-    handle =
-      WORKLOAD === 'mcp'
-        ? (req, res) => app.server.emit('request', req, res)
-        : (req, res) => app.fastPath.handle(req, res);
+    // mcp and tool go through the server's request listener, as node:http calls it (see above).
+    handle = AS_NODE
+      ? (req, res) => app.server.emit('request', req, res)
+      : (req, res) => app.fastPath.handle(req, res);
     served = () => `; fast path ${app.fastPath.served.fast}, handed over ${app.fastPath.served.handedOver}`;
     close = () => app.close();
   }
@@ -322,8 +332,9 @@ async function main(): Promise<void> {
       const started = trace === undefined ? 0 : performance.now();
       const body = Buffer.from(JSON.stringify(bodyOf(sent++)));
       const fields = { ...headers, 'content-length': String(body.length) };
-      const req =
-        WORKLOAD === 'mcp' ? new FakeStreamRequest('/mcp', fields, body) : new FakeRequest(fields, body);
+      const req = AS_NODE
+        ? new FakeStreamRequest(WORKLOAD === 'mcp' ? '/mcp' : '/graphql', fields, body)
+        : new FakeRequest(fields, body);
       const res = new FakeResponse((status, text) => {
         const expected = WORKLOAD === 'proxy' ? '"is_null"' : WORKLOAD === 'pi' ? '"pi"' : '"isNull"';
         if (status !== 200 || !text.includes(expected) || text.includes('"isError":true'))
@@ -333,7 +344,7 @@ async function main(): Promise<void> {
           resolve();
         }
       });
-      if (!handle(req, res)) reject(new Error('the fast path did not take the request'));
+      if (!handle(req, res)) reject(new Error('the request was not taken'));
       req.send();
     });
   const drive = async (count: number) => {
@@ -350,12 +361,23 @@ async function main(): Promise<void> {
   // The first request of an Accept value goes to Yoga (it teaches the fast path the media type).
   await drive(WARMUP);
   const perRound: number[] = [];
+  /** The kernel's part (system time: socket writes and reads, wake-ups). */
+  const systemPerRound: number[] = [];
   const allocated: number[] = [];
   const gcPauses: number[] = [];
   const loopDelay = monitorEventLoopDelay({ resolution: 1 });
   loopDelay.enable();
   await stallTrace?.begin();
   trace = stallTrace;
+  const cpuProfiler = PROFILE === '' ? undefined : new Session();
+  if (cpuProfiler !== undefined) {
+    cpuProfiler.connect();
+    await cpuProfiler.post('Profiler.enable');
+    await cpuProfiler.post('Profiler.setSamplingInterval', {
+      interval: Number(argument('profile-us', '250')),
+    });
+    await cpuProfiler.post('Profiler.start');
+  }
   for (let round = 0; round < ROUNDS; round++) {
     const profiler = new GCProfiler();
     profiler.start();
@@ -366,6 +388,7 @@ async function main(): Promise<void> {
     const heapAfter = process.memoryUsage().heapUsed;
     const { statistics } = profiler.stop();
     perRound.push((used.user + used.system) / REQUESTS);
+    systemPerRound.push(used.system / REQUESTS);
     // Bytes allocated on the V8 heap: what each collection found in use minus what the previous one
     // left (or the round's start), plus what the round's end holds beyond the last collection.
     let bytes = 0;
@@ -381,12 +404,17 @@ async function main(): Promise<void> {
     gcPauses.push(statistics.length === 0 ? 0 : pauseUs / statistics.length / 1000);
   }
   loopDelay.disable();
+  if (cpuProfiler !== undefined) {
+    const { profile } = await cpuProfiler.post('Profiler.stop');
+    cpuProfiler.disconnect();
+    await writeFile(PROFILE, JSON.stringify(profile));
+  }
   const stallReport = await trace?.stop();
   const median = (values: number[]) =>
     [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
   const sorted = [...perRound].sort((a, b) => a - b);
   process.stdout.write(
-    `${WORKLOAD}: ${median(perRound).toFixed(1)} µs CPU per request, least ${(sorted[0] as number).toFixed(1)} (median of ${ROUNDS} rounds of ${REQUESTS}, ${CONCURRENCY} at once; rounds: ${perRound.map((v) => v.toFixed(1)).join(' ')})${served()}\n` +
+    `${WORKLOAD}: ${median(perRound).toFixed(1)} µs CPU per request, least ${(sorted[0] as number).toFixed(1)} (median of ${ROUNDS} rounds of ${REQUESTS}, ${CONCURRENCY} at once; rounds: ${perRound.map((v) => v.toFixed(1)).join(' ')}; system ${median(systemPerRound).toFixed(1)})${served()}\n` +
       `  allocated per request ${(median(allocated) / 1024).toFixed(1)} KB (rounds: ${allocated.map((v) => (v / 1024).toFixed(1)).join(' ')}); ` +
       `mean GC pause ${median(gcPauses).toFixed(2)} ms; event-loop delay p50 ${(loopDelay.percentile(50) / 1e6).toFixed(2)} ms, p99 ${(loopDelay.percentile(99) / 1e6).toFixed(2)} ms, max ${(loopDelay.max / 1e6).toFixed(2)} ms\n`,
   );

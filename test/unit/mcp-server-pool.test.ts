@@ -56,6 +56,30 @@ async function call(t: WebStandardStreamableHTTPServerTransport, caller: string)
 }
 
 describe('createServerPool', () => {
+  it("released as soon as the answer is there, the request's handler is not aborted", async () => {
+    const signals: AbortSignal[] = [];
+    const pool = createServerPool({
+      create: () => {
+        const server = new Server({ name: 'test', version: '1' }, { capabilities: { tools: {} } });
+        server.setRequestHandler(CallToolRequestSchema, (_request, extra) => {
+          signals.push(extra.signal);
+          return { content: [] };
+        });
+        return server;
+      },
+    });
+    const t = transport();
+    const server = await pool.connect(t);
+    const response = await t.handleRequest(
+      new Request('http://localhost/mcp', { method: 'POST', headers: HEADERS }),
+      { parsedBody: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'who', arguments: {} } } },
+    );
+    await pool.release(server);
+    expect(response.status).toBe(200);
+    expect(signals).toHaveLength(1);
+    expect(signals[0]?.aborted).toBe(false);
+  });
+
   it('answers one request after another with one server, each on a fresh transport', async () => {
     const { pool, made } = pooled();
     for (const caller of ['first', 'second', 'third']) {

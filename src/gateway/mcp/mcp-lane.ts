@@ -35,6 +35,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { YogaLogger } from 'graphql-yoga';
+import { isPromise } from '../../shared/is-promise.js';
 import { requestFactsOf } from '../request/facts.js';
 import { MASKED_MESSAGE, type RequestPipeline } from '../request/pipeline.js';
 import { fetchRequestOf, sendFetchResponse } from './fetch-exchange.js';
@@ -127,10 +128,17 @@ export function createMcpLane(options: McpLaneOptions): McpLane {
   };
   const servers = createServerPool({ create: createServer });
 
-  /** Counts each message by method and outcome (mcp-metrics.ts), through the transport's public hooks. */
-  const observe = (transport: WebStandardStreamableHTTPServerTransport): { seen: () => boolean } => {
+  /**
+   * Counts each message by method and outcome (mcp-metrics.ts), through the transport's public hooks,
+   * and keeps the responses sent: with one, the lane writes it (fetch-exchange.ts, sendFetchResponse).
+   */
+  const observe = (
+    transport: WebStandardStreamableHTTPServerTransport,
+  ): { seen: () => boolean; only: () => JSONRPCMessage | undefined } => {
     const methods = new Map<string | number, string>();
     let seen = false;
+    let responses = 0;
+    let last: JSONRPCMessage | undefined;
     const receive = transport.onmessage;
     transport.onmessage = (message, extra) => {
       seen = true;
@@ -150,10 +158,12 @@ export function createMcpLane(options: McpLaneOptions): McpLane {
               ? 'tool_error'
               : 'ok';
         metrics.record(methods.get(message.id as string | number) ?? OTHER_METHOD, outcome);
+        responses++;
+        last = message;
       }
       return send(message, sendOptions);
     };
-    return { seen: () => seen };
+    return { seen: () => seen, only: () => (responses === 1 ? last : undefined) };
   };
 
   const serve = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
@@ -216,8 +226,13 @@ export function createMcpLane(options: McpLaneOptions): McpLane {
     );
     if (!observed.seen() && response.status >= 400) metrics.record(NO_METHOD, 'refused');
     // A caller with a budget sees it on the answer, as on /graphql (RateLimit header fields).
-    const added = calls.ran === undefined ? undefined : await pipeline.answerHeaders(calls.ran);
-    await sendFetchResponse(response, res, added);
+    // Awaited only when they are promises: each await is a turn of the microtask queue.
+    const status = calls.ran === undefined ? undefined : pipeline.answerHeaders(calls.ran);
+    const added = isPromise(status) ? await status : status;
+    // A request of one message (not a batch) has one response: the body is that response as JSON.
+    const sent = parsedBody !== undefined && !Array.isArray(parsedBody) ? observed.only() : undefined;
+    const written = sendFetchResponse(response, res, added, sent);
+    if (written !== undefined) await written;
     // Every message of the request is answered (JSON answers): the server may serve another request.
     // Released once the answer is written, when the SDK has let go of the requests' abort controllers
     // (detaching earlier aborts them: an abort event and a DOMException per call for nothing).
