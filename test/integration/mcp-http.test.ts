@@ -168,22 +168,6 @@ describe('the protocol', () => {
     expect(response.status).toBe(200);
     expect(await response.json()).toMatchObject({ id: 7, result: { structuredContent: { budget: null } } });
   });
-  it("each request's own header fields count, whatever the request before sent", async () => {
-    for (const [version, status] of [
-      ['2025-06-18', 200],
-      ['1999-01-01', 400],
-      ['2025-06-18', 200],
-      ['2025-11-25', 200],
-    ] as const) {
-      const response = await postMcp(gateway.origin, toolsCall('budget'), {
-        'mcp-protocol-version': version,
-      });
-      expect(response.status).toBe(status);
-    }
-    const refused = await postMcp(gateway.origin, toolsCall('budget'), { accept: 'application/json' });
-    expect(refused.status).toBe(406);
-  });
-
   it('a batch: every request answered, in one JSON array; notifications alone: 202 without a body', async () => {
     const headers = { 'mcp-protocol-version': '2025-06-18' };
     const batch = `[${toolsCall('budget', {}, 11)},${toolsCall('budget', {}, 12)}]`;
