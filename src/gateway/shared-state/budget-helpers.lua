@@ -14,7 +14,7 @@
 -- (FIT_EPSILON_USD). `replicas_of(token)`: how many replicas hold a lease of the key (a
 -- share or a reservation in flight), this one counted whatever: the key's lease set is how replicas
 -- know each other (a lease id starts with its replica's 8-character token; a share is
--- `share<token>`). `remainder(totals,
+-- `share<token>#…`). `remainder(totals,
 -- extra, at, stride)`: the least of every window's limit (ARGV[at + stride * i]) less its total and
 -- `extra`.
 local clock = redis.call('TIME')
@@ -92,7 +92,7 @@ local function replicas_of(token)
   local seen = {[token] = true}
   local count = 1
   for _, member in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
-    local who = string.match(member, '^share(.-):') or string.sub(member, 1, 8)
+    local who = string.match(member, '^share([^#:]*)') or string.sub(member, 1, 8)
     if not seen[who] then
       seen[who] = true
       count = count + 1

@@ -14,12 +14,14 @@
  * - a top-up is at most what is left in the tightest window (after what the replica keeps) ÷ (2 ×
  *   the replicas using the key), none below e, and none at all when less than SHARE_FLOOR_OPS × e is
  *   left: then no share grows, what one holds is used up by its own operations or given back when
- *   idle, and the last dollars go one operation at a time, by the exact per-operation reserve. So
- *   shares shrink as the remainder nears the limit and the bound of docs/contract.md, Cost is
- *   unchanged.
+ *   idle, and the last dollars go one at a time, by the exact per-operation reserve: shares shrink
+ *   as the remainder nears the limit, and the bound of docs/contract.md, Cost is unchanged.
  * - written back every SHARE_FLUSH_MS while there is spend to write, renewed every third of
  *   SHARE_LEASE_MS, refilled when its room falls under half the target, given back after
  *   SHARE_IDLE_MS without an operation, and at `close()`.
+ *
+ * A share script may run unheard of (a Sentinel primary killed before its reply, a reply past the
+ * timeout): the next finds its lease by the replica's token and books spend from a running total.
  *
  * Replicas know each other through Redis: the replica registry (replica-registry.ts, every replica's
  * beat) and, per key, the distinct tokens in its lease set. While Redis cannot be reached, a replica
@@ -60,6 +62,10 @@ interface Share {
   inflight: number;
   /** What settled operations spent, not yet written back. */
   spent: number;
+  /** Every dollar written back since it was made: Redis books what it has not yet (budget-share.lua). */
+  sent: number;
+  /** A call failed, maybe after it ran: Redis may hold a lease this replica has not heard of. */
+  unsure: boolean;
   /** Bumped when the lease lapsed: operations of an older generation were counted by the lapse. */
   gen: number;
   /** The script in flight (one at a time). */
@@ -190,6 +196,7 @@ export function createBudgetShares(script: ScriptCall, options: BudgetSharesOpti
   let closed = false;
 
   const roomOf = (share: Share) => share.held - share.inflight - share.spent;
+  const owes = (share: Share) => share.spent > 0 || share.unsure;
   const targetOf = (share: Share) => Math.max(SHARE_MIN_OPS * share.estimate, share.size);
 
   const newShare = (budgetKey: string, windows: readonly BudgetWindowSpec[], usd: number): Share => {
@@ -200,6 +207,8 @@ export function createBudgetShares(script: ScriptCall, options: BudgetSharesOpti
       held: 0,
       inflight: 0,
       spent: 0,
+      sent: 0,
+      unsure: false,
       gen: 0,
       busy: undefined,
       giving: false,
@@ -224,9 +233,9 @@ export function createBudgetShares(script: ScriptCall, options: BudgetSharesOpti
    */
   const call = (share: Share, giveBack: boolean): Promise<void> => {
     if (share.busy !== undefined) return share.busy;
-    const sent = share.spent;
+    share.held -= share.spent;
+    share.sent += share.spent;
     share.spent = 0;
-    share.held -= sent;
     // Spend past the estimates may have eaten into what covers the operations in flight: kept anyway.
     const keep = giveBack ? share.inflight : Math.max(share.held, share.inflight);
     share.held = keep;
@@ -247,7 +256,7 @@ export function createBudgetShares(script: ScriptCall, options: BudgetSharesOpti
     const { budgetKey, windows } = share;
     const keys = keysOf(budgetKey, windows);
     const args = windowArgs(windows);
-    args.push(share.member, sent, keep, keep, more, share.estimate);
+    args.push(share.member, share.sent, keep, keep, more, share.estimate);
     args.push(SHARE_FLOOR_OPS * share.estimate, SHARE_LEASE_MS, token);
     for (const spec of windows) args.push(spec.limitUsd, spec.warnUsd);
     share.lastSent = performance.now();
@@ -255,12 +264,10 @@ export function createBudgetShares(script: ScriptCall, options: BudgetSharesOpti
     const running = link
       .run('budget_adjust', () => script(keys.length, ...keys, ...args), timeoutMs)
       .then((reply) => {
-        if (reply === FAILED || !Array.isArray(reply)) {
-          // Written again with the next call (had it run, the lease it wrote lapses: counted once).
-          share.spent += sent;
-          share.held += sent;
-          return;
-        }
+        // Failed, maybe after it ran (reply lost or late): `unsure` and `sent` say what to recover.
+        const failed = reply === FAILED || !Array.isArray(reply);
+        share.unsure = failed;
+        if (failed) return;
         const at = Number(reply[0]);
         lapsedIn(reply[1], reply[2]);
         const amount = Number(reply[5]) || 0;
@@ -297,9 +304,8 @@ export function createBudgetShares(script: ScriptCall, options: BudgetSharesOpti
   };
 
   /**
-   * Operations admitted against a share and never settled by their lease's end (a bug, a hung
-   * caller) count as spent at their estimates, like a lapsed reservation: the share never holds them
-   * forever.
+   * Operations admitted against a share and never settled by their lease's end (a bug, a hung caller)
+   * count as spent at their estimates, like a lapsed reservation: the share never holds them forever.
    */
   const sweep = (now: number) => {
     let count = 0;
@@ -328,8 +334,8 @@ export function createBudgetShares(script: ScriptCall, options: BudgetSharesOpti
       share.admitted = 0;
       if (!usable || share.busy !== undefined) continue;
       const idle = now - share.lastUse > SHARE_IDLE_MS;
-      if (idle && share.held - share.inflight > 0) void call(share, true);
-      else if (share.spent > 0 || (share.held > 0 && now - share.lastSent > SHARE_LEASE_MS / 3))
+      if (idle && (share.held - share.inflight > 0 || share.unsure)) void call(share, true);
+      else if (owes(share) || (share.held > 0 && now - share.lastSent > SHARE_LEASE_MS / 3))
         void call(share, false);
       else if (idle && share.held === 0 && share.inflight === 0 && now - share.lastUse > SHARE_LEASE_MS)
         shares.delete(share.budgetKey);
@@ -420,7 +426,7 @@ export function createBudgetShares(script: ScriptCall, options: BudgetSharesOpti
 
     flushNow() {
       for (const share of shares.values())
-        if (share.spent > 0 && share.busy === undefined && !closed) void call(share, false);
+        if (owes(share) && share.busy === undefined && !closed) void call(share, false);
     },
 
     heldUsd() {
@@ -436,7 +442,7 @@ export function createBudgetShares(script: ScriptCall, options: BudgetSharesOpti
       await Promise.all(
         [...shares.values()].map(async (share) => {
           if (share.busy !== undefined) await share.busy;
-          if (share.member !== '' || share.spent > 0) await call(share, true);
+          if (share.member !== '' || owes(share)) await call(share, true);
         }),
       );
     },
