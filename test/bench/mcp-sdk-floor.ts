@@ -8,11 +8,11 @@
  * call for three rounds; run it in the same minutes as `bench:path -- --workload tool` to compare.
  */
 
-import { GCProfiler } from 'node:v8';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { CallToolRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
+import { measuredRound } from './measured-round.js';
 
 const CALLS = 100_000;
 const CONCURRENCY = 50;
@@ -95,23 +95,8 @@ async function drive(count: number): Promise<void> {
 
 await drive(30_000);
 for (let round = 0; round < 3; round++) {
-  const profiler = new GCProfiler();
-  profiler.start();
-  const heapBefore = process.memoryUsage().heapUsed;
-  const before = process.cpuUsage();
-  await drive(CALLS);
-  const used = process.cpuUsage(before);
-  const heapAfter = process.memoryUsage().heapUsed;
-  const { statistics } = profiler.stop();
-  // As request-path.ts counts it: what each collection found minus what the one before left.
-  let bytes = 0;
-  let last = heapBefore;
-  for (const gc of statistics) {
-    bytes += gc.beforeGC.heapStatistics.usedHeapSize - last;
-    last = gc.afterGC.heapStatistics.usedHeapSize;
-  }
-  bytes += heapAfter - last;
+  const { cpuUs, bytes } = await measuredRound(() => drive(CALLS));
   process.stdout.write(
-    `SDK alone: ${((used.user + used.system) / CALLS).toFixed(1)} µs CPU, ${(bytes / CALLS / 1024).toFixed(1)} KB allocated per tools/call\n`,
+    `SDK alone: ${(cpuUs / CALLS).toFixed(1)} µs CPU, ${(bytes / CALLS / 1024).toFixed(1)} KB allocated per tools/call\n`,
   );
 }

@@ -37,10 +37,10 @@ import { type AddressInfo, createServer } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Readable } from 'node:stream';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { GCProfiler } from 'node:v8';
 import { Pool } from 'undici';
 import { installSignalCleanup, startChild } from './bench-processes.js';
 import { prepareStallTrace, type StallTrace } from './loop-stalls.js';
+import { measuredRound } from './measured-round.js';
 
 const argument = (name: string, fallback: string) => {
   const index = process.argv.indexOf(`--${name}`);
@@ -379,29 +379,11 @@ async function main(): Promise<void> {
     await cpuProfiler.post('Profiler.start');
   }
   for (let round = 0; round < ROUNDS; round++) {
-    const profiler = new GCProfiler();
-    profiler.start();
-    const heapBefore = process.memoryUsage().heapUsed;
-    const before = process.cpuUsage();
-    await drive(REQUESTS);
-    const used = process.cpuUsage(before);
-    const heapAfter = process.memoryUsage().heapUsed;
-    const { statistics } = profiler.stop();
-    perRound.push((used.user + used.system) / REQUESTS);
-    systemPerRound.push(used.system / REQUESTS);
-    // Bytes allocated on the V8 heap: what each collection found in use minus what the previous one
-    // left (or the round's start), plus what the round's end holds beyond the last collection.
-    let bytes = 0;
-    let last = heapBefore;
-    let pauseUs = 0;
-    for (const gc of statistics) {
-      bytes += gc.beforeGC.heapStatistics.usedHeapSize - last;
-      last = gc.afterGC.heapStatistics.usedHeapSize;
-      pauseUs += gc.cost;
-    }
-    bytes += heapAfter - last;
-    allocated.push(bytes / REQUESTS);
-    gcPauses.push(statistics.length === 0 ? 0 : pauseUs / statistics.length / 1000);
+    const measured = await measuredRound(() => drive(REQUESTS));
+    perRound.push(measured.cpuUs / REQUESTS);
+    systemPerRound.push(measured.systemUs / REQUESTS);
+    allocated.push(measured.bytes / REQUESTS);
+    gcPauses.push(measured.collections === 0 ? 0 : measured.pauseUs / measured.collections / 1000);
   }
   loopDelay.disable();
   if (cpuProfiler !== undefined) {

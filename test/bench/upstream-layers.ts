@@ -12,7 +12,7 @@
 import { spawnSync } from 'node:child_process';
 import { resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { GCProfiler } from 'node:v8';
+import { measuredRound } from './measured-round.js';
 
 const argument = (name: string, fallback?: string): string | undefined => {
   const index = process.argv.indexOf(`--${name}`);
@@ -129,22 +129,8 @@ async function round(dist: string): Promise<void> {
     }
   };
   await drive(CALLS / 4);
-  const profiler = new GCProfiler();
-  profiler.start();
-  const heapBefore = process.memoryUsage().heapUsed;
-  const before = process.cpuUsage();
-  await drive(CALLS);
-  const used = process.cpuUsage(before);
-  const heapAfter = process.memoryUsage().heapUsed;
-  const { statistics } = profiler.stop();
-  let bytes = 0;
-  let last = heapBefore;
-  for (const gc of statistics) {
-    bytes += gc.beforeGC.heapStatistics.usedHeapSize - last;
-    last = gc.afterGC.heapStatistics.usedHeapSize;
-  }
-  bytes += heapAfter - last;
-  process.stdout.write(`${(used.user + used.system) / CALLS} ${bytes / CALLS}\n`);
+  const { cpuUs, bytes } = await measuredRound(() => drive(CALLS));
+  process.stdout.write(`${cpuUs / CALLS} ${bytes / CALLS}\n`);
 }
 
 async function main(): Promise<void> {

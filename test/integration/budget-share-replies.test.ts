@@ -18,7 +18,7 @@ import {
   type ScriptCall,
 } from '../../src/gateway/shared-state/redis-link.js';
 import type { BudgetWindowSpec } from '../../src/gateway/shared-state/types.js';
-import { ESTIMATE, HOUR, silent, useRedisServer, windowOf } from '../support/budget-stores.js';
+import { ESTIMATE, inRedis as inPrefix, silent, useRedisServer, windowOf } from '../support/budget-stores.js';
 import { type RedisServer, requireRedisServer } from '../support/redis-server.js';
 import { until } from '../support/waits.js';
 
@@ -35,17 +35,7 @@ describe('a share script that ran without its reply reaching the replica', () =>
     raw = client;
   }, []);
 
-  /** Spend and reservations of a key's hour in Redis. */
-  async function inRedis(key: string) {
-    const fields = await raw.hgetall(budgetRedisKeys(prefix, key, [HOUR]).windows[0] as string);
-    let spent = 0;
-    let reserved = 0;
-    for (const [name, usd] of Object.entries(fields)) {
-      if (name.startsWith('s')) spent += Number(usd);
-      if (name.startsWith('r')) reserved += Number(usd);
-    }
-    return { spent: round(spent), reserved: round(reserved) };
-  }
+  const inRedis = (key: string) => inPrefix(raw, prefix, key);
 
   /**
    * Shares on a link of their own, whose next share scripts fail as `lost.next` says: 'ran' (Redis

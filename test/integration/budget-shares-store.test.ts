@@ -11,9 +11,8 @@ import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { SHARE_FLOOR_OPS, SHARE_LEASE_MS } from '../../src/gateway/shared-state/budget-shares.js';
 import { createSharedState, type SharedState } from '../../src/gateway/shared-state/index.js';
-import { budgetRedisKeys } from '../../src/gateway/shared-state/redis-keys.js';
 import type { BudgetBucket, BudgetReserveResult } from '../../src/gateway/shared-state/types.js';
-import { ESTIMATE, HOUR, silent, useRedisServer, windowOf } from '../support/budget-stores.js';
+import { ESTIMATE, inRedis, silent, useRedisServer, windowOf } from '../support/budget-stores.js';
 import {
   type RedisServer,
   requireRedisServer,
@@ -33,18 +32,6 @@ async function scriptCalls(raw: Redis): Promise<number> {
   let calls = 0;
   for (const match of info.matchAll(/^cmdstat_(evalsha|eval):calls=(\d+)/gm)) calls += Number(match[2]);
   return calls;
-}
-
-/** Spend and reservations of a key's hour in Redis. */
-async function inRedis(raw: Redis, prefix: string, key: string) {
-  const fields = await raw.hgetall(budgetRedisKeys(prefix, key, [HOUR]).windows[0] as string);
-  let spent = 0;
-  let reserved = 0;
-  for (const [name, usd] of Object.entries(fields)) {
-    if (name.startsWith('s')) spent += Number(usd);
-    if (name.startsWith('r')) reserved += Number(usd);
-  }
-  return { spent: Math.round(spent * 1e10) / 1e10, reserved: Math.round(reserved * 1e10) / 1e10 };
 }
 
 describe('budget shares on one redis-server', () => {

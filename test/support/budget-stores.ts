@@ -7,6 +7,7 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, beforeAll } from 'vitest';
 import type { SharedState } from '../../src/gateway/shared-state/index.js';
+import { budgetRedisKeys } from '../../src/gateway/shared-state/redis-keys.js';
 import { type RedisServer, startRedisServer } from './redis-server.js';
 
 export const HOUR = 3_600_000;
@@ -14,6 +15,22 @@ export const HOUR = 3_600_000;
 export const ESTIMATE = 0.004;
 export const silent = pino({ level: 'silent' });
 /** A budget of one sliding hour (minute buckets), no warning. */
+/** Spend and reservations of a key's hour in Redis (its window hash), rounded to 1e-10 USD. */
+export async function inRedis(
+  raw: Redis,
+  prefix: string,
+  key: string,
+): Promise<{ spent: number; reserved: number }> {
+  const fields = await raw.hgetall(budgetRedisKeys(prefix, key, [HOUR]).windows[0] as string);
+  let spent = 0;
+  let reserved = 0;
+  for (const [name, usd] of Object.entries(fields)) {
+    if (name.startsWith('s')) spent += Number(usd);
+    if (name.startsWith('r')) reserved += Number(usd);
+  }
+  return { spent: Math.round(spent * 1e10) / 1e10, reserved: Math.round(reserved * 1e10) / 1e10 };
+}
+
 export const windowOf = (limitUsd: number) => [{ ms: HOUR, bucketMs: 60_000, limitUsd, warnUsd: -1 }];
 
 /**
