@@ -10,7 +10,11 @@ import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { SHARE_FLOOR_OPS, SHARE_LEASE_MS } from '../../src/gateway/shared-state/budget-shares.js';
-import { createSharedState, type SharedState } from '../../src/gateway/shared-state/index.js';
+import {
+  createSharedState,
+  type SharedState,
+  type SharedStateOptions,
+} from '../../src/gateway/shared-state/index.js';
 import type { BudgetBucket, BudgetReserveResult } from '../../src/gateway/shared-state/types.js';
 import { ESTIMATE, inRedis, silent, useRedisServer, windowOf } from '../support/budget-stores.js';
 import {
@@ -39,8 +43,15 @@ describe('budget shares on one redis-server', () => {
   let raw: Redis;
   const prefix = `shares-${randomUUID().slice(0, 8)}:`;
   const opened: SharedState[] = [];
-  const state = () => {
-    const s = createSharedState({ redisUrl: server.url, keyPrefix: prefix, timeoutMs: 1000, logger: silent });
+  /** A shared state of the suite (closed after it), on its redis-server unless `options` say otherwise. */
+  const state = (options: Partial<SharedStateOptions> = {}) => {
+    const s = createSharedState({
+      redisUrl: server.url,
+      keyPrefix: prefix,
+      timeoutMs: 1000,
+      logger: silent,
+      ...options,
+    });
     opened.push(s);
     return s;
   };
@@ -92,14 +103,7 @@ describe('budget shares on one redis-server', () => {
 
   it('an operation admitted against a share and never settled lapses at its lease into spend at its estimate, counted once', async () => {
     const lapses: number[][] = [];
-    const s = createSharedState({
-      redisUrl: server.url,
-      keyPrefix: prefix,
-      timeoutMs: 1000,
-      logger: silent,
-      onBudgetLapse: (count, usd) => lapses.push([count, usd]),
-    });
-    opened.push(s);
+    const s = state({ onBudgetLapse: (count, usd) => lapses.push([count, usd]) });
     expect(await until(() => s.status() === 'redis')).toBe(true);
     const key = `unsettled-${randomUUID()}`;
     for (let i = 0; i < 4; i++) await operation(s, key);
@@ -165,10 +169,7 @@ describe('budget shares on one redis-server', () => {
   it('Redis away: each replica spends its share and its part of what was left, never the whole remainder each', async () => {
     const own = await startRedisServer();
     try {
-      const make = () =>
-        createSharedState({ redisUrl: own.url, keyPrefix: prefix, timeoutMs: 1000, logger: silent });
-      const [a, b] = [make(), make()];
-      opened.push(a, b);
+      const [a, b] = [state({ redisUrl: own.url }), state({ redisUrl: own.url })];
       expect(await until(() => a.status() === 'redis' && b.status() === 'redis')).toBe(true);
       const key = `outage-${randomUUID()}`;
       const limit = 200 * ESTIMATE;
@@ -225,20 +226,8 @@ describe('budget shares on one redis-server', () => {
     // A reaches Redis through a loopback proxy; closing it cuts A off (a partition, or a process gone).
     const link = await startCuttableLink(server.port);
     const lapses: number[][] = [];
-    const a = createSharedState({
-      redisUrl: link.url,
-      keyPrefix: prefix,
-      timeoutMs: 1000,
-      logger: silent,
-    });
-    const b = createSharedState({
-      redisUrl: server.url,
-      keyPrefix: prefix,
-      timeoutMs: 1000,
-      logger: silent,
-      onBudgetLapse: (count, usd) => lapses.push([count, usd]),
-    });
-    opened.push(a, b);
+    const a = state({ redisUrl: link.url });
+    const b = state({ onBudgetLapse: (count, usd) => lapses.push([count, usd]) });
     try {
       expect(await until(() => a.status() === 'redis' && b.status() === 'redis')).toBe(true);
       const key = `cut-${randomUUID()}`;

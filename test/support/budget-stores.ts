@@ -14,7 +14,6 @@ export const HOUR = 3_600_000;
 /** One operation's estimate, USD. */
 export const ESTIMATE = 0.004;
 export const silent = pino({ level: 'silent' });
-/** A budget of one sliding hour (minute buckets), no warning. */
 /** Spend and reservations of a key's hour in Redis (its window hash), rounded to 1e-10 USD. */
 export async function inRedis(
   raw: Redis,
@@ -31,6 +30,7 @@ export async function inRedis(
   return { spent: Math.round(spent * 1e10) / 1e10, reserved: Math.round(reserved * 1e10) / 1e10 };
 }
 
+/** A budget of one sliding hour (minute buckets), no warning. */
 export const windowOf = (limitUsd: number) => [{ ms: HOUR, bucketMs: 60_000, limitUsd, warnUsd: -1 }];
 
 /**
