@@ -9,7 +9,8 @@
  *
  * One API_KEYS for both: the embedded services accept the keys of the gateway's API_KEYS (parsed once,
  * by the gateway), and when it is unset the gateway is given the services' demo keys as its tiers, so
- * that a key has the same tier for its budget as for the services.
+ * that a key has the same tier for its budget as for the services. With AUTH_ISSUER and no
+ * UPSTREAM_KEYS, the gateway holds the first of those keys of each paying tier for its token callers.
  */
 import type { AppConfig } from './config.js';
 import type { DigitEngine } from './digits/digit-engine.js';
@@ -85,16 +86,29 @@ export async function startEmbeddedServices(
   // Set, API_KEYS reaches the workers with the rest of the environment; unset, they need the demo keys.
   if (config.server.apiKeys === undefined)
     workerEnv.API_KEYS = [...apiKeys].map(([key, tier]) => `${key}:${tier}`).join(',');
+  // Token callers of the embedded services are sent with a key those services accept for their tier.
+  const upstreamKeys = config.auth.upstreamKeys ?? tierKeysOf(apiKeys);
+  if (config.auth.upstreamKeys === undefined && config.auth.issuer !== undefined && upstreamKeys.size > 0)
+    workerEnv.UPSTREAM_KEYS = [...upstreamKeys].map(([tier, key]) => `${tier}:${key}`).join(',');
   return {
     config: {
       ...config,
       server: { ...config.server, apiKeys },
+      auth: { ...config.auth, upstreamKeys: config.auth.issuer === undefined ? undefined : upstreamKeys },
       upstreams: { ...config.upstreams, nullBaseUrl: upstreams.nullBaseUrl, piBaseUrl: upstreams.piBaseUrl },
     },
     upstreams,
     workerEnv,
     close: () => services.close(),
   };
+}
+
+/** The first key of each paying tier among the services' keys: what the gateway sends for a user of it. */
+function tierKeysOf(apiKeys: ReadonlyMap<string, string>): Map<'pro' | 'enterprise', string> {
+  const keys = new Map<'pro' | 'enterprise', string>();
+  for (const [key, tier] of apiKeys)
+    if ((tier === 'pro' || tier === 'enterprise') && !keys.has(tier)) keys.set(tier, key);
+  return keys;
 }
 
 /** A gateway of `startGateway`: the app, and the upstreams it fronts. */

@@ -18,6 +18,7 @@ import { createFastPath, type FastPath } from './http/fast-path/fast-path.js';
 import { createPreparedOperations } from './http/fast-path/prepared-operations.js';
 import { createGatewayServer, type GatewayServer } from './http/server.js';
 import { createGatewayYoga, type GatewayYoga } from './http/yoga.js';
+import { createIdentity, type Identity } from './identity.js';
 import { createMcpLane } from './mcp/mcp-lane.js';
 import { createMcpMetrics } from './mcp/mcp-metrics.js';
 import { createToolset } from './mcp/toolset.js';
@@ -38,6 +39,7 @@ import { createContextFactory } from './schema/context.js';
 import { schema } from './schema/index.js';
 import type { GatewayConfig } from './settings.js';
 import { createSharedState, evictionMessage, type SharedState } from './shared-state/index.js';
+import { createTokenVerifier } from './token-verifier.js';
 import { createUpstreamClients, type UpstreamClients } from './upstream/clients.js';
 
 export interface AppOptions {
@@ -88,6 +90,8 @@ export async function createApp(config: GatewayConfig, options: AppOptions): Pro
     throw new Error(
       'createApp needs NULL_BASE_URL and PI_BASE_URL (src/embedded-services.ts starts the reference services for them)',
     );
+  // Who the caller is: checked before anything starts (a contradiction is one line at start).
+  const identity = identityOf(config, logger);
   const metrics = createGatewayMetrics({
     registry: options.registry,
     defaultMetrics: options.defaultMetrics,
@@ -177,6 +181,7 @@ export async function createApp(config: GatewayConfig, options: AppOptions): Pro
     maxUpstreamCalls: config.limits.maxUpstreamCalls,
     fallbackByDefault: config.cost.costBudgetFallback === 'cheaper-model',
     trusted,
+    identity,
     costControl,
     reporter: createOperationReporter({
       metrics,
@@ -228,6 +233,11 @@ export async function createApp(config: GatewayConfig, options: AppOptions): Pro
         metrics: createMcpMetrics(metrics.registry),
         maxBodyBytes: config.limits.maxRequestBodyBytes,
         allowedOrigins: config.server.mcpAllowedOrigins ?? [],
+        identity,
+        authorization:
+          config.auth.issuer === undefined
+            ? undefined
+            : { issuer: config.auth.issuer, publicUrl: config.auth.publicUrl },
         logger: yogaLogger(logger),
       })
     : undefined;
@@ -259,7 +269,57 @@ export async function createApp(config: GatewayConfig, options: AppOptions): Pro
 }
 
 /**
- * The budgets in force (COST_BUDGETS, COST_BUDGET_USD_PER_HOUR; tiers from the gateway's API_KEYS),
+ * Who callers are (identity.ts): API keys and API_KEYS' tiers; with AUTH_ISSUER, its tokens too,
+ * verified by jose (token-verifier.ts), whose discovery document and JWKS are fetched now, in the
+ * background: a provider that is down delays no start, and API-key callers never wait for it.
+ */
+function identityOf(config: GatewayConfig, logger: Logger): Identity {
+  const { auth } = config;
+  if (auth.issuer === undefined) {
+    // Settings that would mean nothing without a provider: a mistake, not a configuration.
+    if (auth.mode === 'tokens' || auth.audience !== undefined)
+      throw new Error(
+        `${auth.mode === 'tokens' ? 'AUTH_MODE=tokens' : 'AUTH_AUDIENCE'} needs AUTH_ISSUER, the identity provider whose tokens identify callers`,
+      );
+    return createIdentity({ tiers: config.server.apiKeys });
+  }
+  if (auth.audience === undefined)
+    throw new Error(
+      'AUTH_ISSUER needs AUTH_AUDIENCE: the audience its tokens must name (without it, a token the provider issued for any other application would be accepted)',
+    );
+  const verifier = createTokenVerifier({
+    issuer: auth.issuer,
+    audiences: auth.audience,
+    clockToleranceS: auth.clockToleranceS,
+    jwksMaxAgeS: auth.jwksMaxAgeS,
+    jwksCooldownS: auth.jwksCooldownS,
+    timeoutMs: auth.issuerTimeoutMs,
+    rememberedTokens: auth.tokenCache,
+  });
+  void verifier.warm().then((ready) => {
+    if (!ready)
+      logger.warn(
+        { issuer: auth.issuer },
+        'the identity provider (AUTH_ISSUER) did not answer its discovery document or JWKS: token callers get 503 until it does; API keys are not affected',
+      );
+  });
+  const missing = (['pro', 'enterprise'] as const).filter((tier) => !auth.upstreamKeys?.has(tier));
+  if (missing.length > 0)
+    logger.warn(
+      { tiers: missing },
+      'UPSTREAM_KEYS holds no key for these tiers: their token callers are sent to the upstreams without a key (the free tier)',
+    );
+  return createIdentity({
+    tiers: config.server.apiKeys,
+    verifier,
+    mode: auth.mode,
+    tierClaim: auth.tierClaim,
+    upstreamKeys: auth.upstreamKeys,
+  });
+}
+
+/**
+ * The budgets in force (COST_BUDGETS, COST_BUDGET_USD_PER_HOUR; a caller's tier is identity.ts's),
  * undefined for none. Throws one line when the two settings conflict.
  */
 function budgetPolicyOf(config: GatewayConfig): BudgetPolicy | undefined {
@@ -267,7 +327,6 @@ function budgetPolicyOf(config: GatewayConfig): BudgetPolicy | undefined {
     budgets: config.cost.costBudgets,
     usdPerHour: config.cost.costBudgetUsdPerHour,
     warningRatio: config.cost.costBudgetWarningRatio,
-    tiers: config.server.apiKeys,
   });
 }
 

@@ -2,7 +2,8 @@
  * `COST_BUDGETS`, read and checked (docs/contract.md, Cost): a scope maps to its sliding windows,
  * `{ "default": { "1h": 0.05, "24h": 0.5 }, "anonymous": { "1h": 0.01 }, "tier:pro": { "1h": 1 },
  * "key:<sha256 hex of the key>": { "30d": 100 } }`, inline or from `@<file>`. A window is `<n>m`,
- * `<n>h` or `<n>d`. The settings (settings.ts) validate it at start; which scope applies to whom is
+ * `<n>h` or `<n>d`. `"user:<sub>": {…}` gives one user of the identity provider (AUTH_ISSUER) windows
+ * of its own, by the token's subject. The settings (settings.ts) validate it at start; which scope applies to whom is
  * cost/budget-policy.ts's.
  *
  * Keys are never printed: errors name a scope by its position unless it is one of the fixed names.
@@ -19,6 +20,8 @@ const MAX_LIMIT_USD = 1_000_000;
 const WINDOW = /^([1-9][0-9]{0,5})([mhd])$/;
 const KEY_SCOPE = /^key:([0-9a-fA-F]{64})$/;
 const TIER_SCOPE = /^tier:(free|pro|enterprise)$/;
+/** A verified token's subject (`sub`), as the identity provider writes it: 1 to 255 characters. */
+const USER_SCOPE = /^user:\P{Cc}{1,255}$/u;
 
 /** What `COST_BUDGETS` says, checked: scope → window as written → US dollars. */
 export type BudgetsSetting = ReadonlyMap<string, ReadonlyMap<string, number>>;
@@ -35,6 +38,7 @@ export function windowMs(label: string): number | undefined {
 function scopeText(name: string, index: number): string {
   if (name === 'default' || name === 'anonymous' || /^tier:[a-z]{1,16}$/.test(name)) return `scope "${name}"`;
   if (KEY_SCOPE.test(name)) return `scope "key:${name.slice(4, 12).toLowerCase()}…"`;
+  // A subject may be an e-mail address: named by its position only.
   return `scope #${index + 1}`;
 }
 
@@ -66,9 +70,17 @@ export function parseBudgets(value: string): BudgetsSetting {
   Object.entries(json).forEach(([rawName, windows], index) => {
     const name = KEY_SCOPE.test(rawName) ? rawName.toLowerCase() : rawName;
     const where = scopeText(rawName, index);
-    if (!(name === 'default' || name === 'anonymous' || TIER_SCOPE.test(name) || KEY_SCOPE.test(name)))
+    if (
+      !(
+        name === 'default' ||
+        name === 'anonymous' ||
+        TIER_SCOPE.test(name) ||
+        KEY_SCOPE.test(name) ||
+        USER_SCOPE.test(name)
+      )
+    )
       throw new Error(
-        `${where} is not "default", "anonymous", "tier:free|pro|enterprise" or "key:<sha256 hex of the key>"`,
+        `${where} is not "default", "anonymous", "tier:free|pro|enterprise", "key:<sha256 hex of the key>" or "user:<subject>"`,
       );
     if (scopes.has(name)) throw new Error(`${where} is given twice`);
     if (typeof windows !== 'object' || windows === null || Array.isArray(windows))

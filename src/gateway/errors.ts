@@ -22,7 +22,7 @@ export const ERROR_CODES = {
   UPSTREAM_ERROR: { field: true, when: 'pi-digits upstream 500, or any other unexpected upstream status' },
   UPSTREAM_UNAVAILABLE: {
     field: true,
-    when: "upstream 503, connection refused, or the gateway's circuit is open",
+    when: "upstream 503, connection refused, or the gateway's circuit is open; or, for the whole request (HTTP 503 with Retry-After, nothing called, upstream: identity-provider), the identity provider (AUTH_ISSUER) unreachable while a bearer token needs its keys",
   },
   UPSTREAM_TIMEOUT: {
     field: true,
@@ -34,7 +34,7 @@ export const ERROR_CODES = {
   },
   UNAUTHENTICATED: {
     field: true,
-    when: 'the upstream rejected the API key; or, for the whole request (HTTP 401, nothing called), an Authorization header that is not Bearer <key>',
+    when: 'the upstream rejected the API key; or, for the whole request (HTTP 401, nothing called or billed), an Authorization header that is not Bearer <credential>, a bearer token that fails verification (WWW-Authenticate: Bearer error="invalid_token": expired, not yet valid, another issuer or audience, an unknown key, an algorithm other than an asymmetric one, a bad signature, over 8 KB), or an API key with AUTH_MODE=tokens',
   },
   WAIVER_REQUIRED: {
     field: true,

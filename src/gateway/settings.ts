@@ -16,7 +16,7 @@ import {
   settingsGroup,
 } from '../shared/settings.js';
 import { parseBudgets } from './budget-settings.js';
-import { parseApiKeys } from './identity.js';
+import { parseApiKeys, parseUpstreamKeys } from './identity.js';
 
 /** MCP_ALLOWED_ORIGINS: each entry an origin (scheme://host[:port]), as browsers send it in `Origin`. */
 function parseOrigins(text: string): string[] {
@@ -146,6 +146,99 @@ export const serverSettings = settingsGroup('gateway', {
       }),
     'Comma-separated browser origins (scheme://host[:port]) whose requests /mcp accepts besides loopback ones (localhost, 127.0.0.1, [::1], any port); a request with any other Origin is refused with 403 (DNS-rebinding protection). Requests without Origin are not affected.',
     '(none: loopback origins only)',
+  ),
+});
+
+/** AUTH_ISSUER: an http(s) URL kept exactly as written (a token's `iss` must equal it, trailing slash included). */
+const issuerUrl = () =>
+  z
+    .string()
+    .url()
+    .refine((u) => /^https?:\/\//.test(u), 'must be an http:// or https:// URL')
+    .refine((u) => !u.includes('?') && !u.includes('#'), 'must be an issuer URL without query or fragment');
+
+/** A comma-separated list of non-empty values. */
+const list = () =>
+  z
+    .string()
+    .transform((text) =>
+      text
+        .split(',')
+        .map((entry) => entry.trim())
+        .filter((entry) => entry !== ''),
+    )
+    .refine((entries) => entries.length > 0, 'must name at least one value');
+
+export const authSettings = settingsGroup('identity provider', {
+  issuer: setting(
+    'AUTH_ISSUER',
+    issuerUrl().optional(),
+    "OpenID Connect issuer whose tokens identify callers (frontends, agents over OAuth), exactly as its tokens' iss says. Its discovery document and JWKS are fetched and cached, keys rotated as the JWKS changes. A bearer credential that is a JWT is verified (asymmetric signature by a key of the JWKS, iss, aud, exp, nbf); a verified token is a caller of its own, with its own budget, and the gateway calls the upstreams with UPSTREAM_KEYS' key of its tier.",
+    '(unset: API keys only)',
+  ),
+  audience: setting(
+    'AUTH_AUDIENCE',
+    list().optional(),
+    'Comma-separated audiences a token must name one of (its aud): the API identifier the provider issues tokens for, and the /mcp URL for agents that ask for tokens with resource=<that URL>. Required with AUTH_ISSUER.',
+    '(none; required with AUTH_ISSUER)',
+  ),
+  tierClaim: setting(
+    'AUTH_TIER_CLAIM',
+    z.string().min(1).max(256).default('tier'),
+    "The token claim that names the caller's tier: pro or enterprise (or a list holding one: the highest counts); any other value, or none, is the free tier.",
+  ),
+  clockToleranceS: setting(
+    'AUTH_CLOCK_TOLERANCE_S',
+    int(0, 600).default(30),
+    "Seconds of clock skew allowed when checking a token's exp and nbf.",
+  ),
+  mode: setting(
+    'AUTH_MODE',
+    z.enum(['both', 'tokens']).default('both'),
+    'With AUTH_ISSUER: both, a bearer JWT is verified and any other credential is an API key; tokens, API keys are refused with 401 (callers without a credential stay the free tier on /graphql; /mcp asks for a token).',
+  ),
+  jwksMaxAgeS: setting(
+    'AUTH_JWKS_MAX_AGE_S',
+    int(1, 86_400).default(600),
+    "How long the issuer's JWKS is used before it is fetched again: a key the issuer dropped stops verifying at most this long after.",
+  ),
+  jwksCooldownS: setting(
+    'AUTH_JWKS_COOLDOWN_S',
+    int(0, 3600).default(30),
+    'After a JWKS fetch, how long a token signed by an unknown key (kid) waits before it may cause another (a rotated key is fetched; a flood of made-up kids is not passed on to the provider).',
+  ),
+  issuerTimeoutMs: setting(
+    'AUTH_ISSUER_TIMEOUT_MS',
+    int(1, 60_000).default(3000),
+    'Longest wait for the discovery document or the JWKS; past it a token caller is answered 503 (UPSTREAM_UNAVAILABLE), API-key callers never wait.',
+  ),
+  tokenCache: setting(
+    'AUTH_TOKEN_CACHE',
+    int(0, 1_000_000).default(10_000),
+    'Verified tokens remembered by their text (at most 8 MiB of them), so a token is verified once, not on every request: never past its exp, and no longer once the JWKS was fetched again. 0 verifies every request.',
+  ),
+  upstreamKeys: setting(
+    'UPSTREAM_KEYS',
+    z
+      .string()
+      .optional()
+      .transform((value, context) => {
+        if (value === undefined) return undefined;
+        try {
+          return parseUpstreamKeys(value);
+        } catch (error) {
+          context.addIssue({ code: 'custom', message: (error as Error).message });
+          return z.NEVER;
+        }
+      }),
+    "The upstream API keys the gateway holds for callers identified by a token, as tier:key pairs (pro:<key>,enterprise:<key>), or @<file> holding them (a mounted secret). A verified caller's upstream calls carry its tier's key; free: none unless listed. Never logged.",
+    '(unset: none; with the embedded services, their demo keys: pro:demo-pro,enterprise:demo-enterprise)',
+  ),
+  publicUrl: setting(
+    'PUBLIC_URL',
+    httpUrl().optional(),
+    "The gateway's external base URL (https://api.example.com), as clients reach it through proxies: the resource that /.well-known/oauth-protected-resource names for /mcp.",
+    '(unset: from the request: X-Forwarded-Proto or http, and its Host)',
   ),
 });
 
@@ -359,6 +452,7 @@ export const observabilitySettings = settingsGroup('observability', {
 /** Every group of the gateway (besides the process, log and Redis groups). */
 export const gatewaySettings = {
   server: serverSettings,
+  auth: authSettings,
   upstreams: upstreamSettings,
   resilience: resilienceSettings,
   limits: limitSettings,

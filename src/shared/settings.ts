@@ -83,7 +83,7 @@ export class ConfigError extends Error {
  * Variables whose values are secret: never echoed in an error. (COST_BUDGETS names keys by their
  * sha256 only, but a key pasted there by mistake must not reach a log.)
  */
-const SECRET_ENV = /API_KEYS|REDIS_URL|REDIS_CACHE_URL|COST_BUDGETS|PASSWORD|SECRET|TOKEN/;
+const SECRET_ENV = /API_KEYS|UPSTREAM_KEYS|REDIS_URL|REDIS_CACHE_URL|COST_BUDGETS|PASSWORD|SECRET|TOKEN/;
 
 /**
  * Reads and validates every setting of `groups` from `env`. Throws a {@link ConfigError} naming every

@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { expect } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { UpstreamCallError } from '../../src/gateway/errors.js';
+import { keyCaller } from '../../src/gateway/identity.js';
 import { createGatewayMetrics, type GatewayMetrics } from '../../src/gateway/observability/metrics.js';
 import { createSponsorLog } from '../../src/gateway/observability/sponsor-log.js';
 import { createUpstreamObserver } from '../../src/gateway/observability/upstream-observer.js';
@@ -65,8 +66,11 @@ export function createTestClients(options: TestClientsOptions): TestClients {
 }
 
 /** An operation for direct client calls (its key, request id and deadline). */
-export function testOperation(init: Partial<OperationInit> = {}): Operation {
-  return new Operation({ apiKey: undefined, requestId: 'test-request', deadlineMs: 15_000, ...init });
+export function testOperation(
+  init: Partial<OperationInit> & { apiKey?: string | undefined } = {},
+): Operation {
+  const { apiKey, ...rest } = init;
+  return new Operation({ caller: keyCaller(apiKey), requestId: 'test-request', deadlineMs: 15_000, ...rest });
 }
 
 /** Settings for tests of the mapping only: one attempt, no breaker, v1 fixed (no /openapi.json read). */

@@ -86,6 +86,7 @@ const LAYERS: ReadonlyArray<readonly string[]> = [
   ['digits/'],
   [
     'gateway/errors.ts',
+    'gateway/token-verifier.ts',
     'gateway/identity.ts',
     'gateway/redaction.ts',
     'gateway/budget-settings.ts',

@@ -18,6 +18,7 @@ import {
   type BudgetWindowStatus,
   createCostBudget,
 } from '../../src/gateway/cost/cost-budget.js';
+import { keyCaller, type Tier } from '../../src/gateway/identity.js';
 import { createBudgetStore } from '../../src/gateway/shared-state/budget-store.js';
 
 const MINUTE = 60_000;
@@ -26,6 +27,14 @@ const DAY = 24 * HOUR;
 /** A day-aligned instant: every bucket length divides it. */
 const T0 = Date.UTC(2030, 0, 1);
 const sha = (key: string) => createHash('sha256').update(key).digest('hex');
+
+/** Tiers as API_KEYS would give them (identity.ts decides a caller's tier; the policy reads it). */
+const TIERS: ReadonlyMap<string, Tier> = new Map<string, Tier>([
+  ['sk-pro', 'pro'],
+  ['sk-vip', 'pro'],
+  ['sk-ent', 'enterprise'],
+]);
+const who = (key: string | undefined) => keyCaller(key, key === undefined ? undefined : TIERS.get(key));
 
 describe('COST_BUDGETS, the setting', () => {
   it('reads scopes of windows, inline or from @file', () => {
@@ -154,43 +163,38 @@ describe('which scope applies', () => {
         [`key:${sha('sk-exempt')}`]: {},
       }),
     ),
-    tiers: new Map([
-      ['sk-pro', 'pro'],
-      ['sk-vip', 'pro'],
-      ['sk-ent', 'enterprise'],
-    ]),
   });
   if (policy === undefined) throw new Error('a policy');
 
   it('the key’s own scope, then its tier’s (API_KEYS), then default; anonymous for no key and the key "free"', () => {
-    expect(policy.callerOf('sk-vip')?.scope.name).toBe(`key:${sha('sk-vip')}`);
-    expect(policy.callerOf('sk-vip')?.scope.kind).toBe('key');
-    expect(policy.callerOf('sk-pro')?.scope.name).toBe('tier:pro');
+    expect(policy.callerOf(who('sk-vip'))?.scope.name).toBe(`key:${sha('sk-vip')}`);
+    expect(policy.callerOf(who('sk-vip'))?.scope.kind).toBe('key');
+    expect(policy.callerOf(who('sk-pro'))?.scope.name).toBe('tier:pro');
     // No tier:enterprise scope: the default.
-    expect(policy.callerOf('sk-ent')?.scope.name).toBe('default');
-    expect(policy.callerOf('sk-unknown')?.scope.name).toBe('default');
-    expect(policy.callerOf(undefined)?.scope.name).toBe('anonymous');
-    expect(policy.callerOf('free')?.scope.name).toBe('anonymous');
+    expect(policy.callerOf(who('sk-ent'))?.scope.name).toBe('default');
+    expect(policy.callerOf(who('sk-unknown'))?.scope.name).toBe('default');
+    expect(policy.callerOf(who(undefined))?.scope.name).toBe('anonymous');
+    expect(policy.callerOf(who('free'))?.scope.name).toBe('anonymous');
     // A key scope without windows exempts the key.
-    expect(policy.callerOf('sk-exempt')).toBeUndefined();
+    expect(policy.callerOf(who('sk-exempt'))).toBeUndefined();
   });
 
   it('each key has its own spend, stored under the name its key scope has (`key:<sha256 hex>`, never the key); anonymous callers share one', () => {
-    const pro = policy.callerOf('sk-pro');
+    const pro = policy.callerOf(who('sk-pro'));
     // One digest for the setting, the store and the logs (src/gateway/identity.ts).
     expect(pro).toMatchObject({ id: `key:${sha('sk-pro')}` });
-    expect(pro?.id).not.toBe(policy.callerOf('sk-vip')?.id);
-    expect(policy.callerOf('sk-vip')?.id).toBe(policy.callerOf('sk-vip')?.scope.name);
-    expect(policy.callerOf(undefined)).toMatchObject({ id: 'anonymous' });
-    expect(policy.callerOf('free')).toBe(policy.callerOf(undefined));
+    expect(pro?.id).not.toBe(policy.callerOf(who('sk-vip'))?.id);
+    expect(policy.callerOf(who('sk-vip'))?.id).toBe(policy.callerOf(who('sk-vip'))?.scope.name);
+    expect(policy.callerOf(who(undefined))).toMatchObject({ id: 'anonymous' });
+    expect(policy.callerOf(who('free'))).toBe(policy.callerOf(who(undefined)));
   });
 
   it('windows shortest first, in buckets of a sixtieth', () => {
-    expect(policy.callerOf('sk-pro')?.scope.windows.map((w) => [w.label, w.bucketMs])).toEqual([
+    expect(policy.callerOf(who('sk-pro'))?.scope.windows.map((w) => [w.label, w.bucketMs])).toEqual([
       ['1h', MINUTE],
       ['24h', 24 * MINUTE],
     ]);
-    expect(policy.callerOf('sk-vip')?.scope.windows.map((w) => [w.label, w.bucketMs])).toEqual([
+    expect(policy.callerOf(who('sk-vip'))?.scope.windows.map((w) => [w.label, w.bucketMs])).toEqual([
       ['30d', 12 * HOUR],
     ]);
   });
@@ -215,7 +219,7 @@ describe('budgets in several windows at once (memory store, a clock of the test)
     return verdict;
   };
   const spend = (budget: ReturnType<typeof budgetOf>, key: string, usd: number) => {
-    const verdict = sync(budget.reserve(key, usd));
+    const verdict = sync(budget.reserve(keyCaller(key), usd));
     if (!verdict.ok || verdict.hold === undefined) throw new Error(`refused: ${JSON.stringify(verdict)}`);
     budget.settle(verdict.hold, usd);
   };
@@ -228,7 +232,7 @@ describe('budgets in several windows at once (memory store, a clock of the test)
     now += MINUTE;
     spend(budget, 'sk-a', 0.1);
     // 0.3 in the last 10 minutes: the 10m window refuses, and frees 0.1 when the first leaves it.
-    expect(sync(budget.reserve('sk-a', 0.1))).toMatchObject({
+    expect(sync(budget.reserve(keyCaller('sk-a'), 0.1))).toMatchObject({
       ok: false,
       window: { label: '10m' },
       spentUsd: 0.3,
@@ -240,7 +244,7 @@ describe('budgets in several windows at once (memory store, a clock of the test)
     spend(budget, 'sk-a', 0.1);
     // 0.5 in the hour (0.2 in the last 10 minutes): now the hour refuses, until its first 0.1 leaves.
     now += MINUTE;
-    expect(sync(budget.reserve('sk-a', 0.1))).toMatchObject({
+    expect(sync(budget.reserve(keyCaller('sk-a'), 0.1))).toMatchObject({
       ok: false,
       window: { label: '1h' },
       spentUsd: 0.5,
@@ -248,7 +252,7 @@ describe('budgets in several windows at once (memory store, a clock of the test)
     });
     // Refused in one window, booked in none: the 10m window still has room for 0.1 once the hour has.
     now = T0 + HOUR;
-    expect(sync(budget.reserve('sk-a', 0.1))).toMatchObject({ ok: true });
+    expect(sync(budget.reserve(keyCaller('sk-a'), 0.1))).toMatchObject({ ok: true });
   });
 
   it('of two refusing windows, the one that frees room last; never, before any time', () => {
@@ -256,13 +260,13 @@ describe('budgets in several windows at once (memory store, a clock of the test)
     spend(budget, 'sk-b', 0.2);
     now += 5 * MINUTE;
     // Both full: the 10m window frees room in 5 minutes, the hour in 55: the hour is the answer.
-    expect(sync(budget.reserve('sk-b', 0.1))).toMatchObject({
+    expect(sync(budget.reserve(keyCaller('sk-b'), 0.1))).toMatchObject({
       ok: false,
       window: { label: '1h' },
       retryAfterSeconds: 55 * 60,
     });
     const never = budgetOf({ default: { '10m': 0.2, '1h': 1 } });
-    expect(sync(never.reserve('sk-b', 0.5))).toMatchObject({
+    expect(sync(never.reserve(keyCaller('sk-b'), 0.5))).toMatchObject({
       ok: false,
       window: { label: '10m' },
       retryAfterSeconds: undefined,
@@ -274,14 +278,17 @@ describe('budgets in several windows at once (memory store, a clock of the test)
     now = T0 + 5 * HOUR;
     spend(budget, 'sk-c', 1);
     now = T0 + 10 * DAY;
-    expect(sync(budget.reserve('sk-c', 0.5))).toMatchObject({ ok: false, retryAfterSeconds: 20 * 24 * 3600 });
+    expect(sync(budget.reserve(keyCaller('sk-c'), 0.5))).toMatchObject({
+      ok: false,
+      retryAfterSeconds: 20 * 24 * 3600,
+    });
     now = T0 + 30 * DAY;
-    expect(sync(budget.reserve('sk-c', 0.5))).toMatchObject({ ok: true });
+    expect(sync(budget.reserve(keyCaller('sk-c'), 0.5))).toMatchObject({ ok: true });
   });
 
   it('status: per window its limit, spend, reservations in flight, what is left and when it comes back', () => {
     const budget = budgetOf({ 'tier:free': {}, default: { '1h': 1, '24h': 2 } });
-    expect(budget.status('sk-d')).toEqual([
+    expect(budget.status(keyCaller('sk-d'))).toEqual([
       {
         scope: 'default',
         window: '1h',
@@ -307,9 +314,9 @@ describe('budgets in several windows at once (memory store, a clock of the test)
     ]);
     spend(budget, 'sk-d', 0.25);
     now += 10 * MINUTE;
-    const held = sync(budget.reserve('sk-d', 0.3));
+    const held = sync(budget.reserve(keyCaller('sk-d'), 0.3));
     now += MINUTE;
-    expect(budget.status('sk-d')).toEqual([
+    expect(budget.status(keyCaller('sk-d'))).toEqual([
       expect.objectContaining({
         window: '1h',
         spentUsd: 0.25,
@@ -323,13 +330,13 @@ describe('budgets in several windows at once (memory store, a clock of the test)
     // Settled for less: the reservation goes, the actual cost stays.
     if (!held.ok || held.hold === undefined) throw new Error('reserved');
     budget.settle(held.hold, 0.1);
-    expect((budget.status('sk-d') as BudgetWindowStatus[])[0]).toMatchObject({
+    expect((budget.status(keyCaller('sk-d')) as BudgetWindowStatus[])[0]).toMatchObject({
       spentUsd: 0.35,
       reservedUsd: 0,
       remainingUsd: 0.65,
     });
     // Another key: its own figures.
-    expect((budget.status('sk-other') as BudgetWindowStatus[])[0]).toMatchObject({
+    expect((budget.status(keyCaller('sk-other')) as BudgetWindowStatus[])[0]).toMatchObject({
       spentUsd: 0,
       remainingUsd: 1,
     });
@@ -337,9 +344,9 @@ describe('budgets in several windows at once (memory store, a clock of the test)
 
   it('status is undefined where no budget applies', () => {
     const budget = budgetOf({ 'tier:pro': { '1h': 1 } });
-    expect(budget.status('sk-unknown')).toBeUndefined();
-    expect(budget.status(undefined)).toBeUndefined();
-    expect(sync(budget.reserve(undefined, 100))).toEqual({ ok: true, hold: undefined });
+    expect(budget.status(keyCaller('sk-unknown'))).toBeUndefined();
+    expect(budget.status(keyCaller(undefined))).toBeUndefined();
+    expect(sync(budget.reserve(keyCaller(undefined), 100))).toEqual({ ok: true, hold: undefined });
   });
 
   it('warns once per key and window when spend and reservations reach the ratio, again only a window later', () => {
@@ -354,11 +361,11 @@ describe('budgets in several windows at once (memory store, a clock of the test)
     // 11 minutes later, late spend (no reservation) counts too: the hour reaches 3.2, and the 10m
     // window, a window length after its warning, may warn again.
     now += 11 * MINUTE;
-    budget.add('sk-e', 2.3);
+    budget.add(keyCaller('sk-e'), 2.3);
     expect(warnings.map((w) => w.window.label)).toEqual(['10m', '10m', '1h']);
     // Within a window length of the last warning: nothing, though still past the ratio.
     now += 5 * MINUTE;
-    budget.add('sk-e', 0.1);
+    budget.add(keyCaller('sk-e'), 0.1);
     expect(warnings).toHaveLength(3);
     // Another key warns on its own.
     spend(budget, 'sk-f', 0.8);

@@ -15,7 +15,7 @@ import {
 import { createCostControl } from '../../src/gateway/cost/cost-control.js';
 import { createCostModel } from '../../src/gateway/cost/cost-model.js';
 import { listPrice } from '../../src/gateway/cost/price-table.js';
-import { callerIdOf } from '../../src/gateway/identity.js';
+import { callerIdOf, keyCaller } from '../../src/gateway/identity.js';
 import { Operation } from '../../src/gateway/operation/operation.js';
 import { type ModelCall, planOperation } from '../../src/gateway/operation/operation-plan.js';
 import { MAX_COST_CAP_USD, maxCostOf } from '../../src/gateway/request/facts.js';
@@ -231,62 +231,62 @@ describe('hourly budget: reserve and settle over the memory store, with a clock 
 
   it('reservations in flight count: the one that does not fit is refused, synchronously', () => {
     const budget = memoryBudget(1);
-    const holds = [0, 1, 2].map(() => reserved(budget.reserve('sk-a', 0.3)));
+    const holds = [0, 1, 2].map(() => reserved(budget.reserve(keyCaller('sk-a'), 0.3)));
     // 0.9 reserved: 0.1 fits, 0.2 does not.
-    const refused = budget.reserve('sk-a', 0.2);
+    const refused = budget.reserve(keyCaller('sk-a'), 0.2);
     expect(refused).toMatchObject({ ok: false, retryAfterSeconds: 3600 });
-    expect(reserved(budget.reserve('sk-a', 0.1)).usd).toBe(0.1);
+    expect(reserved(budget.reserve(keyCaller('sk-a'), 0.1)).usd).toBe(0.1);
     expect(holds).toHaveLength(3);
   });
 
   it('settling returns what was not spent at once, and bills spend above the estimate', () => {
     const budget = memoryBudget(1);
-    const a = reserved(budget.reserve('sk-a', 0.5));
-    const b = reserved(budget.reserve('sk-a', 0.5));
-    expect(budget.reserve('sk-a', 0.1)).toMatchObject({ ok: false });
+    const a = reserved(budget.reserve(keyCaller('sk-a'), 0.5));
+    const b = reserved(budget.reserve(keyCaller('sk-a'), 0.5));
+    expect(budget.reserve(keyCaller('sk-a'), 0.1)).toMatchObject({ ok: false });
     // a cost nothing (a cache hit, a failed call): its 0.5 is back.
     budget.settle(a, 0);
-    expect(reserved(budget.reserve('sk-a', 0.4)).usd).toBe(0.4);
+    expect(reserved(budget.reserve(keyCaller('sk-a'), 0.4)).usd).toBe(0.4);
     // b cost 0.6, more than it reserved: 0.4 + 0.6 = 1.0, nothing left.
     budget.settle(b, 0.6);
-    expect(budget.reserve('sk-a', 0.01)).toMatchObject({ ok: false });
+    expect(budget.reserve(keyCaller('sk-a'), 0.01)).toMatchObject({ ok: false });
   });
 
   it('late spend (after settling) is billed; the hour slides', () => {
     const budget = memoryBudget(1);
-    const hold = reserved(budget.reserve('sk-a', 0.4));
+    const hold = reserved(budget.reserve(keyCaller('sk-a'), 0.4));
     budget.settle(hold, 0.4);
     now += MINUTE;
-    budget.add('sk-a', 0.5);
-    const refused = budget.reserve('sk-a', 0.2) as BudgetReservation;
+    budget.add(keyCaller('sk-a'), 0.5);
+    const refused = budget.reserve(keyCaller('sk-a'), 0.2) as BudgetReservation;
     expect(refused).toMatchObject({ ok: false, retryAfterSeconds: 3600 - 60 });
     expect(refused.ok === false && refused.spentUsd).toBeCloseTo(0.9, 12);
     now = T0 + HOUR;
-    expect(reserved(budget.reserve('sk-a', 0.2)).usd).toBe(0.2);
+    expect(reserved(budget.reserve(keyCaller('sk-a'), 0.2)).usd).toBe(0.2);
   });
 
   it('an estimate exactly at what is left fits (sums of binary fractions are not a refusal)', () => {
     const budget = memoryBudget(0.05);
-    for (let i = 0; i < 11; i++) reserved(budget.reserve('sk-a', 0.0042));
+    for (let i = 0; i < 11; i++) reserved(budget.reserve(keyCaller('sk-a'), 0.0042));
     // 11 × 0.0042 = 0.0462; a 12th would be 0.0504.
-    expect(budget.reserve('sk-a', 0.0042)).toMatchObject({ ok: false });
-    expect(reserved(budget.reserve('sk-a', 0.0038)).usd).toBe(0.0038);
+    expect(budget.reserve(keyCaller('sk-a'), 0.0042)).toMatchObject({ ok: false });
+    expect(reserved(budget.reserve(keyCaller('sk-a'), 0.0038)).usd).toBe(0.0038);
   });
 
   it('keeps keys apart; no key and the key "free" are the same free tier', () => {
     const budget = memoryBudget(0.5);
-    budget.add('sk-a', 0.6);
-    budget.add(undefined, 0.6);
-    expect(budget.reserve('sk-a', 0.01)).toMatchObject({ ok: false });
-    expect(budget.reserve('sk-b', 0.01)).toMatchObject({ ok: true });
-    expect(budget.reserve(undefined, 0.01)).toMatchObject({ ok: false });
-    expect(budget.reserve('free', 0.01)).toMatchObject({ ok: false });
+    budget.add(keyCaller('sk-a'), 0.6);
+    budget.add(keyCaller(undefined), 0.6);
+    expect(budget.reserve(keyCaller('sk-a'), 0.01)).toMatchObject({ ok: false });
+    expect(budget.reserve(keyCaller('sk-b'), 0.01)).toMatchObject({ ok: true });
+    expect(budget.reserve(keyCaller(undefined), 0.01)).toMatchObject({ ok: false });
+    expect(budget.reserve(keyCaller('free'), 0.01)).toMatchObject({ ok: false });
   });
 
   it('ignores spend that is not a positive finite number', () => {
     const budget = memoryBudget(0.5);
-    for (const usd of [0, -5, Number.NaN, Number.POSITIVE_INFINITY]) budget.add('sk-a', usd);
-    expect(reserved(budget.reserve('sk-a', 0.5)).usd).toBe(0.5);
+    for (const usd of [0, -5, Number.NaN, Number.POSITIVE_INFINITY]) budget.add(keyCaller('sk-a'), usd);
+    expect(reserved(budget.reserve(keyCaller('sk-a'), 0.5)).usd).toBe(0.5);
   });
 
   it('stores keys hashed: the API key never reaches the store in clear', () => {
@@ -312,8 +312,8 @@ describe('hourly budget: reserve and settle over the memory store, with a clock 
     };
     const secret = 'sk-live-SECRET-0123456789';
     const budget = createCostBudget({ store: recording, usdPerHour: 1, now: clock });
-    budget.add(secret, 0.5);
-    budget.settle(reserved(budget.reserve(secret, 0.2)), 0.1);
+    budget.add(keyCaller(secret), 0.5);
+    budget.settle(reserved(budget.reserve(keyCaller(secret), 0.2)), 0.1);
     expect(seen).toHaveLength(3);
     for (const key of seen) {
       expect(key).toBe(seen[0]);
@@ -332,7 +332,7 @@ describe('hourly budget: reserve and settle over the memory store, with a clock 
 describe('cost control: admit and spent', () => {
   const plan = (query: string) => planOperation(schema, parse(query));
   const operation = (maxCostUsd?: number, apiKey?: string) =>
-    new Operation({ apiKey, requestId: 'r', deadlineMs: 0, maxCostUsd });
+    new Operation({ caller: keyCaller(apiKey), requestId: 'r', deadlineMs: 0, maxCostUsd });
   const PI = '{ pi { __typename } }';
 
   it('admits an estimate at the cap (rounded sums) and refuses one over it, saying both figures', () => {

@@ -10,11 +10,23 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { parseBudgets } from '../../src/gateway/budget-settings.js';
 import { budgetPolicy } from '../../src/gateway/cost/budget-policy.js';
-import { apiKeyOf, callerIdOf, clientOf, isAnonymous, parseApiKeys } from '../../src/gateway/identity.js';
+import {
+  ANONYMOUS_CALLER,
+  type Caller,
+  callerIdOf,
+  clientOf,
+  createIdentity,
+  keyCaller,
+  parseApiKeys,
+} from '../../src/gateway/identity.js';
 import { keyBucket, parseApiKeys as servicesParseApiKeys } from '../../src/services/shared/api-keys.js';
 
 /** What `printf %s "$KEY" | sha256sum` prints: how an operator writes a `key:` scope. */
 const sha256Hex = (key: string) => createHash('sha256').update(key).digest('hex');
+
+/** Who sends these headers, to a gateway without an identity provider (API keys only: synchronous). */
+const identify = (authorization: string | null | undefined, xApiKey: string | null | undefined) =>
+  createIdentity().identify(authorization, xApiKey) as Caller | GraphQLError;
 
 describe('the key, from the headers', () => {
   it.each([
@@ -27,7 +39,7 @@ describe('the key, from the headers', () => {
     ['an empty X-API-Key', null, '   ', undefined],
     ['the key free, kept as sent', 'Bearer free', undefined, 'free'],
   ])('%s', (_what, authorization, xApiKey, key) => {
-    expect(apiKeyOf(authorization, xApiKey)).toBe(key);
+    expect((identify(authorization, xApiKey) as Caller).upstreamKey).toBe(key);
   });
 
   it.each([
@@ -39,7 +51,7 @@ describe('the key, from the headers', () => {
   ])(
     'an Authorization header with %s is refused: UNAUTHENTICATED, 401, naming no key',
     (_what, authorization, xApiKey) => {
-      const refusal = apiKeyOf(authorization, xApiKey) as GraphQLError;
+      const refusal = identify(authorization, xApiKey) as GraphQLError;
       expect(refusal.extensions).toMatchObject({
         code: 'UNAUTHENTICATED',
         http: { status: 401, headers: { 'www-authenticate': 'Bearer' } },
@@ -52,20 +64,23 @@ describe('the key, from the headers', () => {
 
 describe('anonymous callers', () => {
   it('no key and the key "free" are one anonymous caller; any other key is not', () => {
-    expect(isAnonymous(undefined)).toBe(true);
-    expect(isAnonymous('free')).toBe(true);
-    expect(isAnonymous('Free')).toBe(false);
-    expect(isAnonymous('demo-pro')).toBe(false);
+    const kind = (key: string | undefined) => (identify(undefined, key) as Caller).kind;
+    expect(kind(undefined)).toBe('anonymous');
+    expect(kind('free')).toBe('anonymous');
+    expect(kind('Free')).toBe('key');
+    expect(kind('demo-pro')).toBe('key');
+    expect((identify('Bearer free', undefined) as Caller).id).toBe(ANONYMOUS_CALLER.id);
     expect(callerIdOf('free')).toBe('anonymous');
     expect(callerIdOf(undefined)).toBe('anonymous');
   });
 
   it('for bounds per client, anonymous callers are told apart by their address, "free" included', () => {
-    expect(clientOf('free', '10.0.0.1')).toBe(clientOf(undefined, '10.0.0.1'));
-    expect(clientOf('free', '10.0.0.1')).toBe('ip:10.0.0.1');
-    expect(clientOf('free', '10.0.0.1')).not.toBe(clientOf('free', '10.0.0.2'));
+    const free = keyCaller('free');
+    expect(clientOf(free, '10.0.0.1')).toBe(clientOf(keyCaller(undefined), '10.0.0.1'));
+    expect(clientOf(free, '10.0.0.1')).toBe('ip:10.0.0.1');
+    expect(clientOf(free, '10.0.0.1')).not.toBe(clientOf(free, '10.0.0.2'));
     // A key is one client wherever it calls from.
-    expect(clientOf('k-1', '10.0.0.1')).toBe(clientOf('k-1', '10.0.0.2'));
+    expect(clientOf(keyCaller('k-1'), '10.0.0.1')).toBe(clientOf(keyCaller('k-1'), '10.0.0.2'));
   });
 });
 
@@ -75,14 +90,15 @@ describe('the one digest of a key', () => {
   it('names a caller `key:<sha256 hex of the key>`, never the key', () => {
     expect(callerIdOf(key)).toBe(`key:${sha256Hex(key)}`);
     expect(callerIdOf(key)).not.toContain(key);
-    expect(clientOf(key, '10.0.0.1')).toBe(callerIdOf(key));
+    expect(clientOf(keyCaller(key), '10.0.0.1')).toBe(callerIdOf(key));
+    expect((identify(`Bearer ${key}`, undefined) as Caller).id).toBe(callerIdOf(key));
   });
 
   it('is the name of the key scope in COST_BUDGETS, the budget store key, and the services’ rate-limit bucket', () => {
     const policy = budgetPolicy({
       budgets: parseBudgets(JSON.stringify({ [`key:${sha256Hex(key)}`]: { '1h': 1 } })),
     });
-    const caller = policy?.callerOf(key);
+    const caller = policy?.callerOf(keyCaller(key));
     expect(caller?.scope.name).toBe(callerIdOf(key));
     expect(caller?.id).toBe(callerIdOf(key));
     expect(keyBucket(key)).toBe(callerIdOf(key));

@@ -9,6 +9,7 @@ import { Writable } from 'node:stream';
 import { parse } from 'graphql';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
+import { keyCaller } from '../../src/gateway/identity.js';
 import { createGatewayMetrics } from '../../src/gateway/observability/metrics.js';
 import { createOperationReporter } from '../../src/gateway/observability/operation-report.js';
 import { Operation } from '../../src/gateway/operation/operation.js';
@@ -33,7 +34,7 @@ function reportOne(logger: Logger): void {
     tracing: undefined,
     responseCache: false,
   });
-  const operation = new Operation({ apiKey: 'sk-secret', requestId: 'req-1', deadlineMs: 0 });
+  const operation = new Operation({ caller: keyCaller('sk-secret'), requestId: 'req-1', deadlineMs: 0 });
   reporter.executing(operation, parse('query IsNull { isNull(value: 1) { __typename } }'), 'IsNull');
   operation.record({
     upstream: 'null-check',

@@ -11,6 +11,7 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import type { Logger } from 'pino';
 import { describe, expect, it, vi } from 'vitest';
+import { keyCaller } from '../../src/gateway/identity.js';
 import { createGatewayMetrics } from '../../src/gateway/observability/metrics.js';
 import { createSponsorLog } from '../../src/gateway/observability/sponsor-log.js';
 import type { Tracer } from '../../src/gateway/observability/tracing.js';
@@ -48,7 +49,8 @@ const form: HttpForm<string> = {
   facts: () => ({ costUsd: null, sponsor: null, model: null }),
 };
 
-const operationOf = (apiKey?: string) => new Operation({ apiKey, requestId: 'req-obs', deadlineMs: 15_000 });
+const operationOf = (apiKey?: string) =>
+  new Operation({ caller: keyCaller(apiKey), requestId: 'req-obs', deadlineMs: 15_000 });
 
 const PRICING = { upstream: 'null-check', kind: 'check', model: 'null-x-4o' } as const;
 

@@ -6,6 +6,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { type FailureKind, UpstreamCallError } from '../../src/gateway/errors.js';
+import { keyCaller } from '../../src/gateway/identity.js';
 import { Operation } from '../../src/gateway/operation/operation.js';
 import {
   compose,
@@ -55,7 +56,8 @@ function request(
   return { upstream: 'pi-digits', forms: { v1: f }, form: f, operation };
 }
 
-const operationOf = (deadlineMs = 15_000) => new Operation({ apiKey: undefined, requestId: 'r', deadlineMs });
+const operationOf = (deadlineMs = 15_000) =>
+  new Operation({ caller: keyCaller(undefined), requestId: 'r', deadlineMs });
 
 const status = (statusCode: number, retryAfter?: string) =>
   errorFromStatus({ upstream: 'pi-digits', endpoint: 'pi', statusCode, text: undefined, retryAfter });

@@ -8,6 +8,7 @@
 import { pino } from 'pino';
 import { describe, expect, it, vi } from 'vitest';
 import { UpstreamCallError } from '../../src/gateway/errors.js';
+import { keyCaller } from '../../src/gateway/identity.js';
 import { Operation } from '../../src/gateway/operation/operation.js';
 import { createSharedState } from '../../src/gateway/shared-state/index.js';
 import {
@@ -63,7 +64,7 @@ const f: HttpForm<Digits> = {
 };
 
 const operationOf = (apiKey?: string, requestId = 'r') =>
-  new Operation({ apiKey, requestId, deadlineMs: 15_000 });
+  new Operation({ caller: keyCaller(apiKey), requestId, deadlineMs: 15_000 });
 
 function request(
   operation: Operation | undefined,
@@ -196,7 +197,11 @@ describe('single flight', () => {
     g.open();
     const answers = await Promise.all(pending);
     expect(upstream.calls()).toBe(3);
-    expect(upstream.seen.map((r) => r.operation?.apiKey)).toEqual(['demo-pro', 'demo-enterprise', undefined]);
+    expect(upstream.seen.map((r) => r.operation?.caller.upstreamKey)).toEqual([
+      'demo-pro',
+      'demo-enterprise',
+      undefined,
+    ]);
     expect(answers.map((a) => a.source)).toEqual(['upstream', 'upstream', 'upstream', 'shared']);
   });
 
@@ -453,7 +458,11 @@ describe('response cache', () => {
     for (const apiKey of ['demo-pro', 'demo-enterprise', undefined, 'free', 'demo-pro'])
       await dispatch(request(operationOf(apiKey)));
     expect(upstream.calls()).toBe(3);
-    expect(upstream.seen.map((r) => r.operation?.apiKey)).toEqual(['demo-pro', 'demo-enterprise', undefined]);
+    expect(upstream.seen.map((r) => r.operation?.caller.upstreamKey)).toEqual([
+      'demo-pro',
+      'demo-enterprise',
+      undefined,
+    ]);
   });
 
   it('keeps only answers the request calls cacheable (a plain boolean, not a maybe)', async () => {

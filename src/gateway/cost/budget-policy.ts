@@ -3,11 +3,12 @@
  * budget-settings.ts, below every component: settings.ts validates it at start), or the shorthand
  * `COST_BUDGET_USD_PER_HOUR=x` for `{ "default": { "1h": x } }`.
  *
- * The most specific scope applies: the key's own (`key:<sha256 hex>`), else its tier's for a key
- * `API_KEYS` lists (`tier:free|pro|enterprise`), else `anonymous` for a caller without a key (or with
- * the key `free`), else `default`; none: no budget. A scope's windows hold per key (anonymous callers
- * share one): `tier:pro` gives each pro key its own dollar an hour. A scope written `{}` is a scope
- * without a budget (a key exempted from the default, say).
+ * The most specific scope applies: the caller's own (`key:<sha256 hex>` for an API key,
+ * `user:<subject>` for a verified token's user), else its tier's (`tier:free|pro|enterprise`: a key
+ * `API_KEYS` lists, a user's claim), else `anonymous` for a caller without a key (or with the key
+ * `free`), else `default`; none: no budget. A scope's windows hold per caller (anonymous callers share
+ * one): `tier:pro` gives each pro key and each pro user its own dollar an hour. A scope written `{}`
+ * is a scope without a budget (a key exempted from the default, say).
  *
  * Buckets: each window is counted in sixty buckets of a sixtieth of its length (1m: seconds, 1h:
  * minutes, 24h: 24 minutes, 30d: 12 hours); a bucket counts while its start is within the window, so
@@ -17,9 +18,8 @@
  * Keys are never printed: a key scope names the key's sha256. Who a caller is (its key's name,
  * anonymity, tier) is identity.ts's.
  */
-import { LRUCache } from 'lru-cache';
 import { type BudgetsSetting, windowMs } from '../budget-settings.js';
-import { ANONYMOUS, callerIdOf, isAnonymous, type Tier } from '../identity.js';
+import { ANONYMOUS, type Caller } from '../identity.js';
 
 /** Buckets per window. */
 export const BUCKETS_PER_WINDOW = 60;
@@ -37,9 +37,9 @@ export interface BudgetWindow {
 }
 
 export interface BudgetScope {
-  /** `default`, `anonymous`, `tier:<tier>` or `key:<sha256 hex>`. */
+  /** `default`, `anonymous`, `tier:<tier>`, `key:<sha256 hex>` or `user:<subject>`. */
   readonly name: string;
-  /** The name for metrics and logs: `key` for every key scope (bounded label values). */
+  /** The name for metrics and logs: `key` for every key scope, `user` for every user's (bounded label values). */
   readonly kind: string;
   /** Shortest first; empty: no budget. */
   readonly windows: readonly BudgetWindow[];
@@ -48,8 +48,8 @@ export interface BudgetScope {
 /** A caller as budgets see it. */
 export interface BudgetCaller {
   /**
-   * The caller's name (identity.ts), `anonymous` or `key:<sha256 hex of the key>`: the budget store's
-   * key and how logs name the caller.
+   * The caller's name (identity.ts), `anonymous`, `key:<sha256 hex of the key>` or `user:<sha256
+   * hex>`: the budget store's key and how logs name the caller.
    */
   readonly id: string;
   readonly scope: BudgetScope;
@@ -62,15 +62,13 @@ export interface BudgetPolicyOptions {
   usdPerHour?: number | undefined;
   /** COST_BUDGET_WARNING_RATIO: 0 turns warnings off. @default 0.8 */
   warningRatio?: number | undefined;
-  /** Tiers of the keys the gateway's API_KEYS lists. */
-  tiers?: ReadonlyMap<string, Tier> | undefined;
 }
 
 export interface BudgetPolicy {
   /** Every scope, by name. */
   readonly scopes: ReadonlyMap<string, BudgetScope>;
   /** The caller's scope and store key; undefined when no scope with a window applies. */
-  callerOf(apiKey: string | undefined): BudgetCaller | undefined;
+  callerOf(caller: Caller): BudgetCaller | undefined;
 }
 
 /**
@@ -101,32 +99,32 @@ export function budgetPolicy(options: BudgetPolicyOptions): BudgetPolicy | undef
       });
     }
     list.sort((a, b) => a.ms - b.ms);
-    scopes.set(name, { name, kind: name.startsWith('key:') ? 'key' : name, windows: list });
+    const kind = name.startsWith('key:') ? 'key' : name.startsWith('user:') ? 'user' : name;
+    scopes.set(name, { name, kind, windows: list });
   }
   if (![...scopes.values()].some((scope) => scope.windows.length > 0)) return undefined;
 
-  const tiers = options.tiers ?? new Map<string, Tier>();
   const anonymousScope = scopes.get('anonymous') ?? scopes.get('default');
   const anonymous: BudgetCaller | undefined =
     anonymousScope === undefined || anonymousScope.windows.length === 0
       ? undefined
       : { id: ANONYMOUS, scope: anonymousScope };
-  // Resolved once per key (a digest and up to three lookups), not per operation.
-  const known = new LRUCache<string, BudgetCaller | 'none'>({ max: 10_000 });
+  // Resolved once per caller (identity.ts keeps one object per key and per verified token), not per
+  // operation; a user's next token, with another tier perhaps, is a caller of its own.
+  const known = new WeakMap<Caller, BudgetCaller | 'none'>();
   return {
     scopes,
-    callerOf(apiKey) {
-      if (isAnonymous(apiKey)) return anonymous;
-      const cached = known.get(apiKey);
+    callerOf(who) {
+      if (who.kind === 'anonymous') return anonymous;
+      const { id, tier } = who;
+      const cached = known.get(who);
       if (cached !== undefined) return cached === 'none' ? undefined : cached;
-      const id = callerIdOf(apiKey);
-      const tier = tiers.get(apiKey);
       const scope =
-        scopes.get(id) ??
+        (who.scope === undefined ? undefined : scopes.get(who.scope)) ??
         (tier === undefined ? undefined : scopes.get(`tier:${tier}`)) ??
         scopes.get('default');
       const caller = scope === undefined || scope.windows.length === 0 ? undefined : { id, scope };
-      known.set(apiKey, caller ?? 'none');
+      known.set(who, caller ?? 'none');
       return caller;
     },
   };

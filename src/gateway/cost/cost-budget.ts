@@ -21,6 +21,7 @@
 
 import { isPromise } from '../../shared/is-promise.js';
 import { roundUsd } from '../../shared/usd.js';
+import type { Caller } from '../identity.js';
 import {
   DEFAULT_LEASE_MARGIN_MS,
   FIT_EPSILON_USD,
@@ -113,26 +114,20 @@ export interface CostBudgetOptions {
 
 export interface CostBudget {
   /**
-   * Reserves `usd` for this key, or says why not. Synchronous in memory; a promise with Redis.
+   * Reserves `usd` for this caller, or says why not. Synchronous in memory; a promise with Redis.
    * `deadline`: the operation's (absolute, `Date.now()` ms; Infinity or undefined: none, then the
    * longest OPERATION_DEADLINE_MS): the reservation lapses at it plus the lease margin.
    */
-  reserve(
-    apiKey: string | undefined,
-    usd: number,
-    deadline?: number,
-  ): BudgetReservation | Promise<BudgetReservation>;
+  reserve(caller: Caller, usd: number, deadline?: number): BudgetReservation | Promise<BudgetReservation>;
   /** The reservation becomes `actualUsd` (the estimate not spent goes back). Once per hold. */
   settle(hold: BudgetHold, actualUsd: number): void;
   /** Spend without a reservation (a late answer, a call outside any reserved operation). */
-  add(apiKey: string | undefined, usd: number): void;
+  add(caller: Caller, usd: number): void;
   /**
    * The caller's windows (shortest first), undefined when no budget applies to it. Synchronous in
    * memory; a promise with Redis (every replica's figures).
    */
-  status(
-    apiKey: string | undefined,
-  ): BudgetWindowStatus[] | undefined | Promise<BudgetWindowStatus[] | undefined>;
+  status(caller: Caller): BudgetWindowStatus[] | undefined | Promise<BudgetWindowStatus[] | undefined>;
 }
 
 type Amounts = ReadonlyArray<readonly [start: number, spent: number, reserved?: number]>;
@@ -252,8 +247,8 @@ export function createCostBudget(options: CostBudgetOptions): CostBudget {
     );
 
   return {
-    reserve(apiKey, usd, deadline) {
-      const caller = policy.callerOf(apiKey);
+    reserve(who, usd, deadline) {
+      const caller = policy.callerOf(who);
       if (caller === undefined) return { ok: true, hold: undefined };
       const at = now();
       // The time left to the deadline, by the clock it was set with; the store adds it to its own.
@@ -280,13 +275,13 @@ export function createCostBudget(options: CostBudgetOptions): CostBudget {
         hold.lease,
       );
     },
-    add(apiKey, usd) {
+    add(who, usd) {
       if (!(usd > 0) || !Number.isFinite(usd)) return;
-      const caller = policy.callerOf(apiKey);
+      const caller = policy.callerOf(who);
       if (caller !== undefined) store.add(caller.id, caller.scope.windows, usd, now(), warn(caller));
     },
-    status(apiKey) {
-      const caller = policy.callerOf(apiKey);
+    status(who) {
+      const caller = policy.callerOf(who);
       if (caller === undefined) return undefined;
       const read = store.read(caller.id, caller.scope.windows, now());
       return isPromise(read) ? read.then((resolved) => statusOf(caller, resolved)) : statusOf(caller, read);

@@ -19,6 +19,7 @@ import type { GraphQLError } from 'graphql';
 import { isPromise } from '../../shared/is-promise.js';
 import { roundUsd } from '../../shared/usd.js';
 import { gatewayError, type UpstreamName } from '../errors.js';
+import { ANONYMOUS_CALLER, type Caller } from '../identity.js';
 import type { ModelRouter } from '../models/router.js';
 import type { CostEstimate, Operation } from '../operation/operation.js';
 import {
@@ -77,9 +78,7 @@ export interface CostControl {
    * The caller's budget windows, undefined when no budget applies (the `budget` field, the RateLimit
    * headers). Synchronous in memory, a promise with Redis.
    */
-  budgetStatus(
-    apiKey: string | undefined,
-  ): BudgetWindowStatus[] | undefined | Promise<BudgetWindowStatus[] | undefined>;
+  budgetStatus(caller: Caller): BudgetWindowStatus[] | undefined | Promise<BudgetWindowStatus[] | undefined>;
 }
 
 /** The model calls of a plan for one text of its priced variables, and the last estimate made of them. */
@@ -238,7 +237,7 @@ export function createCostControl(options: CostControlOptions): CostControl {
     }
     if (budget === undefined || estimate.calls.length === 0) return undefined;
     // The reservation lapses at the operation's deadline plus the lease margin (cost-budget.ts).
-    const verdict = budget.reserve(operation.apiKey, estimated, operation.deadline);
+    const verdict = budget.reserve(operation.caller, estimated, operation.deadline);
     return isPromise(verdict)
       ? verdict.then((resolved) => overBudget(resolved, operation, admission, estimated))
       : overBudget(verdict, operation, admission, estimated);
@@ -341,11 +340,11 @@ export function createCostControl(options: CostControlOptions): CostControl {
       model.observe(call, usd);
       // Reserved: billed when the operation settles (to its actual cost, this included).
       if (operation?.admission?.reserving === true) return;
-      budget?.add(operation?.apiKey, usd);
+      budget?.add(operation?.caller ?? ANONYMOUS_CALLER, usd);
     },
 
-    budgetStatus(apiKey) {
-      return budget?.status(apiKey);
+    budgetStatus(caller) {
+      return budget?.status(caller);
     },
 
     settle(operation) {
@@ -363,7 +362,7 @@ export function createCostControl(options: CostControlOptions): CostControl {
       }
       admission.settle(operation.ledger.costUsd + abandonedUsd);
       // Without a reservation, abandoned calls are billed as they are found (a late cost as it comes).
-      if (!admission.reservedAtSettle && abandonedUsd > 0) budget?.add(operation.apiKey, abandonedUsd);
+      if (!admission.reservedAtSettle && abandonedUsd > 0) budget?.add(operation.caller, abandonedUsd);
       if (!operation.ledger.touchedUpstream || onEstimate === undefined) return;
       for (const [upstream, callModel, usd] of admission.estimate().calls)
         onEstimate(upstream, callModel, usd);

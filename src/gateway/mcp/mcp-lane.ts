@@ -20,7 +20,11 @@
  *   preflight is answered (origins.ts);
  * - any method but POST: 405 with `Allow: POST` (no standalone stream without sessions; the SDK
  *   would open one on GET and answer DELETE with 200);
- * - a malformed Authorization header: 401 with `WWW-Authenticate: Bearer` (identity.ts).
+ * - who the caller is, decided once for the request by identity.ts (every tool call of it runs as that
+ *   caller): a malformed Authorization header, a token that fails verification, or (AUTH_MODE=tokens)
+ *   no token at all: 401 with `WWW-Authenticate: Bearer` and, with AUTH_ISSUER, `resource_metadata`
+ *   pointing at `/.well-known/oauth-protected-resource` (protected-resource.ts, served by this lane);
+ *   the identity provider unreachable for a token: 503 with Retry-After.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
@@ -36,11 +40,19 @@ import {
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { YogaLogger } from 'graphql-yoga';
 import { isPromise } from '../../shared/is-promise.js';
+import type { Identity } from '../identity.js';
 import { requestFactsOf } from '../request/facts.js';
 import { MASKED_MESSAGE, type RequestPipeline } from '../request/pipeline.js';
 import { fetchRequestOf, sendFetchResponse } from './fetch-exchange.js';
 import { type McpMetrics, type McpOutcome, NO_METHOD, OTHER_METHOD } from './mcp-metrics.js';
 import { corsFields, originAllowed, preflightFields } from './origins.js';
+import {
+  baseUrlOf,
+  challengeWithMetadata,
+  isProtectedResourcePath,
+  type ProtectedResourceOptions,
+  protectedResourceMetadata,
+} from './protected-resource.js';
 import { createServerPool } from './server-pool.js';
 import { createToolCaller, type ToolCalls } from './tool-call.js';
 import type { Toolset } from './toolset.js';
@@ -57,6 +69,10 @@ export interface McpLaneOptions {
   allowedOrigins: readonly string[];
   /** Where unexpected errors are logged (the answer says only "Unexpected error."). */
   logger: YogaLogger;
+  /** Who the caller is (identity.ts), decided once per request. */
+  identity: Identity;
+  /** With AUTH_ISSUER: /mcp is an OAuth protected resource (protected-resource.ts). */
+  authorization?: ProtectedResourceOptions | undefined;
 }
 
 export interface McpLane {
@@ -92,7 +108,8 @@ const callsOf = (authInfo: AuthInfo | undefined): ToolCalls | undefined =>
   authInfo?.extra?.calls as ToolCalls | undefined;
 
 export function createMcpLane(options: McpLaneOptions): McpLane {
-  const { pipeline, toolset, metrics, maxBodyBytes, allowedOrigins, logger } = options;
+  const { pipeline, toolset, metrics, maxBodyBytes, allowedOrigins, logger, identity, authorization } =
+    options;
   const callTool = createToolCaller(pipeline);
   // One validator for every Server (the SDK would make an Ajv instance per Server).
   const jsonSchemaValidator = new AjvJsonSchemaValidator();
@@ -198,11 +215,29 @@ export function createMcpLane(options: McpLaneOptions): McpLane {
         { allow: 'POST' },
       );
     }
-    if (facts.authRefusal !== undefined) {
+    const pending = identity.identify(headers.authorization, headers['x-api-key'] as string | undefined);
+    const identified = isPromise(pending) ? await pending : pending;
+    if (identified instanceof Error || (identity.tokensOnly && identified.kind !== 'user')) {
       metrics.record(NO_METHOD, 'refused');
-      return refuse(res, 401, facts.authRefusal.message, { 'www-authenticate': 'Bearer' });
+      const http = (identified instanceof Error ? identified.extensions.http : undefined) as
+        | { status: number; headers: Record<string, string> }
+        | undefined;
+      const status = http?.status ?? 401;
+      const fields = { ...http?.headers };
+      if (status === 401 && authorization !== undefined)
+        fields['www-authenticate'] = challengeWithMetadata(
+          fields['www-authenticate'] ?? 'Bearer',
+          baseUrlOf(req, authorization.publicUrl),
+        );
+      else fields['www-authenticate'] ??= 'Bearer';
+      const message =
+        identified instanceof Error
+          ? identified.message
+          : 'This MCP server takes tokens of its identity provider (AUTH_MODE=tokens): authorize with it (resource_metadata) and send "Authorization: Bearer <token>".';
+      if (status !== 401) delete fields['www-authenticate'];
+      return refuse(res, status, message, fields);
     }
-    const calls: ToolCalls = { facts, states: new Set() };
+    const calls: ToolCalls = { facts, identified, states: new Set() };
     // The key stays in `facts`: the SDK's auth info carries no token.
     const authInfo: AuthInfo = { token: '', clientId: '', scopes: [], extra: { calls } };
     const transport = new WebStandardStreamableHTTPServerTransport({
@@ -254,11 +289,33 @@ export function createMcpLane(options: McpLaneOptions): McpLane {
     res.end(body);
   };
 
+  /** RFC 9728's metadata document (GET, HEAD; CORS open: it is public and read by browsers' agents). */
+  const metadata = (req: IncomingMessage, res: ServerResponse, issuer: string, publicUrl?: string) => {
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, { allow: 'GET, HEAD', 'content-length': 0 });
+      res.end();
+      return;
+    }
+    const body = JSON.stringify(protectedResourceMetadata(baseUrlOf(req, publicUrl), issuer));
+    res.writeHead(200, {
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(body),
+      'access-control-allow-origin': '*',
+      'cache-control': 'public, max-age=300',
+    });
+    res.end(req.method === 'HEAD' ? undefined : body);
+  };
+
   return {
     handle(req, res) {
       const url = req.url ?? '';
       const query = url.indexOf('?');
-      if ((query === -1 ? url : url.slice(0, query)) !== MCP_ENDPOINT) return false;
+      const path = query === -1 ? url : url.slice(0, query);
+      if (authorization !== undefined && isProtectedResourcePath(path)) {
+        metadata(req, res, authorization.issuer, authorization.publicUrl);
+        return true;
+      }
+      if (path !== MCP_ENDPOINT) return false;
       serve(req, res).catch((error: unknown) => fail(error, res));
       return true;
     },

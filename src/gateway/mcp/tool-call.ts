@@ -19,6 +19,7 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { ExecutionResult, GraphQLFormattedError } from 'graphql';
 import { gatewayError } from '../errors.js';
+import type { Caller } from '../identity.js';
 import type { RequestPipeline, RequestState } from '../request/pipeline.js';
 import type { McpTool } from './toolset.js';
 
@@ -35,6 +36,8 @@ interface GraphQLAnswer {
 /** The tool calls of one HTTP request: their states, so that a client leaving cancels them. */
 export interface ToolCalls {
   readonly facts: RequestState['facts'];
+  /** Who the caller is, decided once for the request (identity.ts): every call runs as that caller. */
+  readonly identified: Caller;
   readonly states: Set<RequestState>;
   /** The state of a call that ran (the caller's budget on the answer: RateLimit header fields). */
   ran?: RequestState;
@@ -93,7 +96,7 @@ export function createToolCaller(
 
   return async (calls, tool, args) => {
     // One state per call: each call is capped (X-Max-Cost-Usd) and settled on its own.
-    const state = pipeline.begin(calls.facts);
+    const state = pipeline.begin(calls.facts, calls.identified);
     calls.states.add(state);
     calls.ran = state;
     try {

@@ -95,7 +95,7 @@ export function createUpstreamObserver(options: UpstreamObserverOptions): Upstre
     const quiet = error.kind === 'cancelled' || CALLER_CAUSED.has(error.code) || retired;
     const level = quiet ? 'debug' : 'warn';
     if (!logger.isLevelEnabled(level)) return;
-    const apiKey = operation?.apiKey;
+    const apiKey = operation?.caller.upstreamKey;
     const cause = error.cause instanceof Error ? error.cause.message : undefined;
     logger[level](
       {

@@ -21,6 +21,7 @@
 import type { Span } from '@opentelemetry/api';
 import type { GraphQLError } from 'graphql';
 import type { UpstreamName } from '../errors.js';
+import type { Caller } from '../identity.js';
 import type { ModelCall } from './operation-plan.js';
 
 /** What one operation's upstream calls looked like, for its log line. */
@@ -204,7 +205,8 @@ export class CallLedger {
 }
 
 export interface OperationInit {
-  apiKey: string | undefined;
+  /** Who the caller is (identity.ts): its name, tier and what goes upstream as its key. */
+  caller: Caller;
   requestId: string;
   /** Overall time allowed, in ms (OPERATION_DEADLINE_MS); 0: none. */
   deadlineMs: number;
@@ -214,7 +216,10 @@ export interface OperationInit {
   maxCostUsd?: number | undefined;
   /** The batch this operation is one of; undefined for an operation that came alone. */
   batch?: OperationBatch | undefined;
-  /** The refusal of a malformed request header (X-Max-Cost-Usd), answered at admission. */
+  /**
+   * The refusal of the caller's credential (identity.ts) or of a malformed request header
+   * (X-Max-Cost-Usd), answered at admission.
+   */
   headerRefusal?: GraphQLError | undefined;
   /** The client's address (request/facts.ts), for bounds per client without an API key. */
   address?: string | undefined;
@@ -227,7 +232,7 @@ export interface OperationInit {
  * operation rather than two, its ledger's writers and readers unchanged.
  */
 export class Operation extends CallLedger implements Cancellation {
-  readonly apiKey: string | undefined;
+  readonly caller: Caller;
   readonly requestId: string;
   /** `performance.now()` at creation. */
   readonly startedAt = performance.now();
@@ -260,7 +265,7 @@ export class Operation extends CallLedger implements Cancellation {
 
   constructor(init: OperationInit) {
     super();
-    this.apiKey = init.apiKey;
+    this.caller = init.caller;
     this.requestId = init.requestId;
     this.deadline = init.deadlineMs > 0 ? Date.now() + init.deadlineMs : Number.POSITIVE_INFINITY;
     this.name = init.name ?? null;

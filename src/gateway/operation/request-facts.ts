@@ -12,10 +12,6 @@ export type JsonMediaType = 'application/json' | 'application/graphql-response+j
 export interface RequestFacts {
   /** The caller's `x-request-id` when sane, else a new UUID: on the answer, the upstream calls, the log line. */
   readonly requestId: string;
-  /** The caller's API key (identity.ts); undefined: none, the free tier. */
-  readonly apiKey: string | undefined;
-  /** The refusal of an Authorization header that is not `Bearer <key>` (identity.ts): nothing runs. */
-  readonly authRefusal: GraphQLError | undefined;
   /** X-Max-Cost-Usd: the cap in dollars, undefined when absent, or the refusal of a malformed one. */
   readonly maxCost: number | GraphQLError | undefined;
   /** The JSON media type the answer is encoded with; undefined: none acceptable (media-type.ts). */
@@ -30,8 +26,9 @@ export interface RequestFacts {
   /** The client's address (the socket's peer), for bounds per client without an API key. */
   readonly address: string | undefined;
   /**
-   * The request's headers, for what only some settings read, when they read it: the caller's
-   * `traceparent` when the gateway exports its own traces (observability/tracing.ts).
+   * The request's headers, for what only some steps read, when they read it: the credential, which
+   * the pipeline's `begin` hands to identity.ts; the caller's `traceparent` when the gateway exports
+   * its own traces (observability/tracing.ts).
    */
   readonly header: HeaderReader;
 }

@@ -2,13 +2,13 @@
  * Yoga's lane of the request pipeline (request/pipeline.ts): each of Yoga's hooks calls the step that
  * belongs there, so every policy is the pipeline's, and this file only says where Yoga keeps things.
  *
- * - onRequest: `begin` (the request's facts, its request id) unless the fast path began it already
- *   and handed the request over; a client that goes away (the request's signal) cancels its
- *   operations.
+ * - onRequest: `begin` (the request's facts, its request id, who the caller is) unless the fast
+ *   path began it already and handed the request over; a client that goes away (the request's
+ *   signal) cancels its operations.
  * - onRequestParse: an array of operations (BATCH_LIMIT) shares one batch.
  * - onParams: `resolve` the document (a GET's `documentId` is read from the query string: Yoga's GET
- *   parser keeps only the four standard parameters), a refusal thrown as the request's error; then
- *   `open` the operation (each entry of a batch).
+ *   parser keeps only the four standard parameters), a refusal thrown as the request's error; then,
+ *   once the caller is identified (a token verified), `open` the operation (each entry of a batch).
  * - onExecute: `admit`; the pipeline's executor replaces Yoga's (`setExecuteFn`), but for @defer and
  *   @stream, which Yoga's executor streams.
  * - onExecutionResult: `finish` (`finishStream` for a stream of parts, which ends the request when
@@ -73,6 +73,8 @@ export function useRequestPipeline(options: RequestPipelinePluginOptions): Plugi
       // Refused (PERSISTED_QUERY_NOT_FOUND, _NOT_IN_LIST, a malformed id): the request's error, before
       // Yoga checks the parameters (an APQ hash alone has no query).
       if (resolved instanceof Error) throw resolved;
+      const identified = pipeline.identified(state);
+      if (isPromise(identified)) await identified;
       scope.operation = pipeline.open(state, params.operationName);
       if (resolved.register !== undefined)
         scope.registerDocument = { hash: resolved.register, text: resolved.query };

@@ -1,23 +1,20 @@
 /**
  * Step 1 of the request pipeline: what the gateway reads from a request's headers, once, the same
  * way on both lanes (node's headers on the fast path, Fetch headers on Yoga's): the request id, the
- * caller's API key (read by identity.ts), the cost cap and the media type its answer is encoded with.
+ * cost cap and the media type its answer is encoded with. Who the caller is, identity.ts decides from
+ * the same headers at the pipeline's `begin`.
  * What the facts are (`RequestFacts`) is operation/request-facts.ts's: the report and tracing read them
  * too, below the request layer.
  */
 import { randomUUID } from 'node:crypto';
 import { gatewayError } from '../errors.js';
-import { apiKeyOf } from '../identity.js';
 import type { HeaderReader, RequestFacts } from '../operation/request-facts.js';
 import { negotiateMediaType } from './media-type.js';
 
 /** The facts of a request, from its headers. */
 export function requestFactsOf(header: HeaderReader, address: string | undefined): RequestFacts {
-  const key = apiKeyOf(header('authorization'), header('x-api-key'));
   return {
     requestId: requestIdOf(header('x-request-id')),
-    apiKey: typeof key === 'string' ? key : undefined,
-    authRefusal: typeof key === 'object' ? key : undefined,
     address,
     header,
     maxCost: maxCostOf(header(MAX_COST_HEADER)),

@@ -5,7 +5,9 @@
  * how bytes travel (which parser read the body, how the answer is written, how a client that left is
  * noticed).
  *
- *   begin    the request's facts, read once from its headers (facts.ts)
+ *   begin    the request's facts, read once from its headers (facts.ts), and who the caller is
+ *            (identity.ts: at once for an API key, a promise while a token is verified, which
+ *            `identified` awaits before the first operation opens)
  *   open     an operation of the request (one, or each of a batch): its state (operation/operation.ts), its span
  *   resolve  the document: text, documentId, APQ hash, trusted documents (trusted-documents.ts)
  *   admit    the document passed validation: the cost cap header, MAX_UPSTREAM_CALLS, the cost
@@ -27,7 +29,7 @@ import { maskError, processRegularResult, type YogaLogger } from 'graphql-yoga';
 import { isPromise } from '../../shared/is-promise.js';
 import type { CostControl } from '../cost/cost-control.js';
 import { gatewayError } from '../errors.js';
-import { clientOf } from '../identity.js';
+import { ANONYMOUS_CALLER, type Caller, clientOf, type Identified, type Identity } from '../identity.js';
 import type { OperationReporter } from '../observability/operation-report.js';
 import { Operation, type OperationBatch } from '../operation/operation.js';
 import type { OperationPlan } from '../operation/operation-plan.js';
@@ -50,6 +52,8 @@ export interface RequestPipelineOptions {
   /** COST_BUDGET_FALLBACK=cheaper-model: cheaper models unless a request says `X-Budget-Fallback: none`. @default false */
   fallbackByDefault?: boolean;
   trusted: TrustedDocuments;
+  /** Who the caller is (identity.ts). */
+  identity: Identity;
   costControl: CostControl;
   reporter: OperationReporter;
   executor: Executor;
@@ -63,6 +67,11 @@ export interface RequestPipelineOptions {
 /** One HTTP request's state, from `begin` to `end`. */
 export interface RequestState {
   readonly facts: RequestFacts;
+  /**
+   * Who the caller is, or the refusal of its credential (identity.ts); a promise while a token is
+   * verified (`identified` waits for it, once, before the first operation opens).
+   */
+  identified: Identified | Promise<Identified>;
   /** Set when the request carries an array of operations (BATCH_LIMIT), before any is opened. */
   batch: OperationBatch | undefined;
   /** The request's operations, in the order they were opened (written by `open` alone). */
@@ -115,7 +124,14 @@ export interface EncodedResult {
 }
 
 export interface RequestPipeline {
-  begin(facts: RequestFacts): RequestState;
+  /**
+   * A request's state, and who its caller is; `identified` given (the MCP lane's tool calls, whose
+   * request was identified once for all of them) is used instead of identifying again.
+   */
+  begin(facts: RequestFacts, identified?: Identified): RequestState;
+  /** Who the caller is, once decided: at once unless a token is still being verified. */
+  identified(state: RequestState): Identified | Promise<Identified>;
+  /** Opens an operation; `identified` must have settled (the lanes wait for it first). */
   open(state: RequestState, operationName: string | null | undefined): Operation;
   resolve(state: RequestState, request: DocumentRequest): Resolved | Promise<Resolved>;
   /** Undefined: admitted; else the refusal to answer (nothing was called). */
@@ -169,7 +185,8 @@ class PlainResponse {
 const PLAIN_FETCH = { Response: PlainResponse } as unknown as Parameters<typeof processRegularResult>[1];
 
 export function createRequestPipeline(options: RequestPipelineOptions): RequestPipeline {
-  const { deadlineMs, maxUpstreamCalls, trusted, costControl, reporter, executor, logger } = options;
+  const { deadlineMs, maxUpstreamCalls, trusted, identity, costControl, reporter, executor, logger } =
+    options;
 
   /** The one refusal shape: the whole operation refused before anything ran, no data. */
   const refuse = (operation: Operation, error: GraphQLError): ExecutionResult => {
@@ -214,9 +231,11 @@ export function createRequestPipeline(options: RequestPipelineOptions): RequestP
   };
 
   return {
-    begin(facts) {
+    begin(facts, identified) {
+      const header = facts.header;
       return {
         facts,
+        identified: identified ?? identity.identify(header('authorization'), header('x-api-key')),
         batch: undefined,
         operations: NO_OPERATIONS,
         resolved: undefined,
@@ -225,15 +244,27 @@ export function createRequestPipeline(options: RequestPipelineOptions): RequestP
       };
     },
 
+    identified(state) {
+      const pending = state.identified;
+      if (!isPromise(pending)) return pending;
+      return pending.then((identified) => {
+        state.identified = identified;
+        return identified;
+      });
+    },
+
     open(state, operationName) {
-      const { facts } = state;
+      const { facts, identified } = state;
+      if (isPromise(identified)) throw new Error('an operation opened before its caller was identified');
+      const refused = identified instanceof Error ? identified : undefined;
       const operation = new Operation({
-        apiKey: facts.apiKey,
+        // A refused credential runs nothing: its operation is refused at admission.
+        caller: refused === undefined ? (identified as Caller) : ANONYMOUS_CALLER,
         requestId: facts.requestId,
         deadlineMs,
         name: typeof operationName === 'string' ? operationName : null,
         maxCostUsd: typeof facts.maxCost === 'number' ? facts.maxCost : undefined,
-        headerRefusal: facts.authRefusal ?? (typeof facts.maxCost === 'object' ? facts.maxCost : undefined),
+        headerRefusal: refused ?? (typeof facts.maxCost === 'object' ? facts.maxCost : undefined),
         address: facts.address,
         fallback: facts.fallback ?? options.fallbackByDefault ?? false,
         batch: state.batch,
@@ -263,7 +294,7 @@ export function createRequestPipeline(options: RequestPipelineOptions): RequestP
       reporter.executing(operation, document, operationName);
       // The document parsed and passed validation: an APQ document may now be registered.
       if (register !== undefined)
-        trusted.register(register.hash, register.text, clientOf(operation.apiKey, operation.address));
+        trusted.register(register.hash, register.text, clientOf(operation.caller, operation.address));
       if (operation.headerRefusal !== undefined) return refuse(operation, operation.headerRefusal);
       const plan = options.plan(document, operationName);
       const overLimit = overCallLimit(operation, plan.calls);
@@ -305,7 +336,9 @@ export function createRequestPipeline(options: RequestPipelineOptions): RequestP
     },
 
     answerHeaders(state) {
-      const status = costControl.budgetStatus(state.facts.apiKey);
+      const caller = state.identified;
+      if (isPromise(caller) || caller instanceof Error) return undefined;
+      const status = costControl.budgetStatus(caller);
       return isPromise(status) ? status.then(rateLimitHeaders) : rateLimitHeaders(status);
     },
 

@@ -8,6 +8,7 @@
  */
 import type { DigitEngine } from '../../digits/digit-engine.js';
 import type { BudgetWindowStatus } from '../cost/cost-budget.js';
+import type { Caller } from '../identity.js';
 import type { ModelsView } from '../models/model-scoring.js';
 import type { Operation } from '../operation/operation.js';
 import type { UpstreamClients } from '../upstream/clients.js';
@@ -27,7 +28,7 @@ export interface SchemaLimits {
 
 /** A caller's budget windows (cost control's), undefined when no budget applies to it. */
 export type BudgetStatusOf = (
-  apiKey: string | undefined,
+  caller: Caller,
 ) => BudgetWindowStatus[] | undefined | Promise<BudgetWindowStatus[] | undefined>;
 
 export interface GatewayContext {

@@ -162,8 +162,10 @@ export function createTransport(options: TransportOptions): Transport {
     if (form.body !== undefined) headers.push('content-type', 'application/json');
     if (operation !== undefined) {
       headers.push('x-request-id', operation.requestId);
-      if (operation.apiKey !== undefined && request.anonymous !== true)
-        headers.push(authHeader, bearer ? `Bearer ${operation.apiKey}` : operation.apiKey);
+      // The caller's own key, or the one the gateway holds for a user's tier (identity.ts); never a token.
+      const key = operation.caller.upstreamKey;
+      if (key !== undefined && request.anonymous !== true)
+        headers.push(authHeader, bearer ? `Bearer ${key}` : key);
     }
     const traceHeaders = request.traceHeaders;
     if (traceHeaders !== undefined)
@@ -220,7 +222,7 @@ export function createTransport(options: TransportOptions): Transport {
     private answered(statusCode: number, responseHeaders: ResponseHeaders, text: string | undefined): void {
       const { request, handler } = this;
       const form = request.form;
-      const apiKey = request.operation?.apiKey;
+      const apiKey = request.operation?.caller.upstreamKey;
       if (statusCode < 200 || statusCode >= 300) {
         handler.onError(
           errorFromStatus({

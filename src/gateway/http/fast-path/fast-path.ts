@@ -332,9 +332,21 @@ export function createFastPath(options: FastPathOptions): FastPath {
     if (lifted !== undefined) served.lifted++;
     request.lifted = lifted;
     request.variables = lifted === undefined ? variables : lifted.variables;
-    request.operation = pipeline.open(state, operationName);
     const register =
       resolved.register === undefined ? undefined : { hash: resolved.register, text: resolved.query };
+    // A token still being verified (begun with the request, while its body was read) is waited for.
+    const identified = pipeline.identified(state);
+    if (isPromise(identified)) return identified.then(() => open(request, ready, operationName, register));
+    return open(request, ready, operationName, register);
+  };
+
+  const open = (
+    request: FastRequest,
+    ready: PreparedOperation,
+    operationName: string | undefined,
+    register: { hash: string; text: string } | undefined,
+  ): void | Promise<void> => {
+    request.operation = pipeline.open(request.state, operationName);
     return run(request, ready, register);
   };
 

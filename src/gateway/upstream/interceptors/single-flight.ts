@@ -20,7 +20,7 @@
  * `source: 'shared'`: it costs them nothing.
  */
 import { LRUCache } from 'lru-cache';
-import { callerIdOf } from '../../identity.js';
+import { ANONYMOUS } from '../../identity.js';
 import {
   type AnswerHandler,
   type Dispatch,
@@ -62,7 +62,7 @@ export function sharingKey(request: UpstreamRequest): string | undefined {
   const shareKey = request.shareKey;
   if (shareKey === undefined) return undefined;
   // Per caller (identity.ts): a cached or shared answer never crosses keys.
-  return `${request.upstream}\n${callerIdOf(request.operation?.apiKey)}\n${shareKey}`;
+  return `${request.upstream}\n${request.operation?.caller.id ?? ANONYMOUS}\n${shareKey}`;
 }
 
 /** Characters of keys remembered as recent (2 bytes each at most): 8 MiB of keys. */
