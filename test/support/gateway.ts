@@ -3,6 +3,9 @@
  * loopback port, in front of given upstream URLs or of the embedded reference services, which
  * `startGateway` (src/embedded-services.ts) starts first as `npm start` does.
  */
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { type AppConfig, loadConfig } from '../../src/config.js';
 import { createDigitEngine, type DigitEngine } from '../../src/digits/digit-engine.js';
@@ -33,6 +36,8 @@ export interface TestGatewayOptions extends Partial<Omit<AppOptions, 'logger'>> 
   piBaseUrl?: string;
   /** @default silent */
   logger?: Logger;
+  /** The port to listen on (a test that must name its URL in the settings first). @default a free one */
+  port?: number;
 }
 
 export interface TestGateway {
@@ -51,14 +56,14 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   if (options.nullBaseUrl !== undefined) env.NULL_BASE_URL = options.nullBaseUrl;
   if (options.piBaseUrl !== undefined) env.PI_BASE_URL = options.piBaseUrl;
   const config = loadConfig(env);
-  const { env: _env, nullBaseUrl: _n, piBaseUrl: _p, logger, ...appOptions } = options;
+  const { env: _env, nullBaseUrl: _n, piBaseUrl: _p, logger, port, ...appOptions } = options;
   const app = await startGateway(config, {
     digits: testDigitEngine(),
     defaultMetrics: false,
     ...appOptions,
     logger: logger ?? createLogger({ level: 'silent' }),
   });
-  const url = await app.listen(0, '127.0.0.1');
+  const url = await app.listen(port ?? 0, '127.0.0.1');
   return {
     origin: new URL(url).origin,
     url,
@@ -79,4 +84,14 @@ export function startTestServices(options: ServicesOptions = {}): Promise<Runnin
     digitEngine: testDigitEngine(),
     ...options,
   });
+}
+
+/** A loopback port free now (for a gateway whose settings must name its own URL before it listens). */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
 }

@@ -4,12 +4,15 @@
  * sends (its key, X-Max-Cost-Usd, X-Budget-Fallback) and, for tests that spread one client over
  * several gateways, its own fetch.
  */
+import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 
 export interface McpClientOptions {
   headers?: Record<string, string>;
+  /** How the client gets its token when /mcp asks for one (the SDK's OAuth providers). */
+  authProvider?: OAuthClientProvider;
   /** Replaces the transport's fetch (to send each request to another gateway). */
   fetch?: typeof fetch;
 }
@@ -20,6 +23,7 @@ export async function connectMcp(origin: string, options: McpClientOptions = {})
   const transport = new StreamableHTTPClientTransport(new URL(`${origin}/mcp`), {
     requestInit: { headers: options.headers ?? {} },
     ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
+    ...(options.authProvider === undefined ? {} : { authProvider: options.authProvider }),
   });
   await client.connect(transport);
   return client;

@@ -18,6 +18,8 @@ import {
   createIdentity,
   keyCaller,
   parseApiKeys,
+  parseUpstreamKeys,
+  tierOfClaim,
 } from '../../src/gateway/identity.js';
 import { keyBucket, parseApiKeys as servicesParseApiKeys } from '../../src/services/shared/api-keys.js';
 
@@ -159,5 +161,88 @@ describe("the gateway's API_KEYS", () => {
     expect(message).toBe(
       'invalid configuration: API_KEYS=(value hidden): must be key:tier,key:tier with tiers free|pro|enterprise',
     );
+  });
+});
+
+describe('UPSTREAM_KEYS, the keys the gateway holds for token callers', () => {
+  it('parses tier:key pairs, inline or from a file (a mounted secret, one per line)', async () => {
+    expect([...parseUpstreamKeys(' pro:sk-p ,enterprise:sk-e ')]).toEqual([
+      ['pro', 'sk-p'],
+      ['enterprise', 'sk-e'],
+    ]);
+    const { mkdtempSync, writeFileSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const file = join(mkdtempSync(join(tmpdir(), 'upstream-keys-')), 'keys');
+    writeFileSync(file, 'pro:sk-p\nenterprise:sk-e\n');
+    expect([...parseUpstreamKeys(`@${file}`)]).toEqual([
+      ['pro', 'sk-p'],
+      ['enterprise', 'sk-e'],
+    ]);
+  });
+
+  it.each([
+    ['an unknown tier', 'gold:sk-secret', 'entry #1 is not tier:key with tier free|pro|enterprise'],
+    ['a tier twice', 'pro:sk-secret,pro:sk-secret2', 'tier pro is given twice'],
+    ['no key', 'pro:', 'entry #1 is not tier:key with tier free|pro|enterprise'],
+  ])('refuses %s without printing a key', (_what, text, message) => {
+    expect(() => parseUpstreamKeys(text)).toThrow(message);
+    let line = '';
+    try {
+      loadConfig({ UPSTREAM_KEYS: text });
+    } catch (error) {
+      line = (error as Error).message;
+    }
+    expect(line).toBe(`invalid configuration: UPSTREAM_KEYS=(value hidden): ${message}`);
+    expect(line).not.toContain('sk-secret');
+  });
+});
+
+describe("a token's tier claim", () => {
+  it.each([
+    ['pro', 'pro'],
+    ['enterprise', 'enterprise'],
+    [['user', 'pro'], 'pro'],
+    [['pro', 'enterprise'], 'enterprise'],
+    ['gold', 'free'],
+    [undefined, 'free'],
+    [42, 'free'],
+  ])('%j is the %s tier', (claim, tier) => {
+    expect(tierOfClaim(claim)).toBe(tier);
+  });
+});
+
+describe('settings of the identity provider', () => {
+  it('AUTH_MODE=tokens without an issuer stops the start with one line', () => {
+    expect(() => createIdentity({ mode: 'tokens' })).toThrow('AUTH_MODE=tokens needs AUTH_ISSUER');
+  });
+
+  it('COST_BUDGETS takes user:<sub> scopes, and names a bad one by its position (a subject may be an address)', () => {
+    expect([...parseBudgets('{"user:alice@example.com":{"1h":1}}').keys()]).toEqual([
+      'user:alice@example.com',
+    ]);
+    expect(() => parseBudgets('{"user:alice@example.com":{"1h":"a lot"}}')).toThrow(
+      'scope #1: window "1h" must be a number of dollars from 0 to 1000000',
+    );
+    expect(() => parseBudgets('{"user:":{"1h":1}}')).toThrow(/^scope #1 is not/);
+  });
+
+  it('a user without a scope of its own has its tier’s, else the default', () => {
+    const policy = budgetPolicy({
+      budgets: parseBudgets('{"default":{"1h":0.5},"tier:pro":{"1h":1},"user:alice":{"1h":2}}'),
+    });
+    const user = (subject: string, tier: 'free' | 'pro'): Caller => ({
+      kind: 'user',
+      id: `user:${sha256Hex(subject)}`,
+      upstreamKey: undefined,
+      tier,
+      scope: `user:${subject}`,
+    });
+    expect(policy?.callerOf(user('alice', 'pro'))?.scope.name).toBe('user:alice');
+    expect(policy?.callerOf(user('bob', 'pro'))?.scope.name).toBe('tier:pro');
+    expect(policy?.callerOf(user('carol', 'free'))?.scope.name).toBe('default');
+    // Stored under the caller's id (a digest), never the subject.
+    expect(policy?.callerOf(user('alice', 'pro'))?.id).toBe(`user:${sha256Hex('alice')}`);
+    expect(policy?.callerOf(user('alice', 'pro'))?.scope.kind).toBe('user');
   });
 });

@@ -141,6 +141,8 @@ export function createOperationReporter(options: OperationReporterOptions): Oper
       if (logger.isLevelEnabled(level)) {
         const line: Record<string, unknown> = {
           requestId: operation.requestId,
+          // Who (identity.ts): `anonymous`, `key:<sha256 hex>` or `user:<sha256 hex>`, never a key or token.
+          caller: operation.caller.id,
           operation: operation.name,
           operationType: operation.type,
           outcome,
