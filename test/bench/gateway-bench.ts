@@ -52,6 +52,7 @@
  * writes V8 CPU profiles of each gateway process to bench-results/profiles/; `--node-args "..."` gives
  * the gateway processes node options (V8 settings to compare).
  */
+
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
@@ -62,6 +63,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import autocannon, { type Result as AutocannonResult } from 'autocannon';
+import { startIdentityProvider } from '../support/identity-provider.js';
 import { freePort, redisServerAvailable, startRedisServer } from '../support/redis-server.js';
 import {
   type ChildServer,
@@ -441,10 +443,14 @@ async function measure(name: string, target: Target, options: MeasureOptions): P
     );
 }
 
-const gatewayTarget = (server: ChildServer, workload: Workload): Target => ({
+const gatewayTarget = (
+  server: ChildServer,
+  workload: Workload,
+  headers: Record<string, string> = {},
+): Target => ({
   url: `http://127.0.0.1:${server.port}/graphql`,
   method: 'POST',
-  headers: GRAPHQL_HEADERS,
+  headers: { ...GRAPHQL_HEADERS, ...headers },
   body: workload.body,
   bodyFor: workload.bodyFor,
 });
@@ -458,6 +464,8 @@ interface GatewayVariant {
   workloads: WorkloadName[];
   /** For a Redis variant: the label of the in-memory variant it is compared with. */
   twin?: string;
+  /** Header fields every request of the variant sends (a key, a token). */
+  headers?: Record<string, string>;
 }
 
 /**
@@ -543,8 +551,8 @@ async function gatewayRows(
     for (const workload of variant.workloads.map((name) => WORKLOADS[name])) {
       const name = `${variant.label} ${workload.suffix}`;
       if (!selected(name)) continue;
-      await check(name, gatewayTarget(gateway, workload), workload.expect);
-      await measure(name, gatewayTarget(gateway, workload), {
+      await check(name, gatewayTarget(gateway, workload, variant.headers), workload.expect);
+      await measure(name, gatewayTarget(gateway, workload, variant.headers), {
         baseline: workload.baseline,
         twin: variant.twin === undefined ? null : `${variant.twin} ${workload.suffix}`,
         server: gateway,
@@ -1079,6 +1087,24 @@ async function startDiscardingCollector(): Promise<string> {
 }
 const OTLP_SINK = await startDiscardingCollector();
 
+/**
+ * The token rows (docs/contract.md, Authentication): a real OpenID provider in this process (the
+ * tests' oidc-provider), one client-credentials token of a pro user sent with every request, beside
+ * the same workload with an API key: what verifying a token costs per request, remembered
+ * (AUTH_TOKEN_CACHE, the default) and verified every time (AUTH_TOKEN_CACHE=0).
+ */
+const TOKEN_AUDIENCE = 'https://bench.test/graphql';
+const IDP =
+  selected('gateway token distinct isNull') || selected('gateway token unremembered distinct isNull')
+    ? await startIdentityProvider({ accessTokenTtlS: 7200 })
+    : undefined;
+const TOKEN = IDP === undefined ? '' : await IDP.token('web-pro', TOKEN_AUDIENCE);
+const TOKEN_ENV = {
+  AUTH_ISSUER: IDP?.issuer ?? '',
+  AUTH_AUDIENCE: TOKEN_AUDIENCE,
+  UPSTREAM_KEYS: 'pro:bench-upstream-pro',
+};
+
 const GATEWAY_VARIANTS: GatewayVariant[] = [
   {
     label: 'gateway',
@@ -1089,6 +1115,24 @@ const GATEWAY_VARIANTS: GatewayVariant[] = [
     label: 'gateway trusted',
     env: { TRUSTED_DOCUMENTS: TRUSTED_MANIFEST, TRUSTED_DOCUMENTS_MODE: 'enforce' },
     workloads: ['distinct isNull by id'],
+  },
+  {
+    label: 'gateway key',
+    env: {},
+    workloads: ['distinct isNull'],
+    headers: { authorization: 'Bearer bench-api-key' },
+  },
+  {
+    label: 'gateway token',
+    env: TOKEN_ENV,
+    workloads: ['distinct isNull'],
+    headers: { authorization: `Bearer ${TOKEN}` },
+  },
+  {
+    label: 'gateway token unremembered',
+    env: { ...TOKEN_ENV, AUTH_TOKEN_CACHE: '0' },
+    workloads: ['distinct isNull'],
+    headers: { authorization: `Bearer ${TOKEN}` },
   },
   { label: 'gateway yoga-only', env: { HTTP_FAST_PATH: 'false' }, workloads: ['pi', 'isNull'] },
   { label: 'gateway cache', env: { RESPONSE_CACHE: 'true' }, workloads: ['pi', 'isNull'] },
@@ -1127,6 +1171,28 @@ const FLEET_VARIANTS: GatewayVariant[] = [
     workloads: ['distinct isNull'],
   },
 ];
+
+/**
+ * What verifying a token costs per request: each token row's CPU minus the API-key row's, per run
+ * (the same minutes), the median over the runs.
+ */
+function printTokenCost(): void {
+  const delta = (name: string) =>
+    median(
+      runs.map((rows) => {
+        const row = rows.find((r) => r.name === name)?.cpuUsPerRequest;
+        const key = rows.find((r) => r.name === 'gateway key distinct isNull')?.cpuUsPerRequest;
+        return row == null || key == null ? null : row - key;
+      }),
+    );
+  const remembered = delta('gateway token distinct isNull');
+  const every = delta('gateway token unremembered distinct isNull');
+  if (remembered === null && every === null) return;
+  const us = (n: number | null) => (n === null ? '–' : `${n >= 0 ? '+' : ''}${n.toFixed(1)} µs`);
+  console.log(
+    `\ntoken verification, CPU per request over the API-key row (median of per-run differences): remembered ${us(remembered)}, verified every request ${us(every)}`,
+  );
+}
 
 async function runOnce(upstreamUrl: string, redisUsable: boolean): Promise<void> {
   await measure(
@@ -1233,12 +1299,14 @@ async function main(): Promise<void> {
     memory = await memoryRow(upstreamUrl);
   } finally {
     await upstream.stop();
+    await IDP?.stop();
   }
 
   const table = medians();
   const costs = redisCosts();
   const checks = targetChecks(table);
   printSummary(table, costs, checks, memory);
+  printTokenCost();
   const results = {
     date: new Date().toISOString(),
     command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(),

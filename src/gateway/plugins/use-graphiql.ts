@@ -41,7 +41,8 @@ const HEADERS_EXAMPLE = JSON.stringify({ Authorization: 'Bearer free' }, null, 2
 export const GRAPHIQL_TABS: NonNullable<GraphiQLOptions['defaultTabs']> = [
   {
     query: `# Is it null? Omit \`value\` to ask about undefined (UNDEFINED_VALUE), pass null for null.
-# Your API key goes in the Headers tab: "Authorization": "Bearer <key>" or "X-API-Key": "<key>"
+# Your API key goes in the Headers tab: "Authorization": "Bearer <key>" or "X-API-Key": "<key>";
+# with an identity provider, your token instead: "Authorization": "Bearer <token>"
 # (no key = free tier; the reference services know demo-pro and demo-enterprise).
 query IsNull($value: JSON, $temperature: Float) {
   isNull(value: $value, model: NULL_X_4O, temperature: $temperature) {
