@@ -17,8 +17,8 @@
  *   tier, forwarded as sent). Everywhere else the two are one caller: one shared `anonymous` budget,
  *   one caller for shared calls and cached answers and, for bounds per client (APQ registrations), a
  *   client by its address, as nothing else tells anonymous callers apart.
- * - A user (`kind: 'user'`, with AUTH_ISSUER): a bearer credential that is a JWT (any bearer one, with
- *   AUTH_MODE=tokens) is verified by token-verifier.ts (jose); a verified token is a caller of its
+ * - A user (`kind: 'user'`, with AUTH_ISSUER): a credential that is a JWT, in either header (any
+ *   bearer one, with AUTH_MODE=tokens), is verified by token-verifier.ts (jose), never forwarded; a verified token is a caller of its
  *   own, its subject scoped by the issuer, its tier from the claim AUTH_TIER_CLAIM. The gateway calls
  *   the upstreams with the key UPSTREAM_KEYS holds for that tier (none for the free tier unless it
  *   lists one): the token goes to no upstream. A token that fails verification is 401 with
@@ -272,6 +272,11 @@ export function createIdentity(options: IdentityOptions = {}): Identity {
     }
   };
 
+  const verified = (token: string): Identified | Promise<Identified> => {
+    const verdict = (verifier as TokenVerifier).verify(token);
+    return verdict instanceof Promise ? verdict.then(judged) : judged(verdict);
+  };
+
   const apiKeyRefused = () =>
     invalidToken(
       'This endpoint takes tokens of its identity provider only (AUTH_MODE=tokens), not API keys. Send "Authorization: Bearer <token>", or nothing for the free tier.',
@@ -286,15 +291,15 @@ export function createIdentity(options: IdentityOptions = {}): Identity {
         if (match === null) return malformedAuthorization(verifier !== undefined);
         const credential = match[1] as string;
         if (credential === FREE_KEY) return FREE_CALLER;
-        if (verifier !== undefined && (tokensOnly || looksLikeJwt(credential))) {
-          const verdict = verifier.verify(credential);
-          return verdict instanceof Promise ? verdict.then(judged) : judged(verdict);
-        }
+        if (verifier !== undefined && (tokensOnly || looksLikeJwt(credential))) return verified(credential);
         return callerOfKey(credential);
       }
       const key = xApiKey?.trim();
       if (!key) return ANONYMOUS_CALLER;
-      if (tokensOnly && key !== FREE_KEY) return apiKeyRefused();
+      if (key === FREE_KEY) return FREE_CALLER;
+      // A token sent as X-API-Key is still a token: verified, never forwarded upstream as a key.
+      if (verifier !== undefined && looksLikeJwt(key)) return verified(key);
+      if (tokensOnly) return apiKeyRefused();
       return callerOfKey(key);
     },
   };

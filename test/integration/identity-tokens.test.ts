@@ -87,6 +87,10 @@ describe('a verified token is a caller of its own', () => {
     scripted.upstream.resetRecords();
     await gql(gateway.url, CHECK, { headers: bearer(enterprise) });
     expect(authOf(0)).toBe('Bearer up-key-enterprise-0002');
+    // A token sent as X-API-Key is verified as a token, never forwarded as a key.
+    scripted.upstream.resetRecords();
+    expect((await gql(gateway.url, CHECK, { headers: { 'x-api-key': pro } })).status).toBe(200);
+    expect(authOf(0)).toBe('Bearer up-key-pro-0001');
   });
 
   it('a user without a paying tier claim is the free tier: no key upstream', async () => {

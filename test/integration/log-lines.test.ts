@@ -40,6 +40,7 @@ describe('log lines and health figures', () => {
       'pid',
       'hostname',
       'requestId',
+      'callerId',
       'operation',
       'operationType',
       'outcome',
@@ -50,7 +51,13 @@ describe('log lines and health figures', () => {
       'estimatedCostUsd',
       'msg',
     ]);
-    expect(operation).toMatchObject({ level: 30, operation: null, operationType: 'query', outcome: 'ok' });
+    expect(operation).toMatchObject({
+      level: 30,
+      callerId: 'anonymous',
+      operation: null,
+      operationType: 'query',
+      outcome: 'ok',
+    });
   });
 
   it('answers health latencies to 0.01 ms', async () => {

@@ -5,6 +5,7 @@
  * or a child logger without redaction paths, fails here. The line's fields and values are those of
  * docs/operations.md, Logs (every name kept when the writer around pino went, issue 39).
  */
+import { createHash } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { parse } from 'graphql';
 import { pino } from 'pino';
@@ -69,6 +70,8 @@ describe('the operation line', () => {
     expect(fields).toEqual({
       level: 30,
       requestId: 'req-1',
+      // The key's digest (identity.ts), never the key.
+      callerId: `key:${createHash('sha256').update('sk-secret').digest('hex')}`,
       operation: 'IsNull',
       operationType: 'query',
       outcome: 'partial',

@@ -142,7 +142,7 @@ export function createOperationReporter(options: OperationReporterOptions): Oper
         const line: Record<string, unknown> = {
           requestId: operation.requestId,
           // Who (identity.ts): `anonymous`, `key:<sha256 hex>` or `user:<sha256 hex>`, never a key or token.
-          caller: operation.caller.id,
+          callerId: operation.caller.id,
           operation: operation.name,
           operationType: operation.type,
           outcome,
