@@ -300,6 +300,7 @@ async function sharedStateOf(
     documentMaxBytes: config.server.apqMaxDocumentBytes,
     documentsPerOwner: config.server.apqMaxDocumentsPerClient,
     budgets: budgets !== undefined,
+    expectedReplicas: config.cost.expectedReplicas,
   });
   if (budgets === undefined || redisUrl === undefined) return sharedState;
   const check = await sharedState.checkBudgetRedis(BUDGET_REDIS_CHECK_MS);
