@@ -73,6 +73,7 @@ export function createReplicaRegistry(options: ReplicaRegistryOptions): ReplicaR
   /** Beats that succeeded, up to 2 (then the registry is read). */
   let beats = 0;
   let started = false;
+  let startedAt = 0;
   /** Tries the first beat until one succeeds; then `timer` beats every interval from it. */
   let first: NodeJS.Timeout | undefined;
   let timer: NodeJS.Timeout | undefined;
@@ -83,8 +84,11 @@ export function createReplicaRegistry(options: ReplicaRegistryOptions): ReplicaR
     link.run('replicas', () => script(key, token, ttlMs, leave ? '1' : '0'), timeoutMs);
 
   const beat = () => {
-    // Nothing is sent while Redis is away (the stores' rule): the last count stands meanwhile.
+    // Nothing is sent while Redis is away (the stores' rule): the last count stands meanwhile. The
+    // first beat also waits for a Cluster's node connections to be open (`nodesReady`), at most an
+    // interval: as the later beats, it then goes once the link is usable.
     if (closed || beating !== undefined || !link.usable()) return;
+    if (beats === 0 && !link.nodesReady() && performance.now() - startedAt < intervalMs) return;
     beating = send(false)
       .then((reply) => {
         if (reply === FAILED) return;
@@ -107,8 +111,8 @@ export function createReplicaRegistry(options: ReplicaRegistryOptions): ReplicaR
     start() {
       if (closed || started || !(intervalMs > 0)) return;
       started = true;
-      // Not at each (re)connection: a Cluster's node connections may still be opening at its `ready`
-      // (no offline queue: the beat would fail). Tried often until one succeeds.
+      startedAt = performance.now();
+      // Tried often until one succeeds.
       first = setInterval(beat, Math.min(FIRST_BEAT_RETRY_MS, intervalMs));
       first.unref();
       beat();
