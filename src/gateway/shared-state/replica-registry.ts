@@ -16,7 +16,7 @@
  * count is at least `expected` (EXPECTED_REPLICAS, the Deployment's replica count), so a replica
  * whose outage comes before it has read the registry does not spend a remainder as if it were alone.
  */
-import { readFileSync } from 'node:fs';
+import { luaScript } from './lua-scripts.js';
 import { replicaRegistryKey } from './redis-keys.js';
 import { FAILED, type RedisLink } from './redis-link.js';
 
@@ -25,7 +25,7 @@ export const REPLICA_HEARTBEAT_MS = 2_000;
 /** Until its first beat succeeds, how often a replica tries it (only while Redis is usable), in ms. */
 const FIRST_BEAT_RETRY_MS = 100;
 
-const LUA = readFileSync(new URL('./replica-registry.lua', import.meta.url), 'utf8');
+const LUA = luaScript('replica-registry.lua');
 
 export interface ReplicaRegistryOptions {
   link: RedisLink;
