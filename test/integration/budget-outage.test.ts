@@ -15,7 +15,6 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSharedState, type SharedState } from '../../src/gateway/shared-state/index.js';
 import { budgetRedisKeys, replicaRegistryKey } from '../../src/gateway/shared-state/redis-keys.js';
-import type { BudgetReserveResult } from '../../src/gateway/shared-state/types.js';
 import { type ScriptedUpstream, startScriptedUpstream } from '../fixtures/scripted-upstream.js';
 import { check, FIRST_ESTIMATE, tally } from '../support/budget-bursts.js';
 import { ESTIMATE, HOUR, silent, windowOf } from '../support/budget-stores.js';
@@ -163,13 +162,7 @@ describe('an outage before the replica registry is read', () => {
       const limit = 30 * ESTIMATE;
       const windows = windowOf(limit);
       const admitted = async (s: SharedState) => {
-        const held = (await s.budgets.reserve(
-          key,
-          windows,
-          ESTIMATE,
-          Date.now(),
-          60_000,
-        )) as BudgetReserveResult;
+        const held = await s.budgets.reserve(key, windows, ESTIMATE, Date.now(), 60_000);
         if (held.ok)
           s.budgets.settle(key, windows, held.at, ESTIMATE, ESTIMATE, Date.now(), undefined, held.lease);
         return held.ok ? ESTIMATE : 0;
