@@ -232,6 +232,8 @@ export async function createApp(config: GatewayConfig, options: AppOptions): Pro
       })
     : undefined;
   const http = createGatewayServer(yoga, fastPath, mcp === undefined ? [] : [mcp]);
+  // Before the gateway listens (so before /ready): a replica's first /mcp request as quick as the rest.
+  await mcp?.warm();
 
   let closing: Promise<{ timedOut: boolean; inFlight: number }> | undefined;
   return {

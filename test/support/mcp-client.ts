@@ -12,6 +12,8 @@ export interface McpClientOptions {
   headers?: Record<string, string>;
   /** Replaces the transport's fetch (to send each request to another gateway). */
   fetch?: typeof fetch;
+  /** The SDK's bound on `initialize` (its -32001 "Request timed out" after it), in ms. @default 60000, the SDK's */
+  timeoutMs?: number;
 }
 
 /** A connected client (initialize done) for `<origin>/mcp`; close it after. */
@@ -21,7 +23,10 @@ export async function connectMcp(origin: string, options: McpClientOptions = {})
     requestInit: { headers: options.headers ?? {} },
     ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
   });
-  await client.connect(transport);
+  await client.connect(
+    transport,
+    options.timeoutMs === undefined ? undefined : { timeout: options.timeoutMs },
+  );
   return client;
 }
 
