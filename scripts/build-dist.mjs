@@ -1,7 +1,7 @@
 /**
  * `node scripts/build-dist.mjs [outDir]`: the gateway and services compiled into `outDir` (default
  * dist), with the files tsc does not emit copied beside the JavaScript that reads them: the Lua
- * scripts of src/gateway/shared-state (budget-*.lua, replica-registry.lua). `npm run build`, the
+ * scripts of src/ (every `.lua` file: src/gateway/shared-state's, read by lua-scripts.ts). `npm run build`, the
  * benchmarks' builds and a build for `npm run bench:ab` all go through it, so none lacks a script.
  *
  * Plain JavaScript on Node's built-ins: it runs before anything is compiled.

@@ -242,6 +242,8 @@ export async function createApp(config: GatewayConfig, options: AppOptions): Pro
       })
     : undefined;
   const http = createGatewayServer(yoga, fastPath, mcp === undefined ? [] : [mcp]);
+  // Before the gateway listens (so before /ready): a replica's first /mcp request as quick as the rest.
+  await mcp?.warm();
 
   let closing: Promise<{ timedOut: boolean; inFlight: number }> | undefined;
   return {
@@ -359,6 +361,7 @@ async function sharedStateOf(
     documentMaxBytes: config.server.apqMaxDocumentBytes,
     documentsPerOwner: config.server.apqMaxDocumentsPerClient,
     budgets: budgets !== undefined,
+    expectedReplicas: config.cost.expectedReplicas,
   });
   if (budgets === undefined || redisUrl === undefined) return sharedState;
   const check = await sharedState.checkBudgetRedis(BUDGET_REDIS_CHECK_MS);

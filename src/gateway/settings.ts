@@ -424,6 +424,11 @@ export const costSettings = settingsGroup('cost', {
     int(1, 10_000).default(1500),
     'Longest wait for one budget script in Redis (REDIS_TIMEOUT_MS stays the cache’s and single flight’s): a slow Redis is waited for, not taken for an outage. The budgets use this replica’s own figures only in an outage: the connection lost, or 3 commands failed in a row with nothing answered for this long.',
   ),
+  expectedReplicas: setting(
+    'EXPECTED_REPLICAS',
+    int(1, 1000).default(1),
+    'How many replicas may spend a budget (the Deployment’s replica count): while Redis is away a replica spends only its part of what was left, the remainder ÷ the replicas it counts, and until it has read the replica registry (two beats, 2 s apart, after it reaches Redis) it counts at least this many. With REDIS_URL and budgets only.',
+  ),
   modelMinSamples: setting(
     'MODEL_MIN_SAMPLES',
     int(1, 1_000_000).default(30),

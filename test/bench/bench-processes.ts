@@ -9,6 +9,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { freePort } from '../support/redis-server.js';
 
 const ROOT = new URL('../../', import.meta.url);
 
@@ -137,6 +138,19 @@ export interface StartOptions {
   readyPath: string;
   /** Extra node flags (e.g. `--cpu-prof`). */
   nodeArgs?: string[];
+}
+
+/** The fixed-answer upstream (fixed-upstream.ts) as its own process on a free loopback port. */
+export async function startFixedUpstream(): Promise<{ upstream: ChildServer; port: number }> {
+  const port = await freePort();
+  const upstream = await startChild({
+    name: 'upstream',
+    script: 'test/bench/fixed-upstream.ts',
+    env: {},
+    port,
+    readyPath: '/api/v1/health',
+  });
+  return { upstream, port };
 }
 
 /** Starts `node [--import tsx] <script>` with `env` added, waits until it serves `readyPath`. */

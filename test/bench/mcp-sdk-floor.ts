@@ -5,8 +5,10 @@
  * answers), the body handed parsed, one kept `Request`, the server detached a turn of the event loop
  * after the answer and its `close()` without a stack; the handler answers at once with a result of the
  * `is_null` tool's shape. 50 calls at once, as `bench:path`. Prints the CPU µs and KB allocated per
- * call for three rounds; run it in the same minutes as `bench:path -- --workload tool` to compare.
+ * call for three rounds. `bench:path -- --workload mcp-overhead` drives the same floor (`driveSdkFloor`)
+ * in its own process, in turn with the `mcp` and `tool` rows, for the lane's overhead (docs/agents.md).
  */
+import { pathToFileURL } from 'node:url';
 
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
@@ -85,18 +87,21 @@ async function call(id: number): Promise<void> {
   idle.push(server);
 }
 
-async function drive(count: number): Promise<void> {
+/** `count` tools/calls through the SDK alone, `concurrency` at once. */
+export async function driveSdkFloor(count: number, concurrency = CONCURRENCY): Promise<void> {
   let left = count;
   const lane = async () => {
     while (left > 0) await call(left--);
   };
-  await Promise.all(Array.from({ length: CONCURRENCY }, lane));
+  await Promise.all(Array.from({ length: concurrency }, lane));
 }
 
-await drive(30_000);
-for (let round = 0; round < 3; round++) {
-  const { cpuUs, bytes } = await measuredRound(() => drive(CALLS));
-  process.stdout.write(
-    `SDK alone: ${(cpuUs / CALLS).toFixed(1)} µs CPU, ${(bytes / CALLS / 1024).toFixed(1)} KB allocated per tools/call\n`,
-  );
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  await driveSdkFloor(30_000);
+  for (let round = 0; round < 3; round++) {
+    const { cpuUs, bytes } = await measuredRound(() => driveSdkFloor(CALLS));
+    process.stdout.write(
+      `SDK alone: ${(cpuUs / CALLS).toFixed(1)} µs CPU, ${(bytes / CALLS / 1024).toFixed(1)} KB allocated per tools/call\n`,
+    );
+  }
 }

@@ -9,7 +9,7 @@
  *
  * It runs the compiled gateway (bench-results/dist, built by `npm run bench` or `--build`), as in
  * production: `npx tsx test/bench/request-path.ts [--build] [--requests n] [--rounds n]
- * [--concurrency n] [--warmup n] [--dist dir] [--log-level level] [--workload distinct|literal|pi|trusted|cache|proxy|mcp|tool]`. Log lines go to /dev/null, as in the
+ * [--concurrency n] [--warmup n] [--dist dir] [--log-level level] [--workload distinct|literal|pi|trusted|cache|proxy|mcp|tool|mcp-overhead]`. Log lines go to /dev/null, as in the
  * benchmark. Prints the median CPU µs per request over the rounds, and each round's.
  *
  * `mcp`: a tools/call of `is_null` with distinct values on POST /mcp (the MCP lane, through the SDK's
@@ -18,6 +18,12 @@
  * `rawHeaders`) handed to the gateway's HTTP server's request listener (its URL check and lanes, as
  * node:http calls it), so that neither is charged for work the other is spared. The other workloads
  * keep the lighter request handed straight to the fast path, comparable with their recorded figures.
+ *
+ * `mcp-overhead`: the MCP lane's own overhead, its measure (docs/agents.md, "What the lane costs"): in
+ * one process and one run, the `tool` row, the `mcp` row and the MCP SDK's floor (mcp-sdk-floor.ts:
+ * the SDK alone per tools/call, as the lane uses it), each round measuring all three in turn (the
+ * order rotating); prints each row's median and the overhead row, mcp − tool − floor (the medians'
+ * and each round's), against its bound of 15 µs.
  *
  * `--profile file.cpuprofile`: V8's CPU profile of the measured rounds only (node:inspector, sampled
  * every `--profile-us` µs, 250 by default), for a breakdown of where a request's CPU goes. The
@@ -33,14 +39,14 @@ import { EventEmitter } from 'node:events';
 import { openSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector/promises';
-import { type AddressInfo, createServer } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Readable } from 'node:stream';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Pool } from 'undici';
-import { installSignalCleanup, startChild } from './bench-processes.js';
+import { installSignalCleanup, startFixedUpstream } from './bench-processes.js';
 import { prepareStallTrace, type StallTrace } from './loop-stalls.js';
-import { measuredRound } from './measured-round.js';
+import { driveSdkFloor } from './mcp-sdk-floor.js';
+import { type MeasuredRound, measuredRound } from './measured-round.js';
 
 const argument = (name: string, fallback: string) => {
   const index = process.argv.indexOf(`--${name}`);
@@ -56,18 +62,13 @@ const WORKLOAD = argument('workload', 'distinct');
 const STALLS = process.argv.includes('--stalls');
 const PROFILE = argument('profile', '');
 /** mcp and tool: node's kind of request, through the server's request listener (see above). */
-const AS_NODE = WORKLOAD === 'mcp' || WORKLOAD === 'tool';
+const OVERHEAD = WORKLOAD === 'mcp-overhead';
+const AS_NODE = WORKLOAD === 'mcp' || WORKLOAD === 'tool' || OVERHEAD;
+/** The MCP lane's bound: a tools/call ≤ the same operation over /graphql + the SDK's floor + this, in µs. */
+const MCP_OVERHEAD_BOUND_US = 15;
 const ROOT = new URL('../../', import.meta.url);
 /** `--dist dir`: another build of the gateway (an A/B comparison of two versions). */
 const DIST = new URL(`${argument('dist', 'bench-results/dist').replace(/\/$/, '')}/`, ROOT);
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 /** The parts of IncomingMessage the fast path reads. */
 class FakeRequest extends EventEmitter {
@@ -191,14 +192,7 @@ async function main(): Promise<void> {
         detail: argument('stall-detail', '') || undefined,
       })
     : undefined;
-  const upstreamPort = await freePort();
-  const upstream = await startChild({
-    name: 'upstream',
-    script: 'test/bench/fixed-upstream.ts',
-    env: {},
-    port: upstreamPort,
-    readyPath: '/api/v1/health',
-  });
+  const { upstream, port: upstreamPort } = await startFixedUpstream();
   const operations = new URL('test/operations/', ROOT);
   const isNullQuery = await readFile(new URL('is-null.graphql', operations), 'utf8');
   const piQuery = await readFile(new URL('pi.graphql', operations), 'utf8');
@@ -229,8 +223,10 @@ async function main(): Promise<void> {
     tool: (n) => ({ query: toolQuery, operationName: 'IsNull', variables: { value: `path-${n}` } }),
   };
   let toolQuery = '';
-  const bodyOf = bodies[WORKLOAD];
-  if (bodyOf === undefined) throw new Error(`--workload is one of ${Object.keys(bodies).join(', ')}`);
+  /** The rows a request is made for: the workload's, or both MCP rows for the overhead. */
+  const kinds = OVERHEAD ? ['tool', 'mcp'] : [WORKLOAD];
+  if (kinds.some((kind) => bodies[kind] === undefined))
+    throw new Error(`--workload is one of ${[...Object.keys(bodies), 'mcp-overhead'].join(', ')}`);
 
   let handle: (req: FakeRequest | FakeStreamRequest, res: FakeResponse) => boolean;
   let served = () => '';
@@ -302,7 +298,7 @@ async function main(): Promise<void> {
     const logger = createLogger({ level: LOG_LEVEL, destination: openSync('/dev/null', 'w') });
     const app = await createApp(config, { logger, defaultMetrics: true });
     await app.clients.ready();
-    if (WORKLOAD === 'tool' || WORKLOAD === 'mcp') {
+    if (AS_NODE) {
       const { builtInTools } = (await import(
         pathToFileURL(fileURLToPath(new URL('gateway/mcp/built-in-tools.js', DIST))).href
       )) as { builtInTools: (schema: unknown) => Array<{ name: string; source: string }> };
@@ -320,23 +316,24 @@ async function main(): Promise<void> {
   }
 
   let sent = 0;
-  const headers: Record<string, string> = {
+  const headersOf = (kind: string): Record<string, string> => ({
     host: '127.0.0.1',
     'content-type': 'application/json',
-    accept: WORKLOAD === 'mcp' ? 'application/json, text/event-stream' : 'application/graphql-response+json',
-    ...(WORKLOAD === 'mcp' ? { 'mcp-protocol-version': '2025-06-18' } : {}),
-  };
+    accept: kind === 'mcp' ? 'application/json, text/event-stream' : 'application/graphql-response+json',
+    ...(kind === 'mcp' ? { 'mcp-protocol-version': '2025-06-18' } : {}),
+  });
+  const headers = Object.fromEntries(kinds.map((kind) => [kind, headersOf(kind)]));
   let trace: StallTrace | undefined;
-  const one = (): Promise<void> =>
+  const one = (kind: string): Promise<void> =>
     new Promise((resolve, reject) => {
       const started = trace === undefined ? 0 : performance.now();
-      const body = Buffer.from(JSON.stringify(bodyOf(sent++)));
-      const fields = { ...headers, 'content-length': String(body.length) };
+      const body = Buffer.from(JSON.stringify((bodies[kind] as (n: number) => unknown)(sent++)));
+      const fields = { ...headers[kind], 'content-length': String(body.length) };
       const req = AS_NODE
-        ? new FakeStreamRequest(WORKLOAD === 'mcp' ? '/mcp' : '/graphql', fields, body)
+        ? new FakeStreamRequest(kind === 'mcp' ? '/mcp' : '/graphql', fields, body)
         : new FakeRequest(fields, body);
       const res = new FakeResponse((status, text) => {
-        const expected = WORKLOAD === 'proxy' ? '"is_null"' : WORKLOAD === 'pi' ? '"pi"' : '"isNull"';
+        const expected = kind === 'proxy' ? '"is_null"' : kind === 'pi' ? '"pi"' : '"isNull"';
         if (status !== 200 || !text.includes(expected) || text.includes('"isError":true'))
           reject(new Error(`unexpected answer ${status}: ${text.slice(0, 300)}`));
         else {
@@ -347,17 +344,22 @@ async function main(): Promise<void> {
       if (!handle(req, res)) reject(new Error('the request was not taken'));
       req.send();
     });
-  const drive = async (count: number) => {
+  const drive = async (count: number, kind = WORKLOAD) => {
     let left = count;
     const lane = async () => {
       while (left > 0) {
         left--;
-        await one();
+        await one(kind);
       }
     };
     await Promise.all(Array.from({ length: CONCURRENCY }, lane));
   };
 
+  if (OVERHEAD) {
+    await measureOverhead(drive, () => close());
+    await upstream.stop();
+    return;
+  }
   // The first request of an Accept value goes to Yoga (it teaches the fast path the media type).
   await drive(WARMUP);
   const perRound: number[] = [];
@@ -392,8 +394,6 @@ async function main(): Promise<void> {
     await writeFile(PROFILE, JSON.stringify(profile));
   }
   const stallReport = await trace?.stop();
-  const median = (values: number[]) =>
-    [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
   const sorted = [...perRound].sort((a, b) => a - b);
   process.stdout.write(
     `${WORKLOAD}: ${median(perRound).toFixed(1)} µs CPU per request, least ${(sorted[0] as number).toFixed(1)} (median of ${ROUNDS} rounds of ${REQUESTS}, ${CONCURRENCY} at once; rounds: ${perRound.map((v) => v.toFixed(1)).join(' ')}; system ${median(systemPerRound).toFixed(1)})${served()}\n` +
@@ -403,6 +403,53 @@ async function main(): Promise<void> {
   if (stallReport !== undefined) process.stdout.write(stallReport);
   await close();
   await upstream.stop();
+}
+
+const median = (values: number[]) =>
+  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
+
+/**
+ * `--workload mcp-overhead`: the tool row, the mcp row and the SDK's floor, warmed up alike, then
+ * measured in turn each round (the order rotating, so a load drifting within a round falls on each
+ * row alike); prints the three medians and the overhead row.
+ */
+async function measureOverhead(
+  drive: (count: number, kind: string) => Promise<void>,
+  close: () => Promise<unknown>,
+): Promise<void> {
+  const rows = {
+    tool: (count: number) => drive(count, 'tool'),
+    mcp: (count: number) => drive(count, 'mcp'),
+    floor: (count: number) => driveSdkFloor(count, CONCURRENCY),
+  };
+  const names = Object.keys(rows) as Array<keyof typeof rows>;
+  for (const name of names) await rows[name](WARMUP);
+  const measured: Record<keyof typeof rows, MeasuredRound[]> = { tool: [], mcp: [], floor: [] };
+  for (let round = 0; round < ROUNDS; round++)
+    for (let i = 0; i < names.length; i++) {
+      const name = names[(round + i) % names.length] as keyof typeof rows;
+      measured[name].push(await measuredRound(() => rows[name](REQUESTS)));
+    }
+  const cpu = (name: keyof typeof rows) => measured[name].map((m) => m.cpuUs / REQUESTS);
+  const kb = (name: keyof typeof rows) => median(measured[name].map((m) => m.bytes / REQUESTS / 1024));
+  const perRound = cpu('mcp').map((mcp, i) => mcp - (cpu('tool')[i] as number) - (cpu('floor')[i] as number));
+  const [tool, mcp, floor] = [median(cpu('tool')), median(cpu('mcp')), median(cpu('floor'))];
+  const overhead = mcp - tool - floor;
+  const line = (name: keyof typeof rows, label: string) =>
+    `  ${label.padEnd(10)} ${median(cpu(name)).toFixed(1)} µs CPU, ${kb(name).toFixed(1)} KB per request (rounds: ${cpu(
+      name,
+    )
+      .map((v) => v.toFixed(1))
+      .join(' ')})\n`;
+  process.stdout.write(
+    `mcp-overhead: medians of ${ROUNDS} rounds of ${REQUESTS} each, ${CONCURRENCY} at once, the three rows in turn in one process\n` +
+      line('tool', 'tool') +
+      line('mcp', 'mcp') +
+      line('floor', 'SDK floor') +
+      `  mcp overhead (mcp − tool − SDK floor): ${overhead.toFixed(1)} µs per tools/call (rounds: ${perRound.map((v) => v.toFixed(1)).join(' ')}); ` +
+      `bound +${MCP_OVERHEAD_BOUND_US} µs: ${overhead <= MCP_OVERHEAD_BOUND_US ? 'met' : 'MISSED'}\n`,
+  );
+  await close();
 }
 
 await main();

@@ -14,7 +14,7 @@
  * process, but the image tag (kept for the next run's layer cache) and the cached base are shared.
  */
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -256,7 +256,7 @@ describe('the container image', { timeout: 120_000 }, () => {
         present: excluded.filter((path) => fs.existsSync('/app/' + path)),
         production: fs.existsSync('/app/node_modules/graphql-yoga/package.json'),
         notJs: walk('/app/dist').filter((f) => !/\\.(js(\\.map)?|lua)$/.test(f)),
-        lua: walk('/app/dist').filter((f) => f.endsWith('.lua')).length > 0,
+        lua: walk('/app/dist').filter((f) => f.endsWith('.lua')).map((f) => f.slice('/app/dist/'.length)).sort(),
         worker: fs.existsSync('/app/dist/digits/digit-worker.js'),
         boot: fs.existsSync('/app/dist/gateway/plugins/graphiql-boot.browser.js'),
       }));`;
@@ -272,7 +272,10 @@ describe('the container image', { timeout: 120_000 }, () => {
       present: [],
       production: true,
       notJs: [],
-      lua: true,
+      // Every Lua script of src/, beside the JavaScript that reads it (scripts/build-dist.mjs).
+      lua: readdirSync(join(ROOT, 'src'), { recursive: true, encoding: 'utf8' })
+        .filter((file) => file.endsWith('.lua'))
+        .sort(),
       worker: true,
       boot: true,
     });

@@ -15,6 +15,8 @@ export interface McpClientOptions {
   authProvider?: OAuthClientProvider;
   /** Replaces the transport's fetch (to send each request to another gateway). */
   fetch?: typeof fetch;
+  /** The SDK's bound on `initialize` (its -32001 "Request timed out" after it), in ms. @default 60000, the SDK's */
+  timeoutMs?: number;
 }
 
 /** A connected client (initialize done) for `<origin>/mcp`; close it after. */
@@ -25,7 +27,10 @@ export async function connectMcp(origin: string, options: McpClientOptions = {})
     ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
     ...(options.authProvider === undefined ? {} : { authProvider: options.authProvider }),
   });
-  await client.connect(transport);
+  await client.connect(
+    transport,
+    options.timeoutMs === undefined ? undefined : { timeout: options.timeoutMs },
+  );
   return client;
 }
 

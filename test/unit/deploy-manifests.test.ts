@@ -169,6 +169,10 @@ describe('deploy/kubernetes: a kustomize base of plain manifests', () => {
     });
     expect(hpa.minReplicas).toBeGreaterThanOrEqual(2);
     expect(hpa.maxReplicas).toBeGreaterThan(hpa.minReplicas);
+    // The replicas that may spend a budget during a Redis outage, as the Deployment counts them.
+    const { expectedReplicas } = loadConfig({ ...configData, ...secretData }).cost;
+    expect(expectedReplicas).toBe(spec.replicas);
+    expect(expectedReplicas).toBe(hpa.minReplicas);
     const cpu = hpa.metrics.find((m) => m.type === 'Resource' && m.resource?.name === 'cpu');
     expect(cpu?.resource?.target.type).toBe('Utilization');
     expect(gatewayContainer.resources?.requests?.cpu).toBeDefined(); // utilization is relative to it
@@ -419,6 +423,7 @@ describe('deploy/compose.yaml: the local stack', () => {
     const servicesConfig = loadSettings(servicesCliSettings, envOf(servicesService));
     for (const [, gateway] of gateways) {
       const config = loadConfig(envOf(gateway));
+      expect(config.cost.expectedReplicas).toBe(gateways.length);
       expect(`${config.server.port}`).toBe((gateway.ports as string[])[0]!.split(':')[2]);
       // Its health check asks the port it listens on.
       expect((gateway.healthcheck as { test: string[] }).test.join(' ')).toContain(

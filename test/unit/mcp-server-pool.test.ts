@@ -3,7 +3,8 @@
  * stateless transport: a released server answers the next request on a fresh transport (the same
  * JSON-RPC id included), requests at once get servers of their own, a request's data reaches the
  * handler through `authInfo`, and a server whose transport was closed under it is not handed out
- * while still attached. In a gateway: test/integration/mcp-*.test.ts.
+ * while still attached; warmed at start, its servers are made ahead. In a gateway:
+ * test/integration/mcp-*.test.ts.
  */
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
@@ -123,6 +124,21 @@ describe('createServerPool', () => {
     const t = transport();
     expect(await pool.connect(t)).toBe(server);
     expect(await call(t, 'next')).toBe('next');
+  });
+
+  it('warmed at start: servers made ahead, the first run through what an agent sends first, and they serve', async () => {
+    const { pool, made } = pooled();
+    await pool.warm(2);
+    // One server through every warm-up message (each on a fresh transport), one more made: maxIdle 2.
+    expect(made).toHaveLength(2);
+    const transports = [transport(), transport()];
+    const servers = await Promise.all(transports.map((t) => pool.connect(t)));
+    expect(made).toHaveLength(2);
+    expect(await Promise.all(transports.map((t, i) => call(t, `after-${i}`)))).toEqual([
+      'after-0',
+      'after-1',
+    ]);
+    await Promise.all(servers.map((server) => pool.release(server)));
   });
 
   it('keeps stack traces on for everything else', async () => {

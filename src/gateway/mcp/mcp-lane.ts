@@ -78,6 +78,8 @@ export interface McpLaneOptions {
 export interface McpLane {
   /** Serves `req` when it is for /mcp and returns true; false leaves it to the other lanes. */
   handle(req: IncomingMessage, res: ServerResponse): boolean;
+  /** Warms the lane before the first request (server-pool.ts): at start, before listening. */
+  warm(): Promise<void>;
 }
 
 /** What the gateway says of itself in `initialize`. */
@@ -86,6 +88,8 @@ const INSTRUCTIONS =
   'Each tool is a GraphQL query of the gateway. Results carry the data as structuredContent and, in _meta, what the call cost (cost), the sponsor messages the services require shown (sponsoredBy), the request id and, with minAccuracy, which model was chosen (routing). A result with isError lists each error with its code in _meta.errors: BUDGET_EXCEEDED (with retryAfterSeconds) means the key or X-Max-Cost-Usd does not allow the call.';
 /** Longest tool name echoed back in an error. */
 const MAX_ECHOED = 64;
+/** Servers made at start (server-pool.ts' warm): about the requests a replica answers at once at first. */
+const WARM_SERVERS = 8;
 
 /** A refusal before any message ran: a JSON-RPC error without an id, as the transport words its own. */
 function refuse(
@@ -307,6 +311,7 @@ export function createMcpLane(options: McpLaneOptions): McpLane {
   };
 
   return {
+    warm: () => servers.warm(WARM_SERVERS),
     handle(req, res) {
       const url = req.url ?? '';
       const query = url.indexOf('?');

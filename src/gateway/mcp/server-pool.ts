@@ -12,9 +12,17 @@
  * whose request did not end normally (the client went away) is not given back. What a handler needs of
  * its request travels with the request (`handleRequest`'s `authInfo`, the handler's `extra.authInfo`),
  * never in a closure over the server.
+ *
+ * Warmed at start (`warm`, before the gateway listens, so before /ready): servers made ahead, and one
+ * run through the messages an agent starts with, in memory, so that a replica's first /mcp request
+ * does not pay for the SDK's first run (its code compiled, its schemas' first parse, a server made):
+ * measured with test/bench/mcp-first-request.ts (docs/agents.md). What the warm-up sends reaches no
+ * handler of the gateway's but tools/list and a tools/call of a name that is no tool: nothing runs,
+ * nothing is counted or logged.
  */
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import type { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import { type JSONRPCMessage, LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 
 export interface ServerPoolOptions {
   /** Makes a server with its handlers, not yet connected. */
@@ -32,16 +40,58 @@ export interface ServerPool {
   connect(transport: WebStandardStreamableHTTPServerTransport): Promise<Server>;
   /** Detaches `server` from its transport (closing it) and keeps it for another request. */
   release(server: Server): Promise<void>;
+  /** Makes `count` servers ahead, the first run through WARM_MESSAGES (at start; see the header). */
+  warm(count: number): Promise<void>;
 }
+
+/**
+ * What an agent sends first (the SDK's client: initialize, its notification, tools/list, tools/call),
+ * the call to a name that is no tool, so that no operation runs.
+ */
+const WARM_MESSAGES: readonly JSONRPCMessage[] = [
+  {
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'initialize',
+    params: {
+      protocolVersion: LATEST_PROTOCOL_VERSION,
+      capabilities: {},
+      clientInfo: { name: 'warm-up', version: '0' },
+    },
+  },
+  { jsonrpc: '2.0', method: 'notifications/initialized' },
+  { jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} },
+  { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: '', arguments: {} } },
+];
 
 export function createServerPool(options: ServerPoolOptions): ServerPool {
   const { create, maxIdle = 64 } = options;
   const idle: Server[] = [];
-  return {
+  const pool: ServerPool = {
     async connect(transport) {
       const server = idle.pop() ?? create();
       await server.connect(transport);
       return server;
+    },
+    async warm(count) {
+      for (const message of WARM_MESSAGES) {
+        const transport = new WebStandardStreamableHTTPServerTransport({
+          sessionIdGenerator: undefined,
+          enableJsonResponse: true,
+        });
+        const server = await pool.connect(transport);
+        const request = new Request('http://localhost/mcp', {
+          method: 'POST',
+          headers: {
+            accept: 'application/json, text/event-stream',
+            'content-type': 'application/json',
+            'mcp-protocol-version': LATEST_PROTOCOL_VERSION,
+          },
+        });
+        await (await transport.handleRequest(request, { parsedBody: message })).text();
+        await pool.release(server);
+      }
+      while (idle.length < Math.min(count, maxIdle)) idle.push(create());
     },
     async release(server) {
       // The SDK lets go of a request (deletes its handler's AbortController) some microtask turns after
@@ -65,4 +115,5 @@ export function createServerPool(options: ServerPoolOptions): ServerPool {
       if (idle.length < maxIdle) idle.push(server);
     },
   };
+  return pool;
 }

@@ -14,6 +14,7 @@
  * runs; an APQ client simply keeps sending its text.
  */
 import { LRUCache } from 'lru-cache';
+import { luaScript } from './lua-scripts.js';
 import { type KeySpace, redisKey } from './redis-keys.js';
 import { FAILED, type RedisLink } from './redis-link.js';
 import type { AnswerStore, MaybePromise } from './types.js';
@@ -49,15 +50,9 @@ interface Entry {
 const DEFAULT_ENTRY_BYTES = 1024;
 
 // GET and PTTL in one round trip (and one timeout): the local copy must not outlive the shared one.
-const GET_WITH_TTL = `return { redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1]) }`;
-
-// KEYS[1] an owner's counter, ARGV[1] its window (ms): counts one more new entry of the owner and
-// answers the count. Alone in its script: the entry and its owner's counter have unrelated digests,
-// so on a Redis Cluster they are in different slots, where one script may not touch both.
-const COUNT_OWNER = `
-local n = redis.call('INCR', KEYS[1])
-if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
-return n`;
+const GET_WITH_TTL = luaScript('cache-get-with-ttl.lua');
+// One more new entry of an owner, alone in its script (its counter is in another Cluster slot).
+const COUNT_OWNER = luaScript('owner-count.lua');
 
 export function createAnswerStore(options: AnswerStoreOptions): AnswerStore {
   const { link, now } = options;

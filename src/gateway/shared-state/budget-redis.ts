@@ -56,6 +56,11 @@ export interface RedisBudgetStoreOptions {
    * @default false
    */
   beatAtStart?: boolean | undefined;
+  /**
+   * The fewest replicas an outage's part is divided by until the registry is read (EXPECTED_REPLICAS).
+   * @default 1
+   */
+  expectedReplicas?: number | undefined;
 }
 
 /** The Redis store, and what its shares hold now. */
@@ -104,6 +109,7 @@ export function createRedisBudgetStore(
     token: memory.token,
     intervalMs: options.replicaHeartbeatMs,
     timeoutMs,
+    expected: options.expectedReplicas,
   });
   if (options.beatAtStart) registry.start();
   const shares = createBudgetShares(link.script('sharedStateBudgetShare', undefined, BUDGET_SCRIPTS.share), {

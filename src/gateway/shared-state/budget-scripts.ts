@@ -4,9 +4,7 @@
  * budget-helpers.lua (Redis' clock, the windows' layout, the sweep of expired leases) followed by its
  * own body; each file says its arguments and its answer.
  */
-import { readFileSync } from 'node:fs';
-
-const read = (name: string) => readFileSync(new URL(`./${name}`, import.meta.url), 'utf8');
+import { luaScript as read } from './lua-scripts.js';
 
 /** The scripts' full texts, by name. Read once, when this module loads (at start). */
 export interface BudgetScripts {

@@ -88,6 +88,12 @@ export interface BudgetStoreOptions {
    * @default false
    */
   beatAtStart?: boolean | undefined;
+  /**
+   * The fewest replicas an outage's part of a remainder is divided by until the replica registry is
+   * read (EXPECTED_REPLICAS).
+   * @default 1
+   */
+  expectedReplicas?: number | undefined;
 }
 
 /** The budgets in Redis when there is a link (REDIS_URL), else in this process. */

@@ -122,6 +122,12 @@ export interface SharedStateOptions {
    * @default 2000
    */
   replicaHeartbeatMs?: number;
+  /**
+   * How many replicas may spend a budget (EXPECTED_REPLICAS, the Deployment's replica count): what an
+   * outage's part of a remainder is divided by at least until the replica registry is read.
+   * @default 1
+   */
+  expectedReplicas?: number;
 }
 
 /** How often the budgets' Redis is checked again for eviction. */
@@ -241,6 +247,7 @@ export function createSharedState(options: SharedStateOptions): SharedState {
     onShareRefill: shareMetrics?.refilled,
     replicaHeartbeatMs: options.replicaHeartbeatMs,
     beatAtStart: options.budgets,
+    expectedReplicas: options.expectedReplicas,
   });
   const { sharesHeldUsd } = budgets;
   if (sharesHeldUsd !== undefined) shareMetrics?.setHeldSource(sharesHeldUsd);

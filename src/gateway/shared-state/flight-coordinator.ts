@@ -11,6 +11,7 @@
  * wait are cheap. Whatever goes wrong ends in 'lead' or undefined: the caller makes its own call.
  */
 import { randomUUID } from 'node:crypto';
+import { luaScript } from './lua-scripts.js';
 import { taggedRedisKey } from './redis-keys.js';
 import { FAILED, type RedisLink } from './redis-link.js';
 import type { FlightCoordinator } from './types.js';
@@ -23,10 +24,7 @@ const NOTHING: Promise<undefined> = Promise.resolve(undefined);
 
 // Publish the answer (if any) before releasing the lock, atomically: a follower never sees the lock
 // gone and the answer not yet there. The lock is released only if it is still this process'.
-const SETTLE = `
-if ARGV[2] ~= '' then redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3]) end
-if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
-return 1`;
+const SETTLE = luaScript('flight-settle.lua');
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 

@@ -92,6 +92,13 @@ export interface RedisLink {
   /** Connected and healthy: commands may be sent. A property read or two: call it on every request. */
   usable(): boolean;
   /**
+   * Usable, and on a Cluster every master's own connection open and ready. Just after a Cluster's
+   * `ready` a node connection still opening refuses a command (no offline queue), and a command to one
+   * not opened yet opens it, so that other commands to it meanwhile fail: a caller that may choose its
+   * moment (the replica registry's first beat) waits for this.
+   */
+  nodesReady(): boolean;
+  /**
    * Runs one command; its value, or FAILED (counted, and part of a run that makes an outage).
    * `timeoutMs`: this call's own timeout, at most `slowTimeoutMs` (default: the link's `timeoutMs`).
    */
@@ -223,6 +230,12 @@ export function createRedisLink(options: RedisLinkOptions): RedisLink {
     return state === 'up' && client.status === 'ready';
   }
 
+  function nodesReady(): boolean {
+    if (!usable()) return false;
+    if (!isCluster(client)) return true;
+    return client.nodes('master').every((node) => node.status === 'ready');
+  }
+
   function stopProbe() {
     if (probe !== undefined) clearInterval(probe);
     probe = undefined;
@@ -347,6 +360,7 @@ export function createRedisLink(options: RedisLinkOptions): RedisLink {
     keyPrefix,
     topology,
     usable,
+    nodesReady,
     run<T>(
       operation: RedisOperation,
       command: (redis: RedisClient) => Promise<T>,

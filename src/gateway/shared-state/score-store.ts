@@ -16,6 +16,7 @@
  * replica added since. One key (`<prefix>models:{scores}`, a Redis Cluster hash tag of its own), so
  * the script touches one slot.
  */
+import { luaScript } from './lua-scripts.js';
 import { FAILED, type RedisLink } from './redis-link.js';
 import type { ScoreStore } from './types.js';
 
@@ -34,12 +35,8 @@ export interface ScoreStoreOptions {
   ttlMs?: number;
 }
 
-// KEYS[1] the hash. ARGV[1] its TTL in ms, then field, amount pairs. Adds each amount, renews the
-// TTL, answers every field of the hash (all replicas' totals).
-const ADD_AND_READ = `
-for i = 2, #ARGV, 2 do redis.call('HINCRBYFLOAT', KEYS[1], ARGV[i], ARGV[i + 1]) end
-if #ARGV > 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
-return redis.call('HGETALL', KEYS[1])`;
+// Adds this replica's sums, renews the TTL, answers every replica's totals.
+const ADD_AND_READ = luaScript('scores-add-and-read.lua');
 
 const addInto = (into: Map<string, number>, from: ReadonlyMap<string, number>) => {
   for (const [field, amount] of from) into.set(field, (into.get(field) ?? 0) + amount);
