@@ -64,7 +64,7 @@ export function createContextFactory(
   const models = options.models ?? noModels;
   return (operation) => ({
     operation,
-    loaders: createLoaders(clients, operation, onDedup),
+    loaders: createLoaders(clients, operation, onDedup, models),
     digits,
     limits,
     budgetStatus,
