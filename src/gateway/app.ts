@@ -36,7 +36,7 @@ import { createExecutor } from './request/executor.js';
 import { createRequestPipeline } from './request/pipeline.js';
 import { createTrustedDocuments, loadManifest, trustedMode } from './request/trusted-documents.js';
 import { createContextFactory } from './schema/context.js';
-import { schema } from './schema/index.js';
+import { schema as publicSchema, subgraphSchema } from './schema/index.js';
 import type { GatewayConfig } from './settings.js';
 import { createSharedState, evictionMessage, type SharedState } from './shared-state/index.js';
 import { createTokenVerifier } from './token-verifier.js';
@@ -142,6 +142,8 @@ export async function createApp(config: GatewayConfig, options: AppOptions): Pro
   await clients.ready();
 
   const production = config.process.nodeEnv === 'production';
+  // FEDERATION=true: the Federation 2 subgraph (the public schema and _service, _entities, Model).
+  const schema = config.federation.enabled ? subgraphSchema() : publicSchema;
   const validate = createDocumentValidator(schema, {
     limits: config.limits,
     introspection: config.server.introspection,
@@ -160,6 +162,10 @@ export async function createApp(config: GatewayConfig, options: AppOptions): Pro
     onUntrusted: () => metrics.recordUntrustedOperation(),
     logger,
   });
+  if (config.federation.enabled && trusted.mode === 'enforce')
+    logger.warn(
+      "FEDERATION=true with TRUSTED_DOCUMENTS_MODE=enforce: a router's fetches are its query plan, not its callers' documents, and are refused; enforce trusted documents at the router (docs/federation.md)",
+    );
   const context = createContextFactory({
     clients,
     digits,

@@ -454,6 +454,18 @@ export const observabilitySettings = settingsGroup('observability', {
   ),
 });
 
+export const federationSettings = settingsGroup('federation', {
+  // Only the two words: this switch changes the schema served, so a typo must not pick one silently.
+  enabled: setting(
+    'FEDERATION',
+    z
+      .enum(['true', 'false'], { message: 'must be true or false' })
+      .default('false')
+      .transform((value) => value === 'true'),
+    'true: POST /graphql serves a Federation 2 subgraph (subgraph.graphql: _service, _entities, the Model entity keyed by name, @cost weights from the price table) for a router to compose; false: the public schema (schema.graphql) alone. Exactly true or false: any other value stops the start.',
+  ),
+});
+
 /** Every group of the gateway (besides the process, log and Redis groups). */
 export const gatewaySettings = {
   server: serverSettings,
@@ -464,6 +476,7 @@ export const gatewaySettings = {
   cache: cacheSettings,
   cost: costSettings,
   observability: observabilitySettings,
+  federation: federationSettings,
 };
 
 /** Every group `createApp` reads: the gateway's, and the process, Redis and log groups. */

@@ -33,7 +33,13 @@
  *   8. the gateway exporting its traces (`gateway otlp`: OTEL_EXPORTER_OTLP_ENDPOINT set, http/protobuf,
  *      the default batch processor) to a receiver in this process that reads each export and discards
  *      it: what the export costs on the request path, as the difference with the `gateway` row of the
- *      same run (cache off; distinct isNull, pi, isNull).
+ *      same run (cache off; distinct isNull, pi, isNull);
+ *   9. the gateway as a Federation 2 subgraph (`gateway federation`: FEDERATION=true), distinct isNull,
+ *      against the `gateway` row of the same run;
+ *  10. the router rows (contract §14): Hive Gateway (test/bench/hive-router.ts, its own process) in front
+ *      of the raw proxy's /graphql (`router proxy`) and in front of the gateway with FEDERATION=true
+ *      (`router gateway`), distinct isNull; a row's CPU is the router's and the subgraph's together,
+ *      each part printed after the table: what the router costs, and what we cost behind it.
  * `--runs N` (default 3) repeats the whole set; each row is compared with the proxy of its own run, and
  * the median over the runs is printed per row with the per-run figures beside it. Then, once, the
  * memory row: RSS of a fresh gateway process (cache off) at start, after a warm-up, half-way through
@@ -717,6 +723,107 @@ async function memoryRow(upstreamUrl: string): Promise<MemoryResult | undefined>
   }
 }
 
+// --- through Hive Gateway (contract §14) --------------------------------------------------------------
+
+/**
+ * The router rows: Hive Gateway (its own process, test/bench/hive-router.ts) in front of the raw proxy's
+ * /graphql, and in front of the gateway with FEDERATION=true, on distinct isNull. A row's CPU is both
+ * processes' (router + subgraph), compared with the proxy alone; each part is noted too.
+ */
+const ROUTER_ROWS = [
+  { label: 'router proxy', behind: 'proxy' },
+  { label: 'router gateway', behind: 'gateway' },
+] as const;
+
+interface RouterSplit {
+  run: number;
+  name: string;
+  routerCpuUsPerRequest: number;
+  subgraphCpuUsPerRequest: number;
+}
+const routerSplits: RouterSplit[] = [];
+
+/** The router and its subgraph as one server under test: their CPU summed, each reading kept. */
+function routerAndSubgraph(
+  router: ChildServer,
+  subgraph: ChildServer,
+  readings: Array<[number, number]>,
+): ChildServer {
+  return {
+    ...router,
+    cpuMs: async () => {
+      const reading: [number, number] = [await router.cpuMs(), await subgraph.cpuMs()];
+      readings.push(reading);
+      return reading[0] + reading[1];
+    },
+  };
+}
+
+async function routerRows(upstreamUrl: string): Promise<void> {
+  const workload = WORKLOADS['distinct isNull'];
+  for (const { label, behind } of ROUTER_ROWS) {
+    const name = `${label} ${workload.suffix}`;
+    if (!selected(name)) continue;
+    const subgraph =
+      behind === 'proxy'
+        ? await startChild({
+            name: 'proxy',
+            script: 'test/bench/raw-proxy.ts',
+            port: await freePort(),
+            readyPath: '/health',
+            env: { UPSTREAM_URL: upstreamUrl },
+          })
+        : await startGateway(upstreamUrl, {
+            label: 'gateway federation',
+            env: { RESPONSE_CACHE: 'false', FEDERATION: 'true' },
+            workloads: [],
+          });
+    try {
+      const router = await startChild({
+        name: label,
+        script: 'test/bench/hive-router.ts',
+        port: await freePort(),
+        readyPath: '/healthcheck',
+        env: { NODE_ENV: 'production', SUBGRAPH_URL: `http://127.0.0.1:${subgraph.port}/graphql` },
+      });
+      try {
+        const target = gatewayTarget(router, workload);
+        await check(name, target, workload.expect);
+        const readings: Array<[number, number]> = [];
+        const server = routerAndSubgraph(router, subgraph, readings);
+        await measure(name, target, { baseline: workload.baseline, server });
+        const row = currentRun().at(-1);
+        const [before, after] = readings;
+        if (row?.name === name && row.total > 0 && before !== undefined && after !== undefined)
+          routerSplits.push({
+            run: row.run,
+            name,
+            routerCpuUsPerRequest: Math.round(((after[0] - before[0]) * 1000) / row.total),
+            subgraphCpuUsPerRequest: Math.round(((after[1] - before[1]) * 1000) / row.total),
+          });
+      } finally {
+        await router.stop();
+      }
+    } finally {
+      await subgraph.stop();
+    }
+  }
+}
+
+function printRouterSplits(): void {
+  if (routerSplits.length === 0) return;
+  console.log('\nthrough Hive Gateway, CPU µs per request of each process (median; per run):');
+  for (const name of [...new Set(routerSplits.map((s) => s.name))]) {
+    const of = routerSplits.filter((s) => s.name === name);
+    const router = of.map((s) => s.routerCpuUsPerRequest);
+    const subgraph = of.map((s) => s.subgraphCpuUsPerRequest);
+    console.log(
+      `  ${name.padEnd(30)} router ${plain(median(router))} (${router.join(' / ')}), ` +
+        `subgraph ${plain(median(subgraph))} (${subgraph.join(' / ')})`,
+    );
+  }
+}
+
 // --- figures -------------------------------------------------------------------------------------
 
 const round2 = (n: number) => Math.round(n * 100) / 100;
@@ -1030,7 +1137,7 @@ function printMedians(table: MedianRow[]): void {
 function printFindings(costs: RedisCost[], checks: TargetCheck[], memory: MemoryResult | undefined): void {
   if (costs.length > 0) {
     console.log(
-      '\nwhat Redis or the trace export adds per request (gateway CPU, the row − its twin without it in the same run; median):',
+      '\nwhat Redis, the trace export or FEDERATION adds per request (gateway CPU, the row − its twin without it in the same run; median):',
     );
     for (const c of costs) {
       console.log(
@@ -1110,6 +1217,13 @@ const GATEWAY_VARIANTS: GatewayVariant[] = [
     label: 'gateway',
     env: {},
     workloads: ['distinct isNull', 'distinct pi', 'distinct literal isNull', 'pi', 'isNull'],
+  },
+  // FEDERATION=true (contract §14): the subgraph schema, on the same workload as the `gateway` row.
+  {
+    label: 'gateway federation',
+    env: { FEDERATION: 'true' },
+    workloads: ['distinct isNull'],
+    twin: 'gateway',
   },
   {
     label: 'gateway trusted',
@@ -1241,6 +1355,7 @@ async function runOnce(upstreamUrl: string, redisUsable: boolean): Promise<void>
   for (const variant of GATEWAY_VARIANTS) {
     await gatewayRows(upstreamUrl, { ...variant, env: { RESPONSE_CACHE: 'false', ...variant.env } });
   }
+  await routerRows(upstreamUrl);
   if (!flag('no-cluster')) {
     await gatewayRows(upstreamUrl, {
       ...CLUSTER_VARIANT,
@@ -1307,6 +1422,7 @@ async function main(): Promise<void> {
   const checks = targetChecks(table);
   printSummary(table, costs, checks, memory);
   printTokenCost();
+  printRouterSplits();
   const results = {
     date: new Date().toISOString(),
     command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(),
@@ -1323,6 +1439,7 @@ async function main(): Promise<void> {
     targets: checks,
     perRun: runs,
     memory,
+    routerSplits,
     notices,
   };
   const dir = new URL('../../bench-results/', import.meta.url);

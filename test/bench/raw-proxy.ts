@@ -7,6 +7,10 @@
  * Routes (any method; the client's body is read and ignored):
  *   POST /pi     → GET  {upstream}/api/v1/pi?digits=10
  *   POST /check  → POST {upstream}/api/v1/check  {"value":null}
+ *   POST /graphql → POST {upstream}/api/v1/check  {"value": <the body's one variable>}, answered
+ *                   as the `isNull` field of a GraphQL response (every NullCheck field, as a NullVerdict):
+ *                   the floor of a one-call subgraph without GraphQL, for the benchmark's Hive Gateway
+ *                   rows (a router in front of it, beside the same router in front of the gateway)
  *   GET  /health → 200 (readiness probe of the benchmark)
  *
  * Run as its own process: `UPSTREAM_URL=http://127.0.0.1:n PORT=0 node --import tsx test/bench/raw-proxy.ts`
@@ -30,6 +34,44 @@ export interface RawProxyOptions {
 
 const CHECK_BODY = JSON.stringify({ value: null });
 
+/** The upstream's check answer as GraphQL's `isNull` (what the IsNull operation selects), no execution. */
+async function answerAsSubgraph(pool: Pool, body: Buffer, res: ServerResponse): Promise<void> {
+  // The document's one variable, whatever the router named it (Hive Gateway sends `_isNull_value`).
+  const variables = (JSON.parse(body.toString()) as { variables?: Record<string, unknown> }).variables;
+  const value = Object.values(variables ?? {})[0] ?? null;
+  const response = await pool.request({
+    method: 'POST',
+    path: '/api/v1/check',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ value }),
+  });
+  const answer = (await response.body.json()) as Record<string, unknown>;
+  const isNull = answer.is_null === true;
+  const text = JSON.stringify({
+    data: {
+      isNull: {
+        __typename: 'NullVerdict',
+        actuallyNull: value === null,
+        correct: isNull === (value === null),
+        confidence: answer.confidence,
+        model: 'NULL_X_4O',
+        modelName: answer.model,
+        inferenceTimeMs: answer.inference_time_ms,
+        gpuCostUsd: answer.gpu_cost_usd,
+        expertsConsulted: answer.experts_consulted,
+        sponsoredBy: answer.sponsored_by,
+        disclaimer: answer.disclaimer,
+        isNull,
+      },
+    },
+  });
+  res.writeHead(200, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(text),
+  });
+  res.end(text);
+}
+
 export async function startRawProxy(
   options: RawProxyOptions,
 ): Promise<{ port: number; close(): Promise<void> }> {
@@ -43,6 +85,10 @@ export async function startRawProxy(
     const url = req.url ?? '/';
     if (url === '/health') {
       res.writeHead(200, { 'content-length': 0 }).end();
+      return;
+    }
+    if (url === '/graphql') {
+      await answerAsSubgraph(pool, body, res);
       return;
     }
     void body;

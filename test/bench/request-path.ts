@@ -9,7 +9,7 @@
  *
  * It runs the compiled gateway (bench-results/dist, built by `npm run bench` or `--build`), as in
  * production: `npx tsx test/bench/request-path.ts [--build] [--requests n] [--rounds n]
- * [--concurrency n] [--warmup n] [--dist dir] [--log-level level] [--workload distinct|literal|pi|trusted|cache|proxy|mcp|tool|mcp-overhead]`. Log lines go to /dev/null, as in the
+ * [--concurrency n] [--warmup n] [--dist dir] [--log-level level] [--federation] [--workload distinct|literal|pi|trusted|cache|proxy|mcp|tool|mcp-overhead]`. Log lines go to /dev/null, as in the
  * benchmark. Prints the median CPU µs per request over the rounds, and each round's.
  *
  * `mcp`: a tools/call of `is_null` with distinct values on POST /mcp (the MCP lane, through the SDK's
@@ -293,6 +293,8 @@ async function main(): Promise<void> {
       LOG_LEVEL,
       ...(WORKLOAD === 'trusted' ? { TRUSTED_DOCUMENTS: manifest, TRUSTED_DOCUMENTS_MODE: 'enforce' } : {}),
       ...(WORKLOAD === 'cache' ? { RESPONSE_CACHE: 'true' } : {}),
+      // `--federation`: the same workload on the Federation 2 subgraph schema (docs/federation.md).
+      ...(process.argv.includes('--federation') ? { FEDERATION: 'true' } : {}),
     });
     // The production sink (a file descriptor), pointed at /dev/null as the benchmark's stdout is.
     const logger = createLogger({ level: LOG_LEVEL, destination: openSync('/dev/null', 'w') });

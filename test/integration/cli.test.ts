@@ -29,12 +29,15 @@ describe('npm start CLI', () => {
     expect(result.stdout).toMatch(/PORT\s+default: 4000/);
     expect(result.stdout).toMatch(/NULL_BASE_URL/);
     expect(result.stdout).toMatch(/UPSTREAM_TIMEOUT_MS\s+default: 5000/);
+    expect(result.stdout).toMatch(/FEDERATION\s+default: false/);
   });
 
   it.each([
     ['PORT', 'eighty'],
     ['NULL_BASE_URL', 'nope'],
     ['UPSTREAM_TIMEOUT_MS', '0'],
+    // A switch of the served schema takes only the two words (contract §14).
+    ['FEDERATION', 'yes'],
   ])('a bad %s stops the start with one line on stderr and exit code 1', (name, value) => {
     const result = runCli([], { [name]: value });
     expect(result.status).toBe(1);

@@ -41,3 +41,20 @@ export function listPrice(call: ModelCall): number {
     }
   }
 }
+
+/**
+ * What one `@cost` weight is worth in US dollars: the subgraph's unit (contract §14; FEDERATION=true),
+ * so that a router's demand control, which counts in integers, refuses by the same prices.
+ */
+export const USD_PER_COST_WEIGHT = 0.0001;
+
+/**
+ * The `@cost(weight:)` of a field that makes `calls`: their table price in units of
+ * USD_PER_COST_WEIGHT, rounded up (a weight must not make a call look cheaper than it is); 0 for none.
+ * The dollars are rounded to 1e-12 first: 0.0042 / 0.0001 is 41.99999999999999 in floating point.
+ */
+export function costWeight(calls: readonly ModelCall[]): number {
+  let usd = 0;
+  for (const call of calls) usd += listPrice(call);
+  return Math.ceil(Math.round(usd * 1e12) / (USD_PER_COST_WEIGHT * 1e12));
+}

@@ -67,6 +67,7 @@ builder.queryField('budget', (t) =>
     nullable: true,
     description:
       "The caller's cost budget (by its API key, or the one of callers without a key); null when no budget applies. Calls nothing upstream.",
+    cost: 0,
     resolve: (_root, _args, context) => {
       const status = context.budgetStatus(context.operation.caller);
       return isPromise(status) ? status.then(shapeOf) : shapeOf(status);

@@ -65,7 +65,7 @@ export function createContextFactory(
   const models = options.models ?? noModels;
   return (operation) => ({
     operation,
-    loaders: createLoaders(clients, operation, onDedup),
+    loaders: createLoaders(clients, operation, onDedup, models),
     digits,
     limits,
     budgetStatus,

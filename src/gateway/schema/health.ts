@@ -165,8 +165,9 @@ builder.queryField('health', (t) =>
     type: Health,
     description:
       'Probes both upstream health endpoints concurrently. Never fails: unreachable is reported as data.',
-    // One health call per upstream; health costs nothing.
+    // One health call per upstream; health costs nothing (no model answers it: @cost 0).
     extensions: { upstream: { calls: 2 } satisfies UpstreamFieldExtension },
+    cost: 0,
     resolve: async (_root, _args, context) => {
       const [nullCheck, pi] = await context.loaders.health();
       return { status: healthStatusOf(nullCheck, pi), nullCheck, pi };

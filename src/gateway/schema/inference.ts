@@ -15,6 +15,7 @@ import type { InferenceRequest, InferenceResponse } from '../upstream/types.js';
 import { constantUnion, type DigitsShape, digitsAnswer, digitsFields, modelFields } from './answer-fields.js';
 import { builder } from './builder.js';
 import { checkDigits, rethrowAsFieldError, waiverRequired } from './errors.js';
+import { fieldCost } from './field-cost.js';
 import { checkModelAsked, minAccuracyDescription, modelToSend } from './model-choice.js';
 import { PiModel, piModelOf } from './models.js';
 import { floatOrNull, intOrNull } from './numbers.js';
@@ -98,6 +99,26 @@ export const InferenceResult = constantUnion(
   },
 );
 
+const upstream = {
+  calls: 1,
+  pricedBy: ['input'],
+  routedBy: 'input.minAccuracy',
+  models: (args) => {
+    const input = (args.input ?? {}) as {
+      model?: unknown;
+      desiredDigits?: unknown;
+      minAccuracy?: unknown;
+      temperature?: unknown;
+    };
+    return [
+      {
+        ...inferencePricing(stringArgument(input.model), numberArgument(input.desiredDigits)),
+        route: routeOf(input),
+      },
+    ];
+  },
+} satisfies UpstreamFieldExtension;
+
 builder.queryField('inference', (t) =>
   t.field({
     type: InferenceResult,
@@ -106,27 +127,8 @@ builder.queryField('inference', (t) =>
       'The beta inference endpoint of the pi-digits service (labelled v2). Needs liabilityWaiverSigned: true ' +
       '(else WAIVER_REQUIRED). Fails with BAD_USER_INPUT for negative or too many digits or temperature ' +
       'outside 0..1; TIER_FORBIDDEN, RATE_LIMITED, UPSTREAM_* codes as `pi`.',
-    extensions: {
-      upstream: {
-        calls: 1,
-        pricedBy: ['input'],
-        routedBy: 'input.minAccuracy',
-        models: (args) => {
-          const input = (args.input ?? {}) as {
-            model?: unknown;
-            desiredDigits?: unknown;
-            minAccuracy?: unknown;
-            temperature?: unknown;
-          };
-          return [
-            {
-              ...inferencePricing(stringArgument(input.model), numberArgument(input.desiredDigits)),
-              route: routeOf(input),
-            },
-          ];
-        },
-      } satisfies UpstreamFieldExtension,
-    },
+    extensions: { upstream },
+    cost: fieldCost(upstream),
     args: {
       input: t.arg({
         type: InferenceInput,

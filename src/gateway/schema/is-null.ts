@@ -12,6 +12,7 @@ import type { NullCheckRequest, NullCheckResponse, PhilosophicalAnalysis } from 
 import { AnswerFactsShape, answerFactsFields } from './answer-fields.js';
 import { builder } from './builder.js';
 import { badUserInput, rethrowAsFieldError } from './errors.js';
+import { fieldCost } from './field-cost.js';
 import { JsonScalar } from './json-scalar.js';
 import type { JsonArgument } from './json-value.js';
 import { checkModelAsked, minAccuracyDescription, modelToSend, ROUTING_SAID } from './model-choice.js';
@@ -222,6 +223,14 @@ function boundedValue(arg: JsonArgument, limits: { maxJsonDepth: number; maxJson
   return arg.value;
 }
 
+const upstream = {
+  calls: 1,
+  pricedBy: ['model'],
+  routedBy: 'minAccuracy',
+  routedReads: ['minAccuracy', 'temperature'],
+  models: (args) => [{ ...checkPricing(stringArgument(args.model)), route: routeOf(args) }],
+} satisfies UpstreamFieldExtension;
+
 builder.queryField('isNull', (t) =>
   t.field({
     type: NullCheckResult,
@@ -230,15 +239,8 @@ builder.queryField('isNull', (t) =>
       'Asks the null-check service whether `value` is null. Omit `value` to ask about undefined (the ' +
       'service answers 400: UNDEFINED_VALUE); pass `null` for null. Fails with TIER_FORBIDDEN for ' +
       "strictMode beyond your tier, RATE_LIMITED, NULL_PARADOX (the service's 500), UPSTREAM_* codes.",
-    extensions: {
-      upstream: {
-        calls: 1,
-        pricedBy: ['model'],
-        routedBy: 'minAccuracy',
-        routedReads: ['minAccuracy', 'temperature'],
-        models: (args) => [{ ...checkPricing(stringArgument(args.model)), route: routeOf(args) }],
-      } satisfies UpstreamFieldExtension,
-    },
+    extensions: { upstream },
+    cost: fieldCost(upstream),
     args: {
       value: t.arg({
         type: JsonScalar,

@@ -12,6 +12,8 @@
  */
 import DataLoader from 'dataloader';
 import type { UpstreamName } from '../errors.js';
+import type { ModelsView } from '../models/model-scoring.js';
+import type { ModelScore } from '../models/scoreboard.js';
 import type { Operation } from '../operation/operation.js';
 import type { UpstreamClients } from '../upstream/clients.js';
 import type {
@@ -112,6 +114,11 @@ export interface Loaders {
   readonly nullCheck: Loader<NullCheckRequest, NullCheckResponse>;
   readonly pi: Loader<PiRequest, PiResponse>;
   readonly inference: Loader<InferenceRequest, InferenceResponse>;
+  /**
+   * A model's scoreboard rows by its name (none for a model not measured yet): every name asked for
+   * in one tick is answered by one read of the scoreboard (the `_entities` of a router's batch).
+   */
+  readonly modelScores: Loader<string, ModelScore[]>;
   /** Both health probes, concurrently, once per operation. Never rejects. */
   health(): Promise<HealthPair>;
 }
@@ -126,12 +133,22 @@ class OperationLoaders implements Loaders, CallContext {
   #pi: DataLoader<PiRequest, PiResponse, string> | undefined = undefined;
   #inference: DataLoader<InferenceRequest, InferenceResponse, string> | undefined = undefined;
   #health: Promise<HealthPair> | undefined = undefined;
+  #modelScores: DataLoader<string, ModelScore[]> | undefined = undefined;
 
   constructor(
     readonly clients: UpstreamClients,
     readonly operation: Operation,
     readonly onDedup: OnDedup,
+    readonly models: ModelsView,
   ) {}
+
+  get modelScores(): Loader<string, ModelScore[]> {
+    this.#modelScores ??= new DataLoader<string, ModelScore[]>(async (names) => {
+      const rows = await this.models.rows();
+      return names.map((name) => rows.filter((row) => row.model === name));
+    });
+    return this.#modelScores;
+  }
 
   get nullCheck(): Loader<NullCheckRequest, NullCheckResponse> {
     this.#nullCheck ??= loaderOf(NULL_CHECK, this);
@@ -157,7 +174,12 @@ class OperationLoaders implements Loaders, CallContext {
   }
 }
 
-/** The loaders of one operation over `clients`. */
-export function createLoaders(clients: UpstreamClients, operation: Operation, onDedup: OnDedup): Loaders {
-  return new OperationLoaders(clients, operation, onDedup);
+/** The loaders of one operation over `clients` and the scoreboard's `models`. */
+export function createLoaders(
+  clients: UpstreamClients,
+  operation: Operation,
+  onDedup: OnDedup,
+  models: ModelsView,
+): Loaders {
+  return new OperationLoaders(clients, operation, onDedup, models);
 }

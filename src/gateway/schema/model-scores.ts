@@ -3,11 +3,14 @@
  * per temperature band, scored against the truth the gateway computes. Calls nothing upstream (it
  * reads the score store: memory, or one Redis round trip that also writes this replica's new scores).
  */
-import type { ModelScore as ModelScoreShape } from '../models/scoreboard.js';
+import { BANDS, type ModelScore as ModelScoreShape } from '../models/scoreboard.js';
+import { SERVICE_MODELS } from '../models/service-models.js';
 import { builder } from './builder.js';
 import { fieldTable } from './field-table.js';
 
-const ModelScore = builder.objectRef<ModelScoreShape>('ModelScore').implement({
+const MODEL_SCORE_ROWS = Object.values(SERVICE_MODELS).flat().length * BANDS.length;
+
+export const ModelScore = builder.objectRef<ModelScoreShape>('ModelScore').implement({
   description:
     'How one model of a service answered at one temperature band, judged against the truth the gateway computes (strict null; the true digits of pi). Answers served from the response cache or shared with another call are counted once, where the upstream answered.',
   fields: (t) => ({
@@ -49,6 +52,9 @@ builder.queryField('models', (t) =>
     type: [ModelScore],
     description:
       'The model scoreboard: per service, model and temperature band, every answer scored against the truth (shared by every replica through REDIS_URL). Ordered by service, model, band. Calls nothing upstream.',
+    cost: 0,
+    // At most a row per model of each service and band (a router's demand control multiplies by it).
+    listSize: { assumedSize: MODEL_SCORE_ROWS },
     resolve: (_root, _args, context) => context.models.rows(),
   }),
 );

@@ -17,6 +17,7 @@ import type { PiRequest, PiResponse } from '../upstream/types.js';
 import { AnswerFactsShape, answerFactsFields, constantUnion, type DigitsShape } from './answer-fields.js';
 import { builder } from './builder.js';
 import { checkDigits, rethrowAsFieldError } from './errors.js';
+import { fieldCost } from './field-cost.js';
 import { checkModelAsked, minAccuracyDescription, modelToSend, ROUTING_SAID } from './model-choice.js';
 import { PiModel, piModelOf } from './models.js';
 import { intOrNull } from './numbers.js';
@@ -108,6 +109,16 @@ export const PiResult = constantUnion(
   },
 );
 
+const upstream = {
+  calls: 1,
+  pricedBy: ['model', 'digits'],
+  routedBy: 'minAccuracy',
+  routedReads: ['minAccuracy', 'temperature'],
+  models: (args) => [
+    { ...piPricing(stringArgument(args.model), numberArgument(args.digits)), route: routeOf(args) },
+  ],
+} satisfies UpstreamFieldExtension;
+
 builder.queryField('pi', (t) =>
   t.field({
     type: PiResult,
@@ -116,17 +127,8 @@ builder.queryField('pi', (t) =>
       'Asks the pi-digits service for digits of pi. Free tier: at most 3 digits and sponsored: true (else ' +
       'TIER_FORBIDDEN, or a clamp visible as precision < requestedDigits). Fails with BAD_USER_INPUT for ' +
       'negative digits, more than MAX_DIGITS, or temperature outside 0..1; RATE_LIMITED; UPSTREAM_* codes.',
-    extensions: {
-      upstream: {
-        calls: 1,
-        pricedBy: ['model', 'digits'],
-        routedBy: 'minAccuracy',
-        routedReads: ['minAccuracy', 'temperature'],
-        models: (args) => [
-          { ...piPricing(stringArgument(args.model), numberArgument(args.digits)), route: routeOf(args) },
-        ],
-      } satisfies UpstreamFieldExtension,
-    },
+    extensions: { upstream },
+    cost: fieldCost(upstream),
     args: {
       digits: t.arg.int({
         description: 'Decimal places wanted, 0 or more. Omitted: 3 (the service default).',
