@@ -8,7 +8,7 @@
  *
  * Keys are never printed: errors name a scope by its position unless it is one of the fixed names.
  */
-import { readFileSync } from 'node:fs';
+import { inlineOrFile } from '../shared/settings.js';
 
 const MINUTE_MS = 60_000;
 const UNIT_MS = { m: MINUTE_MS, h: 60 * MINUTE_MS, d: 24 * 60 * MINUTE_MS } as const;
@@ -47,15 +47,7 @@ function scopeText(name: string, index: number): string {
  * Error whose message is one line naming what is wrong, never a key nor the JSON text.
  */
 export function parseBudgets(value: string): BudgetsSetting {
-  let text = value;
-  if (value.startsWith('@')) {
-    const file = value.slice(1);
-    try {
-      text = readFileSync(file, 'utf8');
-    } catch (error) {
-      throw new Error(`cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
-    }
-  }
+  const text = inlineOrFile(value);
   let json: unknown;
   try {
     json = JSON.parse(text);

@@ -29,10 +29,10 @@
  *   keys, APQ owners, shared-call and cache keys and log lines use it; no key or token is in any of
  *   them. A user's own budget scope is `user:<subject>` as COST_BUDGETS writes it.
  */
-import { readFileSync } from 'node:fs';
 import type { GraphQLError } from 'graphql';
 import { LRUCache } from 'lru-cache';
 import { apiKeyDigest } from '../shared/api-key-digest.js';
+import { inlineOrFile } from '../shared/settings.js';
 import { gatewayError } from './errors.js';
 import { looksLikeJwt, type TokenVerdict, type TokenVerifier, type VerifiedToken } from './token-verifier.js';
 
@@ -103,15 +103,7 @@ const UPSTREAM_KEYS_ENTRY = /^(free|pro|enterprise):([^,\s]+)$/;
  * Throws an Error naming the bad entry by its position, never a key.
  */
 export function parseUpstreamKeys(value: string): ReadonlyMap<Tier, string> {
-  let text = value;
-  if (value.startsWith('@')) {
-    const file = value.slice(1);
-    try {
-      text = readFileSync(file, 'utf8');
-    } catch (error) {
-      throw new Error(`cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
-    }
-  }
+  const text = inlineOrFile(value);
   const keys = new Map<Tier, string>();
   text.split(/[,\n]/).forEach((raw, index) => {
     const entry = raw.trim();

@@ -10,6 +10,7 @@ import {
   bool,
   httpUrl,
   int,
+  parsedBy,
   ratio,
   type SettingsValues,
   setting,
@@ -132,18 +133,7 @@ export const serverSettings = settingsGroup('gateway', {
   ),
   mcpAllowedOrigins: setting(
     'MCP_ALLOWED_ORIGINS',
-    z
-      .string()
-      .optional()
-      .transform((value, context) => {
-        if (value === undefined) return undefined;
-        try {
-          return parseOrigins(value);
-        } catch (error) {
-          context.addIssue({ code: 'custom', message: (error as Error).message });
-          return z.NEVER;
-        }
-      }),
+    parsedBy(parseOrigins),
     'Comma-separated browser origins (scheme://host[:port]) whose requests /mcp accepts besides loopback ones (localhost, 127.0.0.1, [::1], any port); a request with any other Origin is refused with 403 (DNS-rebinding protection). Requests without Origin are not affected.',
     '(none: loopback origins only)',
   ),
@@ -219,18 +209,7 @@ export const authSettings = settingsGroup('identity provider', {
   ),
   upstreamKeys: setting(
     'UPSTREAM_KEYS',
-    z
-      .string()
-      .optional()
-      .transform((value, context) => {
-        if (value === undefined) return undefined;
-        try {
-          return parseUpstreamKeys(value);
-        } catch (error) {
-          context.addIssue({ code: 'custom', message: (error as Error).message });
-          return z.NEVER;
-        }
-      }),
+    parsedBy(parseUpstreamKeys),
     "The upstream API keys the gateway holds for callers identified by a token, as tier:key pairs (pro:<key>,enterprise:<key>), or @<file> holding them (a mounted secret). A verified caller's upstream calls carry its tier's key; free: none unless listed. Never logged.",
     '(unset: none; with the embedded services, their demo keys: pro:demo-pro,enterprise:demo-enterprise)',
   ),
@@ -389,19 +368,8 @@ export const costSettings = settingsGroup('cost', {
   ),
   costBudgets: setting(
     'COST_BUDGETS',
-    z
-      .string()
-      .optional()
-      .transform((value, context) => {
-        if (value === undefined) return undefined;
-        try {
-          return parseBudgets(value);
-        } catch (error) {
-          context.addIssue({ code: 'custom', message: (error as Error).message });
-          return z.NEVER;
-        }
-      }),
-    'Budgets per scope over several sliding windows, JSON or @<file>: {"default":{"1h":0.05,"24h":0.5},"anonymous":{"1h":0.01},"tier:pro":{"1h":1},"key:<sha256 hex of the key>":{"30d":100}}. Windows <n>m, <n>h or <n>d. The most specific scope applies (key, tier from API_KEYS, anonymous for callers without a key, default); an operation must fit every window of it. Checked at start; keys are never printed.',
+    parsedBy(parseBudgets),
+    'Budgets per scope over several sliding windows, JSON or @<file>: {"default":{"1h":0.05,"24h":0.5},"anonymous":{"1h":0.01},"tier:pro":{"1h":1},"key:<sha256 hex of the key>":{"30d":100}}. Windows <n>m, <n>h or <n>d. A user of the identity provider has "user:<sub>" scopes. The most specific scope applies (the key or user of its own, its tier from API_KEYS or a token claim, anonymous for callers without a key, default); an operation must fit every window of it. Checked at start; keys are never printed.',
     '(unset: COST_BUDGET_USD_PER_HOUR alone)',
   ),
   costBudgetFallback: setting(

@@ -7,6 +7,7 @@
  * that is validated but not documented, or documented with a stale default, cannot happen.
  * An empty variable counts as unset.
  */
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 
 /** One setting: its environment variable, zod schema (which carries the default) and help text. */
@@ -175,6 +176,38 @@ export const bool = () =>
   z
     .enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off'])
     .transform((v) => v === 'true' || v === '1' || v === 'yes' || v === 'on');
+/**
+ * A setting read by a parser of its own (`text → value`, throwing an Error whose message is one line
+ * naming what is wrong, never a secret): unset stays undefined, a throw is the setting's issue.
+ */
+export const parsedBy = <T>(parse: (text: string) => T) =>
+  z
+    .string()
+    .optional()
+    .transform((value, context): T | undefined => {
+      if (value === undefined) return undefined;
+      try {
+        return parse(value);
+      } catch (error) {
+        context.addIssue({ code: 'custom', message: (error as Error).message });
+        return z.NEVER;
+      }
+    });
+
+/**
+ * A setting's text, given inline or as `@<file>` (a mounted secret, a long JSON): the file's content.
+ * Throws one line naming the file, never its content.
+ */
+export function inlineOrFile(value: string): string {
+  if (!value.startsWith('@')) return value;
+  const file = value.slice(1);
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new Error(`cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+}
+
 export const httpUrl = () =>
   z
     .string()
