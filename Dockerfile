@@ -41,6 +41,14 @@ FROM ${BASE_IMAGE}
 # HOST stays at its default (`::`, every interface, IPv4 and IPv6, falling back to 0.0.0.0 where IPv6
 # is off): reachable from outside the container. JSON log lines on standard output.
 ENV NODE_ENV=production
+# V8's heap sized from the container's memory limit, not from the node's (docs/operations.md,
+# "Memory"; measured in docs/benchmarks/2026-12-07-memory.md). Without these, V8 keeps a young
+# generation of 2 × 64 MB and grows the old one as if the machine's memory were its own, and it
+# keeps the pages it has freed: RSS 147 MB at start, ~415 MB after 100,000 operations and still there
+# a minute later, for ~45 MB of live heap. A semi-space of 8 MB and an old space of half the limit
+# (192 MB under the Deployment's 384 Mi) measured ~137 MB at start and ~190–200 MB at the peak, for
+# no CPU outside the noise. --max-old-space-size-percentage needs node 24.8+ (BASE_IMAGE's node 24).
+ENV NODE_OPTIONS="--max-semi-space-size=8 --max-old-space-size-percentage=50"
 WORKDIR /app
 # Owned by root and read-only for the user that runs it: the process cannot change its own code. It
 # writes no file at runtime (logs go to standard output, the digit cache is in memory), so the root

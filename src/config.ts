@@ -39,7 +39,12 @@ export function helpText(): string {
     "OPENTELEMETRY (the specification's variables; an endpoint turns the export on; docs/operations.md, Tracing)",
     ...OTEL_VARIABLES.map((name) => `  ${name}`),
   ];
-  return `${settingsHelpText()}\n\n${otel.join('\n')}`;
+  // Node's own: the image sets it (the Dockerfile), so a platform that overrides it should know it is read.
+  const node = [
+    "NODE (node's own variable; the image sets V8's heap sizes in it: docs/operations.md, Memory)",
+    '  NODE_OPTIONS',
+  ];
+  return `${settingsHelpText()}\n\n${otel.join('\n')}\n\n${node.join('\n')}`;
 }
 
 function settingsHelpText(): string {

@@ -1,5 +1,5 @@
 /**
- * Gateway benchmark: `npm run bench [-- --runs 3 --duration 10 --warmup 3 --connections 50 --memory-ops 100000]`.
+ * Gateway benchmark: `npm run bench [-- --runs 3 --duration 10 --warmup 3 --connections 50 --memory-ops 100000 --memory-idle 60]`.
  *
  * What a gateway costs is what it adds on top of the upstream call, so every figure is put next to the
  * physical limit measured in the same run: one at a time on loopback, under the same load (autocannon,
@@ -42,8 +42,10 @@
  *      each part printed after the table: what the router costs, and what we cost behind it.
  * `--runs N` (default 3) repeats the whole set; each row is compared with the proxy of its own run, and
  * the median over the runs is printed per row with the per-run figures beside it. Then, once, the
- * memory row: RSS of a fresh gateway process (cache off) at start, after a warm-up, half-way through
- * and after `--memory-ops` operations.
+ * memory row: a fresh gateway process (cache off) under `--memory-ops` distinct isNull operations at
+ * `--connections`: its RSS at start, at its peak under the load (sampled every 250 ms), at the end
+ * and `--memory-idle` seconds after (nothing forced: what a platform sees), then the V8 heap after a
+ * forced full GC; against the bound of issue #47 (peak ≤ 250 MB, ≤ 200 MB after the idle minute).
  *
  * Per row: req/s, p50, p99, errors, non-2xx, the CPU time of the server process per answered request
  * (workers included) and, gateway ÷ proxy, its ratio to the proxy's CPU per request, throughput ×
@@ -56,7 +58,7 @@
  * the fleet rows and the proxy they are compared with); `--no-cluster`, `--no-redis` (the Redis and
  * fleet rows), `--no-fleet`, `--no-memory` skip those parts; `--no-build` reuses the last build; `--cpu-prof`
  * writes V8 CPU profiles of each gateway process to bench-results/profiles/; `--node-args "..."` gives
- * the gateway processes node options (V8 settings to compare).
+ * the gateway processes other node options than the image's (V8 settings to compare; `""` for none).
  */
 
 import { spawnSync } from 'node:child_process';
@@ -70,6 +72,7 @@ import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import autocannon, { type Result as AutocannonResult } from 'autocannon';
 import { startIdentityProvider } from '../support/identity-provider.js';
+import { deployedNodeArgs } from '../support/image-node-options.js';
 import { freePort, redisServerAvailable, startRedisServer } from '../support/redis-server.js';
 import {
   type ChildServer,
@@ -79,6 +82,14 @@ import {
   startChild,
   track,
 } from './bench-processes.js';
+import {
+  MEMORY_PROBE_ARGS,
+  type MemoryProbe,
+  mb,
+  memoryGatewayEnv,
+  probeMemory,
+  watchRss,
+} from './memory-sampling.js';
 import { countRoundTrips, readCommandStats, resetCommandStats } from './redis-commandstats.js';
 
 // --- options -------------------------------------------------------------------------------------
@@ -100,18 +111,22 @@ const DURATION_S = option('duration', 10);
 const WARMUP_S = option('warmup', 3);
 const CONNECTIONS = option('connections', 50);
 const MEMORY_OPS = option('memory-ops', 100_000);
+/** Seconds the memory row waits after its load before reading RSS again (issue #47: back under 200 MB within 60 s). */
+const MEMORY_IDLE_S = option('memory-idle', 60);
 const WORKERS = option('workers', 2);
 /** `--cpu-prof`: each gateway process (and the proxy) writes a V8 CPU profile to bench-results/profiles/. */
 const CPU_PROF = flag('cpu-prof');
 const PROFILE_DIR = new URL('../../bench-results/profiles/', import.meta.url);
 /**
- * `--node-args "a b"`: node options for the gateway processes (none by default, as the image and
- * `npm start` run it), to compare V8 settings such as `--max-semi-space-size`.
+ * `--node-args "a b"`: node options for the gateway processes, to compare V8 settings such as
+ * `--max-semi-space-size`. By default the image's (the Dockerfile's NODE_OPTIONS, its share of memory
+ * taken of the Deployment's memory limit: test/support/image-node-options.ts), so that every row
+ * measures the gateway as it is deployed; `--node-args ""` runs it with node's defaults.
  */
 const NODE_ARGS_INDEX = process.argv.indexOf('--node-args');
 const GATEWAY_NODE_ARGS =
   NODE_ARGS_INDEX === -1
-    ? []
+    ? deployedNodeArgs()
     : (process.argv[NODE_ARGS_INDEX + 1] ?? '').split(' ').filter((arg) => arg !== '');
 
 // --- the requests --------------------------------------------------------------------------------
@@ -585,19 +600,6 @@ async function redisGatewayRows(upstreamUrl: string, variant: GatewayVariant): P
   }
 }
 
-/**
- * Preloaded into the memory row's gateway (with --expose-gc): on SIGUSR2, a full garbage collection,
- * then one JSON line on stderr with the process's memory. The same as test/bench/load-memory-probe.ts
- * (which test:load preloads under tsx), as plain JavaScript for the compiled gateway, on stderr because
- * the benchmark does not read the gateway's stdout (its log lines).
- */
-const MEMORY_PROBE = `data:text/javascript,${encodeURIComponent(
-  'import { getHeapSpaceStatistics } from "node:v8"; ' +
-    'let n = 0; process.on("SIGUSR2", () => { globalThis.gc?.(); const m = process.memoryUsage(); ' +
-    'const young = getHeapSpaceStatistics().find((s) => s.space_name === "new_space")?.space_size ?? 0; ' +
-    'process.stderr.write(JSON.stringify({ memoryProbe: { n: ++n, rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, young } }) + "\\n"); });',
-)}`;
-
 interface MemoryPoint {
   /** Operations sent so far (the warm-up included). */
   operations: number;
@@ -608,8 +610,9 @@ interface MemoryPoint {
   heapUsedAfterGcMb: number;
   /**
    * V8's heap as committed (heapTotal) and its young generation (`new_space`) after that GC (MB): V8
-   * grows the young generation under a high allocation rate, up to a maximum it picks from the
-   * machine's memory, and keeps it; that is RSS without anything being held.
+   * grows the young generation under a high allocation rate, up to its maximum (node's
+   * `--max-semi-space-size`, else derived from the memory node finds available), and keeps it; that
+   * is RSS without anything being held.
    */
   heapTotalAfterGcMb: number;
   youngGenerationMb: number;
@@ -617,39 +620,25 @@ interface MemoryPoint {
 
 interface MemoryResult {
   operations: number;
+  connections: number;
+  /** The gateway's node options (the image's unless `--node-args`). */
+  nodeArgs: string[];
   rssStartMb: number;
   rssAfterWarmupMb: number;
-  rssHalfwayMb: number;
+  /** The highest RSS sampled (every 250 ms) while the operations ran. */
+  rssPeakMb: number;
+  /** RSS when the last operation was answered. */
   rssAfterMb: number;
+  /** RSS `idleSeconds` after the load ended, nothing forced. */
+  rssIdleMb: number;
+  idleSeconds: number;
+  /** Start, after the warm-up, after the idle wait: each read, then a full GC and the heap. */
   points: MemoryPoint[];
   failures: number;
 }
 
-const mb = (bytes: number) => Math.round((bytes / 1024 / 1024) * 10) / 10;
-
-/** Full GC in the gateway (MEMORY_PROBE), then its RSS and heap used. */
-interface MemoryProbe {
-  n: number;
-  rss: number;
-  heapUsed: number;
-  heapTotal: number;
-  young: number;
-}
-
-async function probeMemory(gateway: ChildServer, count: number): Promise<MemoryProbe> {
-  gateway.child.kill('SIGUSR2');
-  const deadline = Date.now() + 10_000;
-  while (Date.now() < deadline) {
-    const lines = gateway.stderr().split('\n');
-    for (const line of lines) {
-      if (!line.startsWith('{"memoryProbe"')) continue;
-      const probe = (JSON.parse(line) as { memoryProbe: MemoryProbe }).memoryProbe;
-      if (probe.n === count) return probe;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`memory row: the gateway did not answer memory probe ${count}: ${gateway.stderr()}`);
-}
+/** Issue #47's bound on the memory row: RSS at the peak of the load, and after the idle minute (MB). */
+const MEMORY_BOUND = { peakMb: 250, idleMb: 200 };
 
 async function memoryRow(upstreamUrl: string): Promise<MemoryResult | undefined> {
   if (flag('no-memory') || MEMORY_OPS === 0 || (only !== undefined && !selected('memory'))) return undefined;
@@ -658,20 +647,12 @@ async function memoryRow(upstreamUrl: string): Promise<MemoryResult | undefined>
     script: GATEWAY_SCRIPT,
     port: await freePort(),
     readyPath: '/health',
-    nodeArgs: ['--expose-gc', '--import', MEMORY_PROBE],
-    env: {
-      NODE_ENV: 'production',
-      HOST: '127.0.0.1',
-      NULL_BASE_URL: upstreamUrl,
-      PI_BASE_URL: upstreamUrl,
-      LOG_LEVEL: 'info',
-      RESPONSE_CACHE: 'false',
-    },
+    nodeArgs: [...GATEWAY_NODE_ARGS, ...MEMORY_PROBE_ARGS],
+    env: memoryGatewayEnv(upstreamUrl),
   });
   const points: MemoryPoint[] = [];
-  const point = async (operations: number) => {
-    const rss = await gateway.rss();
-    const probe = await probeMemory(gateway, points.length + 1);
+  const point = async (operations: number, rss: number) => {
+    const probe: MemoryProbe = await probeMemory(gateway, points.length + 1);
     const p: MemoryPoint = {
       operations,
       rssMb: mb(rss),
@@ -684,37 +665,53 @@ async function memoryRow(upstreamUrl: string): Promise<MemoryResult | undefined>
     process.stderr.write(
       `  memory after ${String(operations).padStart(6)} operations: RSS ${p.rssMb} MB; after a full GC: RSS ${p.rssAfterGcMb} MB, heap used ${p.heapUsedAfterGcMb} MB, committed ${p.heapTotalAfterGcMb} MB (young generation ${p.youngGenerationMb} MB)\n`,
     );
-    return rss;
   };
   try {
-    const target = gatewayTarget(gateway, WORKLOADS.pi);
+    // Distinct operations, as the bound of issue #47 is stated: one upstream call each, nothing shared.
+    const { bodyFor } = WORKLOADS['distinct isNull'];
+    const target = gatewayTarget(gateway, WORKLOADS['distinct isNull']);
     const send = (amount: number) =>
       autocannon({
         url: target.url,
         method: target.method,
         headers: target.headers,
         body: target.body,
+        ...(bodyFor && {
+          requests: [{ setupRequest: (request) => ({ ...request, body: bodyFor(++varied) }) }],
+        }),
         connections: CONNECTIONS,
         amount,
         timeout: 10,
       });
     const warmup = 2000;
-    const half = Math.floor(MEMORY_OPS / 2);
-    const rssStart = await point(0);
+    const rssStart = await gateway.rss();
+    await point(0, rssStart);
     const results = [await send(warmup)];
-    const rssAfterWarmup = await point(warmup);
-    results.push(await send(half));
-    const rssHalfway = await point(warmup + half);
-    results.push(await send(MEMORY_OPS - half));
-    const rssAfter = await point(warmup + MEMORY_OPS);
+    const rssAfterWarmup = await gateway.rss();
+    await point(warmup, rssAfterWarmup);
+    // From here until the idle wait is over nothing is forced: RSS as a platform would see it.
+    const watch = watchRss(gateway);
+    results.push(await send(MEMORY_OPS));
+    const rssAfter = await gateway.rss();
+    await watch.stop();
+    process.stderr.write(
+      `  memory: peak RSS ${mb(Math.max(watch.peak(), rssAfter))} MB under the load, ${mb(rssAfter)} MB at its end; waiting ${MEMORY_IDLE_S} s...\n`,
+    );
+    await new Promise((resolve) => setTimeout(resolve, MEMORY_IDLE_S * 1000));
+    const rssIdle = await gateway.rss();
+    await point(warmup + MEMORY_OPS, rssIdle);
     const failures = results.reduce((sum, r) => sum + r.non2xx + r.errors + r.timeouts, 0);
     if (failures > 0) notice(`memory row: ${failures} failed requests (non-2xx, errors, timeouts)`);
     return {
       operations: MEMORY_OPS,
+      connections: CONNECTIONS,
+      nodeArgs: GATEWAY_NODE_ARGS,
       rssStartMb: mb(rssStart),
       rssAfterWarmupMb: mb(rssAfterWarmup),
-      rssHalfwayMb: mb(rssHalfway),
+      rssPeakMb: mb(Math.max(watch.peak(), rssAfter)),
       rssAfterMb: mb(rssAfter),
+      rssIdleMb: mb(rssIdle),
+      idleSeconds: MEMORY_IDLE_S,
       points,
       failures,
     };
@@ -1157,13 +1154,18 @@ function printFindings(costs: RedisCost[], checks: TargetCheck[], memory: Memory
     }
   }
   if (memory) {
+    const verdict = (value: number, bound: number) =>
+      value <= bound ? `≤ ${bound}: met` : `> ${bound}: MISSED`;
     console.log(
-      `\nmemory (gateway process, cache off): RSS ${memory.rssStartMb} MB at start, ${memory.rssAfterWarmupMb} MB after warm-up, ` +
-        `${memory.rssHalfwayMb} MB after ${Math.floor(memory.operations / 2)} more operations, ` +
-        `${memory.rssAfterMb} MB after ${memory.operations}; ${memory.failures} failed requests`,
+      `\nmemory (one gateway process, cache off, ${memory.operations} distinct isNull at ${memory.connections} connections; ` +
+        `node ${memory.nodeArgs.length > 0 ? memory.nodeArgs.join(' ') : "with node's defaults"}):\n` +
+        `  RSS ${memory.rssStartMb} MB at start, ${memory.rssAfterWarmupMb} MB after the warm-up, ` +
+        `${memory.rssPeakMb} MB at its peak under the load (${verdict(memory.rssPeakMb, MEMORY_BOUND.peakMb)}), ` +
+        `${memory.rssAfterMb} MB at its end, ${memory.rssIdleMb} MB ${memory.idleSeconds} s after ` +
+        `(${verdict(memory.rssIdleMb, MEMORY_BOUND.idleMb)}); ${memory.failures} failed requests`,
     );
     console.log(
-      `  after a forced full GC at the same points: RSS ${memory.points.map((p) => p.rssAfterGcMb).join(' / ')} MB, ` +
+      `  after a forced full GC at start / after the warm-up / after the idle wait: RSS ${memory.points.map((p) => p.rssAfterGcMb).join(' / ')} MB, ` +
         `V8 heap used ${memory.points.map((p) => p.heapUsedAfterGcMb).join(' / ')} MB, ` +
         `committed ${memory.points.map((p) => p.heapTotalAfterGcMb).join(' / ')} MB ` +
         `(young generation ${memory.points.map((p) => p.youngGenerationMb).join(' / ')} MB)`,

@@ -7,7 +7,9 @@
  * allocated per request, and B's median ÷ A's.
  *
  * Options: `--a dir` (default bench-results/dist), `--b dir` (required), `--pairs n` (5), and
- * `--workload`, `--requests`, `--warmup`, `--concurrency`, `--log-level`, passed to each round.
+ * `--workload`, `--requests`, `--warmup`, `--concurrency`, `--log-level`, passed to each round;
+ * `--a-node-args "..."` / `--b-node-args "..."`: node options for A's or B's rounds (V8's heap sizes,
+ * say), so that one build under two sets of options is an A/B too (`--b` may then name A's dir).
  * Build a version with `node scripts/build-dist.mjs <dir>` (tsc, and the Lua scripts beside it).
  */
 import { spawnSync } from 'node:child_process';
@@ -30,6 +32,10 @@ const passed = ['workload', 'requests', 'warmup', 'concurrency', 'log-level'].fl
   const value = argument(name);
   return value === undefined ? [] : [`--${name}`, value];
 });
+/** `--a-node-args "a b"`: node options of one side's rounds (none by default). */
+const nodeArgs = (side: 'a' | 'b') =>
+  (argument(`${side}-node-args`) ?? '').split(' ').filter((arg) => arg !== '');
+const NODE_ARGS = { a: nodeArgs('a'), b: nodeArgs('b') };
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const script = fileURLToPath(new URL('request-path.ts', import.meta.url));
 
@@ -38,10 +44,10 @@ interface Round {
   allocatedKb: number;
 }
 
-function round(dist: string): Round {
+function round(dist: string, side: 'a' | 'b'): Round {
   const run = spawnSync(
     process.execPath,
-    ['--import', 'tsx', script, '--dist', dist, '--rounds', '1', ...passed],
+    [...NODE_ARGS[side], '--import', 'tsx', script, '--dist', dist, '--rounds', '1', ...passed],
     {
       cwd: ROOT,
       encoding: 'utf8',
@@ -62,9 +68,9 @@ for (let pair = 1; pair <= PAIRS; pair++) {
   // A first in odd pairs, B first in even ones (ABBA): on a shared machine whose load drifts within a
   // pair, always running A first favoured one build (seen: the same two builds 1.09 one way round,
   // 0.96 the other, 0.97 in ABBA order).
-  const bFirst = pair % 2 === 0 ? round(B) : undefined;
-  const a = round(A);
-  const b = bFirst ?? round(B);
+  const bFirst = pair % 2 === 0 ? round(B, 'b') : undefined;
+  const a = round(A, 'a');
+  const b = bFirst ?? round(B, 'b');
   rounds.a.push(a);
   rounds.b.push(b);
   process.stdout.write(
@@ -77,6 +83,6 @@ const kbA = median(rounds.a.map((r) => r.allocatedKb));
 const kbB = median(rounds.b.map((r) => r.allocatedKb));
 process.stdout.write(
   `A ${A}: ${cpuA.toFixed(1)} µs CPU, ${kbA.toFixed(1)} KB per request (medians of ${PAIRS})\n` +
-    `B ${B}: ${cpuB.toFixed(1)} µs CPU, ${kbB.toFixed(1)} KB per request\n` +
+    `B ${B}${NODE_ARGS.b.length > 0 ? ` (${NODE_ARGS.b.join(' ')})` : ''}: ${cpuB.toFixed(1)} µs CPU, ${kbB.toFixed(1)} KB per request\n` +
     `B ÷ A: CPU ${(cpuB / cpuA).toFixed(3)}, allocated ${(kbB / kbA).toFixed(3)}\n`,
 );

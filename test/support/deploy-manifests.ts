@@ -106,9 +106,15 @@ export function programOf(container: IContainer): 'gateway' | 'services' | undef
     : 'gateway';
 }
 
-/** Every variable name the gateway knows: its settings groups, and the standard OTel variables it honours. */
+/** Node's own variables a manifest may give the gateway (the image sets NODE_OPTIONS: the Dockerfile). */
+export const NODE_VARIABLES = ['NODE_OPTIONS'] as const;
+
+/**
+ * Every variable name the gateway knows: its settings groups, the standard OTel variables it
+ * honours and node's own.
+ */
 export function gatewayVariableNames(): Set<string> {
-  return new Set([...settingEnvNames(appSettings), ...OTEL_VARIABLES]);
+  return new Set([...settingEnvNames(appSettings), ...OTEL_VARIABLES, ...NODE_VARIABLES]);
 }
 
 /** Every variable name `npm run services` knows. */

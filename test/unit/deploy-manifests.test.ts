@@ -6,6 +6,7 @@
  * groups themselves. Each check is also fed a broken copy, to show it can fail. Starts nothing: the
  * image itself is built and run by the container test.
  */
+import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { IContainer, IPodSpec } from 'kubernetes-models/v1';
@@ -36,6 +37,11 @@ import {
   unknownComposeVariables,
   unknownKubernetesVariables,
 } from '../support/deploy-manifests.js';
+import {
+  gatewayDeploymentMemory,
+  imageNodeOptions,
+  nodeArgsUnderLimit,
+} from '../support/image-node-options.js';
 
 const { kustomization, files, objects } = readKubernetesDir();
 const known: KnownNames = { gateway: gatewayVariableNames(), services: servicesVariableNames() };
@@ -234,6 +240,40 @@ describe('deploy/kubernetes: a kustomize base of plain manifests', () => {
     // A writable /tmp in memory for the gateway, since its root is read-only.
     const tmp = gatewayContainer.volumeMounts?.find((m) => m.mountPath === '/tmp');
     expect(gatewayPod.volumes?.find((v) => v.name === tmp?.name)?.emptyDir?.medium).toBe('Memory');
+  });
+
+  it("memory: the Deployment gives the image's NODE_OPTIONS, and the heap they allow fits the limit with what is not heap", () => {
+    const image = imageNodeOptions();
+    const { nodeOptions, limitBytes } = gatewayDeploymentMemory();
+    expect(nodeOptions).toBe(image);
+    // What node makes of them inside the container: the old space as a share of the limit.
+    const args = nodeArgsUnderLimit(image, limitBytes);
+    const oldMiB = Number(
+      /^--max-old-space-size=(\d+)$/.exec(args.find((a) => a.startsWith('--max-old-space-size=')) ?? '')?.[1],
+    );
+    const semiMiB = Number(
+      /^--max-semi-space-size=(\d+)$/.exec(
+        args.find((a) => a.startsWith('--max-semi-space-size=')) ?? '',
+      )?.[1],
+    );
+    expect(oldMiB).toBeGreaterThan(0);
+    expect(semiMiB).toBeGreaterThan(0);
+    // The live heap may hold the response cache's 64 MiB and the APQ store's 16 MiB beside the ~45 MB
+    // the gateway itself keeps (docs/benchmarks/2026-12-07-memory.md): the old space must leave room.
+    expect(oldMiB).toBeGreaterThanOrEqual(45 + 64 + 16 + 32);
+    // The young generation (two semi-spaces), and what the memory section measured outside V8's heap
+    // (the binary's pages, code, malloc, stacks: ~120 MB at the peak), must fit beside it.
+    expect(oldMiB + 2 * semiMiB + 128).toBeLessThanOrEqual(limitBytes / 2 ** 20);
+    // And node takes them: the heap limit it reports is the old space plus the young generation.
+    const run = spawnSync(
+      process.execPath,
+      [...args, '-e', 'process.stdout.write(String(require("node:v8").getHeapStatistics().heap_size_limit))'],
+      { encoding: 'utf8', env: { PATH: process.env.PATH ?? '' } },
+    );
+    expect(run.stderr).toBe('');
+    const limitMiB = Number(run.stdout) / 2 ** 20;
+    expect(limitMiB).toBeGreaterThanOrEqual(oldMiB);
+    expect(limitMiB).toBeLessThanOrEqual(oldMiB + 4 * semiMiB);
   });
 
   it('the security and resource checks fail on a container that breaks them', () => {
