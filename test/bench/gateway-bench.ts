@@ -80,6 +80,7 @@ import {
   findChildPid,
   installSignalCleanup,
   startChild,
+  startFixedUpstream,
   track,
 } from './bench-processes.js';
 import {
@@ -1396,13 +1397,7 @@ async function main(): Promise<void> {
     );
   }
   buildGateway();
-  const upstream = await startChild({
-    name: 'upstream',
-    script: 'test/bench/fixed-upstream.ts',
-    port: await freePort(),
-    readyPath: '/api/v1/health',
-    env: {},
-  });
+  const { upstream } = await startFixedUpstream();
   const upstreamUrl = `http://127.0.0.1:${upstream.port}`;
   let memory: MemoryResult | undefined;
   try {

@@ -23,14 +23,15 @@
  * --max-semi-space-size=16, the 2026-11-25 trial), `semi4`, `old192` (defaults plus
  * --max-old-space-size=192), or `label:--flags NAME=value` given inline.
  */
-import { mkdirSync, readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { deployedNodeArgs, imageEnvironment } from '../support/image-node-options.js';
 import { freePort } from '../support/redis-server.js';
-import { type ChildServer, installSignalCleanup, startChild } from './bench-processes.js';
+import { type ChildServer, installSignalCleanup, startChild, startFixedUpstream } from './bench-processes.js';
 import { MEMORY_PROBE_ARGS, mb, memoryGatewayEnv, probeMemory } from './memory-sampling.js';
 
 const argument = (name: string) => {
@@ -387,13 +388,14 @@ async function main(): Promise<void> {
   installSignalCleanup();
   mkdirSync(OUT, { recursive: true });
   console.log(`node ${process.version}, ${os.cpus().length} CPUs, ${mb(os.totalmem())} MB of memory`);
-  const upstream = await startChild({
-    name: 'upstream',
-    script: 'test/bench/fixed-upstream.ts',
-    port: await freePort(),
-    readyPath: '/api/v1/health',
-    env: {},
-  });
+  // The compiled gateway, as the image runs it: built here when no benchmark has built it yet.
+  if (!existsSync(fileURLToPath(new URL(`../../${GATEWAY_SCRIPT}`, import.meta.url)))) {
+    const build = spawnSync(process.execPath, ['scripts/build-dist.mjs', 'bench-results/dist'], {
+      stdio: 'inherit',
+    });
+    if (build.status !== 0) throw new Error('scripts/build-dist.mjs bench-results/dist failed');
+  }
+  const { upstream } = await startFixedUpstream();
   try {
     const upstreamUrl = `http://127.0.0.1:${upstream.port}`;
     if (SOAK) await soak(upstreamUrl);
