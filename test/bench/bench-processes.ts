@@ -87,6 +87,15 @@ export async function findChildPid(pattern: RegExp): Promise<number | undefined>
 // --- cleanup on interruption ------------------------------------------------------------------------
 
 const live = new Set<() => Promise<void>>();
+/**
+ * Every child still running. A benchmark that throws (a bad option found after its upstream started)
+ * exits without the stops above; on 'exit' only synchronous work runs, so each is sent SIGKILL there,
+ * rather than being left behind holding a port.
+ */
+const children = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const child of children) child.kill('SIGKILL');
+});
 
 /** Remembers `stop` until the returned function is called (once it has stopped). */
 export function track(stop: () => Promise<void>): () => void {
@@ -162,6 +171,8 @@ export async function startChild(options: StartOptions): Promise<ChildServer> {
     // stdout (log lines) goes nowhere but is still written: the cost of logging stays measured.
     stdio: ['ignore', 'ignore', 'pipe'],
   });
+  children.add(child);
+  child.once('exit', () => children.delete(child));
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-16_000);
