@@ -47,8 +47,8 @@ ENV NODE_ENV=production
 # keeps the pages it has freed: RSS 147 MB at start, ~415 MB after 100,000 operations and still there
 # a minute later, for ~45 MB of live heap. A semi-space of 8 MB and an old space of half the limit
 # (192 MB under the Deployment's 384 Mi) measured ~135 MB at start and ~185–190 MB at the peak and a
-# minute later, for ~6–15 % more CPU per request on `npm run bench:ab` (more collections): the price
-# of a replica that asks for 256 Mi instead of 512. --max-old-space-size-percentage needs node 24.8+.
+# minute later, for ~6–15 % more CPU per request on `npm run bench:ab` and +54 % in one end-to-end
+# set (more collections): the price of a replica that asks for 256 Mi instead of 512, not settled. --max-old-space-size-percentage needs node 24.8+.
 ENV NODE_OPTIONS="--max-semi-space-size=8 --max-old-space-size-percentage=50"
 WORKDIR /app
 # Owned by root and read-only for the user that runs it: the process cannot change its own code. It
