@@ -228,17 +228,19 @@ export function createMcpLane(options: McpLaneOptions): McpLane {
         | undefined;
       const status = http?.status ?? 401;
       const fields = { ...http?.headers };
-      if (status === 401 && authorization !== undefined)
-        fields['www-authenticate'] = challengeWithMetadata(
-          fields['www-authenticate'] ?? 'Bearer',
-          baseUrlOf(req, authorization.publicUrl),
-        );
-      else fields['www-authenticate'] ??= 'Bearer';
+      // A challenge on a 401 only (a 503 for an unreachable issuer has none), with §13's
+      // resource_metadata when /mcp is a protected resource.
+      if (status === 401) {
+        const challenge = fields['www-authenticate'] ?? 'Bearer';
+        fields['www-authenticate'] =
+          authorization === undefined
+            ? challenge
+            : challengeWithMetadata(challenge, baseUrlOf(req, authorization.publicUrl));
+      } else delete fields['www-authenticate'];
       const message =
         identified instanceof Error
           ? identified.message
           : 'This MCP server takes tokens of its identity provider (AUTH_MODE=tokens): authorize with it (resource_metadata) and send "Authorization: Bearer <token>".';
-      if (status !== 401) delete fields['www-authenticate'];
       return refuse(res, status, message, fields);
     }
     const calls: ToolCalls = { facts, identified, states: new Set() };
