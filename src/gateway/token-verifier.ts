@@ -28,6 +28,7 @@ import {
   type RemoteJWKSet,
 } from 'jose';
 import { LRUCache } from 'lru-cache';
+import { isPromise } from '../shared/is-promise.js';
 
 /** The algorithms a token may be signed with: asymmetric ones (RFC 7518, RFC 8037). */
 export const TOKEN_ALGORITHMS = [
@@ -205,15 +206,18 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
     return discovering;
   };
 
+  const rememberedTokens = options.rememberedTokens ?? 10_000;
   const remembered =
-    (options.rememberedTokens ?? 10_000) > 0
+    rememberedTokens > 0
       ? new LRUCache<string, Remembered>({
-          max: options.rememberedTokens ?? 10_000,
+          max: rememberedTokens,
           // Bounded in bytes too: tokens may be up to 8 KB each.
           maxSize: 8 * 1024 * 1024,
           sizeCalculation: (_value, token) => token.length,
         })
       : undefined;
+
+  const unavailable: TokenVerdict = { outcome: 'unavailable', retryAfterS };
 
   const check = async (token: string, resolver: JWTVerifyGetKey): Promise<TokenVerdict> => {
     try {
@@ -230,11 +234,9 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
       return { outcome: 'verified', token: verified };
     } catch (error) {
       const reason = invalidReason(error);
-      return reason === undefined ? { outcome: 'unavailable', retryAfterS } : { outcome: 'invalid', reason };
+      return reason === undefined ? unavailable : { outcome: 'invalid', reason };
     }
   };
-
-  const unavailable: TokenVerdict = { outcome: 'unavailable', retryAfterS };
 
   return {
     verify(token) {
@@ -249,7 +251,7 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
       }
       const resolver = keysNow();
       if (resolver === undefined) return unavailable;
-      if (!(resolver instanceof Promise)) return check(token, resolver);
+      if (!isPromise(resolver)) return check(token, resolver);
       return resolver.then((ready) => (ready === undefined ? unavailable : check(token, ready)));
     },
     async warm() {
